@@ -1,0 +1,1 @@
+"""dshstream: stream LLM responses from every provider as one typed chunk protocol."""

@@ -1,0 +1,449 @@
+"""The chunk protocol: a closed union of seven frozen chunk types, the blocks they carry,
+token usage, finish reasons, failures and response metadata.
+
+Contract: stdlib only, no I/O. Every chunk is a frozen, slotted dataclass with no behaviour;
+dispatch over the union with ``match`` and end in :func:`assert_never` so mypy flags an
+unhandled variant. ``chunk_to_dict``/``chunk_from_dict`` are the only serialization and
+round-trip losslessly through JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn, TypeAlias, final
+
+BlockType: TypeAlias = Literal["text", "reasoning", "tool-call", "tool-result"]
+FinishKind: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "error", "aborted"]
+FailureCategory: TypeAlias = Literal[
+    "api_error",
+    "rate_limit",
+    "content_blocked",
+    "timeout",
+    "provider_overloaded",
+    "model_error",
+    "unknown",
+]
+
+BLOCK_TYPES: tuple[BlockType, ...] = ("text", "reasoning", "tool-call", "tool-result")
+FINISH_KINDS: tuple[FinishKind, ...] = ("stop", "tool-calls", "max-tokens", "error", "aborted")
+FAILURE_CATEGORIES: tuple[FailureCategory, ...] = (
+    "api_error",
+    "rate_limit",
+    "content_blocked",
+    "timeout",
+    "provider_overloaded",
+    "model_error",
+    "unknown",
+)
+
+
+def assert_never(value: NoReturn) -> NoReturn:
+    """Fail loudly on a value that the type checker proved impossible."""
+    raise AssertionError(f"unhandled value: {value!r}")
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Visible answer text."""
+
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReasoningBlock:
+    """Model reasoning; ``signature`` is the provider's integrity token when it sends one."""
+
+    text: str
+    signature: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolCallBlock:
+    """A tool call. ``arguments`` is a raw JSON string, never a parsed object.
+
+    ``arguments_truncated`` marks arguments that were cut short (max-tokens, EOF, invalid
+    JSON) and repaired; code that runs tools must refuse such a call. ``raw_arguments``
+    keeps the text exactly as streamed when it differs from ``arguments``.
+    """
+
+    id: str
+    name: str
+    arguments: str
+    arguments_truncated: bool = False
+    raw_arguments: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """The result of a tool call, sent back in history (never streamed)."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
+
+
+# --------------------------------------------------------------------------- usage / finish
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Token accounting with **disjoint** counts.
+
+    ``input_tokens`` is uncached input only; billed input is
+    ``input_tokens + cache_read_tokens + cache_write_tokens``. ``reasoning_tokens`` is
+    already inside ``output_tokens`` (informational, never add it again). ``cost`` is the
+    provider-reported cost in USD when the provider reports one.
+    """
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost: float | None = None
+
+    @property
+    def total_input_tokens(self) -> int:
+        """Billed input: uncached input plus cache reads and writes."""
+        return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+
+    @property
+    def total_tokens(self) -> int:
+        """All billed input plus output."""
+        return self.total_input_tokens + self.output_tokens
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LlmFailure:
+    """A classified failure.
+
+    ``message`` is a headline safe to show an end user: it never contains upstream
+    response text. ``detail`` is the upstream text, redacted, at most 2,000 characters.
+    ``retry_after`` is in seconds.
+    """
+
+    code: str
+    message: str
+    category: FailureCategory
+    retryable: bool
+    status: int | None = None
+    retry_after: float | None = None
+    request_id: str | None = None
+    provider: str | None = None
+    serving_provider: str | None = None
+    detail: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.code:
+            raise ValueError("LlmFailure.code must be non-empty")
+        if not self.message:
+            raise ValueError("LlmFailure.message must be non-empty")
+        if self.category not in FAILURE_CATEGORIES:
+            raise ValueError(f"unknown failure category {self.category!r}")
+        if self.status is not None and not 100 <= self.status <= 599:
+            raise ValueError(f"LlmFailure.status out of range: {self.status!r}")
+        if self.retry_after is not None and not (
+            math.isfinite(self.retry_after) and self.retry_after > 0
+        ):
+            raise ValueError("LlmFailure.retry_after must be finite and > 0")
+        if self.detail is not None and len(self.detail) > 2000:
+            raise ValueError("LlmFailure.detail must be at most 2,000 characters")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class FinishReason:
+    """Why the stream ended. ``raw`` is the provider's own word (``end_turn``, ``SAFETY``...);
+    ``failure`` is set for ``error`` and ``aborted``."""
+
+    kind: FinishKind
+    failure: LlmFailure | None = None
+    raw: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in FINISH_KINDS:
+            raise ValueError(f"unknown finish kind {self.kind!r}")
+        if self.kind in ("error", "aborted") and self.failure is None:
+            raise ValueError(f"a {self.kind!r} finish needs a failure")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ResponseMetadata:
+    """Identifiers of one response: provider response id, model that answered, the backend
+    that served it behind a gateway, and the HTTP request id."""
+
+    response_id: str | None = None
+    model: str | None = None
+    serving_provider: str | None = None
+    request_id: str | None = None
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BlockStart:
+    """A content block opens at ``index``."""
+
+    index: int
+    block_type: BlockType
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Visible text for block ``index``."""
+
+    index: int
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """Reasoning text for block ``index``."""
+
+    index: int
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A raw JSON fragment of a tool call's arguments.
+
+    ``id`` is ``""`` until the provider supplies it; ``name`` is ``None`` until known.
+    """
+
+    index: int
+    id: str
+    name: str | None
+    arguments_delta: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BlockEnd:
+    """Block ``index`` is complete; ``block`` is the fully assembled block."""
+
+    index: int
+    block: Block
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class UsageChunk:
+    """Token accounting for the response (always before :class:`Finish`)."""
+
+    usage: TokenUsage
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The last chunk of every stream. ``replay_state`` is adapter-owned lossless JSON."""
+
+    reason: FinishReason
+    replay_state: Any = None
+    metadata: ResponseMetadata | None = None
+
+
+StreamChunk: TypeAlias = (
+    BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish
+)
+CHUNK_TYPES: tuple[type, ...] = (
+    BlockStart,
+    TextDelta,
+    ReasoningDelta,
+    ToolCallDelta,
+    BlockEnd,
+    UsageChunk,
+    Finish,
+)
+
+
+# --------------------------------------------------------------------------- serialization
+
+
+def block_to_dict(block: Block) -> dict[str, Any]:
+    """A JSON-safe dict for ``block`` with a ``type`` discriminator."""
+    match block:
+        case TextBlock(text=text):
+            return {"type": "text", "text": text}
+        case ReasoningBlock(text=text, signature=signature):
+            out: dict[str, Any] = {"type": "reasoning", "text": text}
+            if signature is not None:
+                out["signature"] = signature
+            return out
+        case ToolCallBlock():
+            out = {
+                "type": "tool-call",
+                "id": block.id,
+                "name": block.name,
+                "arguments": block.arguments,
+            }
+            if block.arguments_truncated:
+                out["arguments_truncated"] = True
+            if block.raw_arguments is not None:
+                out["raw_arguments"] = block.raw_arguments
+            return out
+        case ToolResultBlock(call_id=call_id, content=content, is_error=is_error):
+            return {"type": "tool-result", "call_id": call_id, "content": content, "is_error": is_error}
+        case _:
+            assert_never(block)
+
+
+def block_from_dict(data: dict[str, Any]) -> Block:
+    """Inverse of :func:`block_to_dict`; raises ``ValueError`` on an unknown type."""
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(text=str(data["text"]))
+    if kind == "reasoning":
+        return ReasoningBlock(text=str(data["text"]), signature=data.get("signature"))
+    if kind == "tool-call":
+        return ToolCallBlock(
+            id=str(data["id"]),
+            name=str(data["name"]),
+            arguments=str(data["arguments"]),
+            arguments_truncated=bool(data.get("arguments_truncated", False)),
+            raw_arguments=data.get("raw_arguments"),
+        )
+    if kind == "tool-result":
+        return ToolResultBlock(
+            call_id=str(data["call_id"]),
+            content=str(data["content"]),
+            is_error=bool(data.get("is_error", False)),
+        )
+    raise ValueError(f"unknown block type {kind!r}")
+
+
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "cost",
+)
+_FAILURE_FIELDS = (
+    "code",
+    "message",
+    "category",
+    "retryable",
+    "status",
+    "retry_after",
+    "request_id",
+    "provider",
+    "serving_provider",
+    "detail",
+)
+_METADATA_FIELDS = ("response_id", "model", "serving_provider", "request_id")
+
+
+def usage_to_dict(usage: TokenUsage) -> dict[str, Any]:
+    """JSON-safe dict of a usage record, omitting absent optional counts."""
+    return {f: getattr(usage, f) for f in _USAGE_FIELDS if getattr(usage, f) is not None}
+
+
+def failure_to_dict(failure: LlmFailure) -> dict[str, Any]:
+    """JSON-safe dict of a failure, omitting absent optional fields."""
+    return {f: getattr(failure, f) for f in _FAILURE_FIELDS if getattr(failure, f) is not None}
+
+
+def failure_from_dict(data: dict[str, Any]) -> LlmFailure:
+    """Inverse of :func:`failure_to_dict`."""
+    return LlmFailure(**{f: data[f] for f in _FAILURE_FIELDS if f in data})
+
+
+def chunk_to_dict(chunk: StreamChunk) -> dict[str, Any]:
+    """A JSON-safe dict for ``chunk``; ``type`` uses the wire names (``text-delta``...)."""
+    match chunk:
+        case BlockStart(index=index, block_type=block_type):
+            return {"type": "block-start", "index": index, "block_type": block_type}
+        case TextDelta(index=index, text=text):
+            return {"type": "text-delta", "index": index, "text": text}
+        case ReasoningDelta(index=index, text=text):
+            return {"type": "reasoning-delta", "index": index, "text": text}
+        case ToolCallDelta(index=index, id=id_, name=name, arguments_delta=delta):
+            return {
+                "type": "tool-call-delta",
+                "index": index,
+                "id": id_,
+                "name": name,
+                "arguments_delta": delta,
+            }
+        case BlockEnd(index=index, block=block):
+            return {"type": "block-end", "index": index, "block": block_to_dict(block)}
+        case UsageChunk(usage=usage):
+            return {"type": "usage", "usage": usage_to_dict(usage)}
+        case Finish(reason=reason, replay_state=replay_state, metadata=metadata):
+            reason_dict: dict[str, Any] = {"kind": reason.kind}
+            if reason.failure is not None:
+                reason_dict["failure"] = failure_to_dict(reason.failure)
+            if reason.raw is not None:
+                reason_dict["raw"] = reason.raw
+            out: dict[str, Any] = {"type": "finish", "reason": reason_dict}
+            if replay_state is not None:
+                out["replay_state"] = replay_state
+            if metadata is not None:
+                out["metadata"] = {
+                    f: getattr(metadata, f)
+                    for f in _METADATA_FIELDS
+                    if getattr(metadata, f) is not None
+                }
+            return out
+        case _:
+            assert_never(chunk)
+
+
+def chunk_from_dict(data: dict[str, Any]) -> StreamChunk:
+    """Inverse of :func:`chunk_to_dict`; raises ``ValueError`` on an unknown ``type``."""
+    kind = data.get("type")
+    if kind == "block-start":
+        return BlockStart(index=int(data["index"]), block_type=data["block_type"])
+    if kind == "text-delta":
+        return TextDelta(index=int(data["index"]), text=str(data["text"]))
+    if kind == "reasoning-delta":
+        return ReasoningDelta(index=int(data["index"]), text=str(data["text"]))
+    if kind == "tool-call-delta":
+        return ToolCallDelta(
+            index=int(data["index"]),
+            id=str(data["id"]),
+            name=data.get("name"),
+            arguments_delta=str(data["arguments_delta"]),
+        )
+    if kind == "block-end":
+        return BlockEnd(index=int(data["index"]), block=block_from_dict(data["block"]))
+    if kind == "usage":
+        return UsageChunk(usage=TokenUsage(**{f: v for f, v in data["usage"].items() if f in _USAGE_FIELDS}))
+    if kind == "finish":
+        reason = data["reason"]
+        failure = reason.get("failure")
+        meta = data.get("metadata")
+        return Finish(
+            reason=FinishReason(
+                kind=reason["kind"],
+                failure=failure_from_dict(failure) if failure is not None else None,
+                raw=reason.get("raw"),
+            ),
+            replay_state=data.get("replay_state"),
+            metadata=ResponseMetadata(**{f: meta[f] for f in _METADATA_FIELDS if f in meta})
+            if meta is not None
+            else None,
+        )
+    raise ValueError(f"unknown chunk type {kind!r}")
