@@ -1,1 +1,183 @@
-"""dshstream: stream LLM responses from every provider as one typed chunk protocol."""
+"""dshstream: stream LLM responses from every provider as one typed chunk protocol.
+
+The sans-IO core (chunk types, SSE, translators, filters, assembler) is imported eagerly
+and needs only the standard library; everything that touches ``requests`` (adapters, the
+service, the transport) is imported on first use, so ``import dshstream`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+from .assembler import AssembledResponse, BlockAssembler, assemble
+from .attribution import AppIdentity, attribution_headers
+from .contract import check_contract
+from .errors import (
+    AbortedError,
+    AuthenticationError,
+    ConfigurationError,
+    ContentBlockedError,
+    ContextWindowExceededError,
+    EmptyResponseError,
+    InvalidRequestError,
+    LlmError,
+    ModelNotFoundError,
+    OverloadedError,
+    ProtocolError,
+    QuotaExceededError,
+    RateLimitError,
+    ServerError,
+    StreamClosedError,
+    StreamTimeoutError,
+    ToolArgumentsError,
+    TransportError,
+)
+from .log import get_logger as _get_logger
+from .request import GenerateOptions, Message, ToolSpec
+from .types import (
+    Block,
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    ResponseMetadata,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    ToolResultBlock,
+    UsageChunk,
+    chunk_from_dict,
+    chunk_to_dict,
+)
+
+if TYPE_CHECKING:
+    from .adapters.base import LlmAdapter, ModelInfo, ProviderInfo
+    from .adapters.openai_chat import OpenAIChatAdapter
+    from .classify import format_error_code_for_display
+    from .decode import decode
+    from .defaults import default_service, stream
+    from .filters.json_repair import parse_tool_arguments, repair_incomplete_json
+    from .filters.spill_guard import ReasoningSpillGuard
+    from .filters.think_tags import ThinkTagStripper
+    from .filters.verbatim_tools import VerbatimToolCallParser
+    from .redact import redact
+    from .service import LlmService, Registration
+    from .sse import ServerSentEvent, SSEComment, SSEDecoder
+    from .stream import ChunkStream
+
+_LAZY: dict[str, str] = {
+    "ChunkStream": ".stream",
+    "LlmAdapter": ".adapters.base",
+    "LlmService": ".service",
+    "ModelInfo": ".adapters.base",
+    "OpenAIChatAdapter": ".adapters.openai_chat",
+    "ProviderInfo": ".adapters.base",
+    "ReasoningSpillGuard": ".filters.spill_guard",
+    "Registration": ".service",
+    "SSEComment": ".sse",
+    "SSEDecoder": ".sse",
+    "ServerSentEvent": ".sse",
+    "ThinkTagStripper": ".filters.think_tags",
+    "VerbatimToolCallParser": ".filters.verbatim_tools",
+    "decode": ".decode",
+    "default_service": ".defaults",
+    "stream": ".defaults",
+    "format_error_code_for_display": ".classify",
+    "parse_tool_arguments": ".filters.json_repair",
+    "redact": ".redact",
+    "repair_incomplete_json": ".filters.json_repair",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dshstream' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+_get_logger("dshstream")
+
+__all__ = [
+    "AbortedError",
+    "AppIdentity",
+    "AssembledResponse",
+    "AuthenticationError",
+    "Block",
+    "BlockAssembler",
+    "BlockEnd",
+    "BlockStart",
+    "ChunkStream",
+    "ConfigurationError",
+    "ContentBlockedError",
+    "ContextWindowExceededError",
+    "EmptyResponseError",
+    "Finish",
+    "FinishReason",
+    "GenerateOptions",
+    "InvalidRequestError",
+    "LlmAdapter",
+    "LlmError",
+    "LlmFailure",
+    "LlmService",
+    "Message",
+    "ModelInfo",
+    "ModelNotFoundError",
+    "OpenAIChatAdapter",
+    "OverloadedError",
+    "ProtocolError",
+    "ProviderInfo",
+    "QuotaExceededError",
+    "RateLimitError",
+    "ReasoningBlock",
+    "ReasoningDelta",
+    "ReasoningSpillGuard",
+    "Registration",
+    "ResponseMetadata",
+    "SSEComment",
+    "SSEDecoder",
+    "ServerError",
+    "ServerSentEvent",
+    "StreamChunk",
+    "StreamClosedError",
+    "StreamTimeoutError",
+    "TextBlock",
+    "TextDelta",
+    "ThinkTagStripper",
+    "TokenUsage",
+    "ToolArgumentsError",
+    "ToolCallBlock",
+    "ToolCallDelta",
+    "ToolResultBlock",
+    "ToolSpec",
+    "TransportError",
+    "UsageChunk",
+    "VerbatimToolCallParser",
+    "__version__",
+    "assemble",
+    "attribution_headers",
+    "check_contract",
+    "chunk_from_dict",
+    "chunk_to_dict",
+    "decode",
+    "default_service",
+    "format_error_code_for_display",
+    "parse_tool_arguments",
+    "redact",
+    "repair_incomplete_json",
+    "stream",
+]

@@ -274,6 +274,8 @@ def error_class_for(failure: LlmFailure) -> type[LlmError]:
         return StreamTimeoutError
     if failure.category == "model_error":
         return ModelNotFoundError
+    if failure.category == "provider_overloaded":
+        return ServerError
     if failure.status is not None:
         if failure.status >= 500:
             return ServerError

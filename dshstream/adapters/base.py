@@ -1,0 +1,283 @@
+"""The adapter base: the seam between the service and one provider API.
+
+Contract: :class:`LlmAdapter` is the interface the service calls (``stream``,
+``provider_info``, ``list_models``). :class:`HttpAdapter` implements ``stream`` once for
+every HTTP provider: build the request (subclass), open it through the transport, decode
+the body with the subclass's translator, and retry — only before the first chunk, only
+for retryable failures, with exponential backoff and jitter, honouring ``Retry-After``
+(capped at 60 s; a longer wait, or one past the total timeout, fails now). The
+``failure_reporter`` hears about every failed attempt exactly once, before the retry
+decision. Keys are registered for log redaction and never appear in a repr.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from ..attribution import AppIdentity, merge_headers
+from ..decode import StreamDecoder
+from ..errors import LlmError, error_for, make_failure
+from ..http_request import HttpRequest
+from ..log import get_logger
+from ..redact import redact, register_secret
+from ..request import GenerateOptions
+from ..transport import DEFAULT_IDLE_TIMEOUT, Transport
+from ..types import Finish, LlmFailure, StreamChunk
+from ..wires.base import Translator
+
+log = get_logger("dshstream.adapters")
+
+FailureReporter = Callable[[LlmFailure, dict[str, Any]], None]
+RETRY_AFTER_CAP = 60.0
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 10.0
+# Failures that point at a defect (ours or the provider's wire), not an expected outcome.
+_DEFECT_CODES = frozenset({"MALFORMED_RESPONSE", "CONTRACT_VIOLATION", "EVENT_TOO_LARGE", "UNKNOWN"})
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInfo:
+    """A provider route as the service lists it."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """A model a provider offers (advisory)."""
+
+    id: str
+    name: str
+
+
+class LlmAdapter:
+    """The interface every adapter implements."""
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        """Stream one response as chunks."""
+        raise NotImplementedError
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        """Describe the route ``provider`` this adapter serves."""
+        return ProviderInfo(id=provider, name=provider)
+
+    def list_models(self, provider: str) -> list[ModelInfo]:
+        """Models available on ``provider`` (advisory: others are still accepted)."""
+        return []
+
+
+class HttpAdapter(LlmAdapter):
+    """Shared streaming engine of every HTTP adapter (retries, timeouts, reporting)."""
+
+    default_name = "provider"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str,
+        session: requests.Session | None = None,
+        identity: AppIdentity | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_retries: int = 2,
+        failure_reporter: FailureReporter | None = None,
+        connect_timeout: float = 10.0,
+        max_event_size: int = 16 * 1024 * 1024,
+        title: str | None = None,
+    ) -> None:
+        self._api_key = api_key or None
+        if self._api_key:
+            register_secret(self._api_key)
+        self.base_url = base_url.rstrip("/")
+        self.transport = Transport(session, connect_timeout=connect_timeout)
+        self.identity = identity
+        self.extra_headers = dict(headers or {})
+        self.max_retries = max_retries
+        self.failure_reporter = failure_reporter
+        self.max_event_size = max_event_size
+        self.title = title or self.default_name
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, api_key=<{key}>)"
+
+    # ------------------------------------------------------------------ subclass hooks
+
+    def build_request(self, options: GenerateOptions) -> HttpRequest:
+        """The HTTP request for ``options``."""
+        raise NotImplementedError
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        """A fresh translator for one attempt."""
+        raise NotImplementedError
+
+    def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
+        """Whether a rejected request should be resent at once in another form
+        (e.g. without a field the server refused); subclasses adjust their state."""
+        return False
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this adapter sends."""
+        return (self._api_key,) if self._api_key else ()
+
+    def headers(self, auth: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Headers for a streaming POST: auth, JSON, SSE, caller headers, attribution."""
+        base = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "accept-encoding": "identity",
+        }
+        return merge_headers(base, self.extra_headers, auth, identity=self.identity)
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        return ProviderInfo(id=provider, name=self.title)
+
+    # ------------------------------------------------------------------ streaming
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        started = time.monotonic()
+        deadline = started + options.timeout if options.timeout else None
+        retries = self.max_retries if options.max_retries is None else options.max_retries
+        attempt = 0
+        while True:
+            attempt += 1
+            produced = 0
+            failure: LlmFailure | None = None
+            try:
+                with closing(self._attempt(options, deadline)) as chunks:
+                    retry = False
+                    for chunk in chunks:
+                        is_failure = type(chunk) is Finish and chunk.reason.failure is not None
+                        if is_failure:
+                            failure = chunk.reason.failure
+                            assert failure is not None
+                            self._report(failure, options, attempt, produced, started)
+                            if (
+                                produced == 0
+                                and chunk.reason.kind == "error"
+                                and self._can_retry(failure, attempt, retries, deadline)
+                            ):
+                                retry = True
+                                break
+                        produced += 1
+                        yield chunk
+                    if not retry:
+                        return
+            except LlmError as exc:
+                failure = exc.failure
+                self._report(failure, options, attempt, produced, started)
+                if produced or not self._can_retry(failure, attempt, retries, deadline):
+                    if self.should_retry_request(exc, options) and not produced:
+                        continue
+                    raise
+            assert failure is not None
+            self._backoff(failure, attempt, options, deadline)
+
+    def _attempt(self, options: GenerateOptions, deadline: float | None) -> Iterator[StreamChunk]:
+        request = self.build_request(options)
+        idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
+        http = self.transport.open(
+            request,
+            provider=options.provider,
+            cancel=options.cancel,
+            idle_timeout=idle,
+            deadline=deadline,
+        )
+        with http:
+            decoder = StreamDecoder(
+                self.make_translator(options, http.request_id), max_event_size=self.max_event_size
+            )
+            cancel = options.cancel
+            for piece in http:
+                chunks = decoder.feed(piece)
+                if chunks:
+                    http.touch()
+                    yield from chunks
+                    if decoder.done:
+                        return
+                if cancel is not None and cancel.is_set():
+                    http.abort("ABORTED", f"{options.provider}: stream cancelled by the caller")
+                    http.raise_if_aborted()
+            yield from decoder.close()
+
+    def _can_retry(
+        self, failure: LlmFailure, attempt: int, retries: int, deadline: float | None
+    ) -> bool:
+        if not failure.retryable or attempt > retries or failure.code == "ABORTED":
+            return False
+        if failure.retry_after is not None:
+            if failure.retry_after > RETRY_AFTER_CAP:
+                return False
+            if deadline is not None and time.monotonic() + failure.retry_after >= deadline:
+                return False
+        return True
+
+    def _backoff(
+        self, failure: LlmFailure, attempt: int, options: GenerateOptions, deadline: float | None
+    ) -> None:
+        if failure.retry_after is not None:
+            delay = failure.retry_after
+        else:
+            delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+            delay *= 0.5 + random.random() / 2  # noqa: S311 - jitter, not crypto
+        if deadline is not None:
+            delay = min(delay, max(0.0, deadline - time.monotonic()))
+        log.warning(
+            "%s: retrying after %s in %.2fs (attempt %d)", options.provider, failure.code, delay, attempt + 1
+        )
+        cancelled = options.cancel.wait(delay) if options.cancel is not None else time.sleep(delay)
+        if cancelled:
+            raise error_for(
+                make_failure(
+                    "ABORTED", f"{options.provider}: stream cancelled by the caller", provider=options.provider
+                )
+            )
+
+    def _report(
+        self,
+        failure: LlmFailure,
+        options: GenerateOptions,
+        attempt: int,
+        chunks: int,
+        started: float,
+    ) -> None:
+        level = log.error if failure.code in _DEFECT_CODES else log.warning
+        level("%s: attempt %d failed: %s", options.provider, attempt, failure.code)
+        if self.failure_reporter is None:
+            return
+        record = {
+            "provider": options.provider,
+            "model": options.model,
+            "attempt": attempt,
+            "chunks_received": chunks,
+            "elapsed_s": round(time.monotonic() - started, 3),
+            "base_url": redact(self.base_url, self.secrets),
+            **self.diagnostics(options),
+        }
+        try:
+            self.failure_reporter(failure, record)
+        except Exception:  # noqa: BLE001 - a reporter must never break the stream
+            log.exception("failure_reporter raised")
+
+    def diagnostics(self, options: GenerateOptions) -> dict[str, Any]:
+        """A bounded, prompt-free summary of the request for failure reports."""
+        roles = [m.role for m in options.messages][-5:]
+        return {
+            "last_roles": roles,
+            "message_count": len(options.messages),
+            "tool_count": len(options.tools),
+            "has_tool_history": any(m.role == "tool" for m in options.messages),
+        }

@@ -1,0 +1,189 @@
+"""OpenAIChatAdapter: ``POST {base_url}/chat/completions`` with ``stream: true`` for OpenAI
+and every OpenAI-compatible server (dialects: see :mod:`dshstream.dialects`).
+
+Contract: builds the request body from :class:`GenerateOptions` (messages with tool calls
+and tool results, tools, ``stream_options.include_usage``, max tokens, temperature, stop,
+reasoning effort in the dialect's spelling, ``extra_body`` last) and decodes the stream
+with :class:`~dshstream.wires.openai_chat.OpenAIChatTranslator`. History replay: reasoning
+goes back as ``reasoning_content`` where the dialect needs it, OpenRouter
+``reasoning_details`` and Gemini-compat tool ``thought_signature`` go back from replay
+state. A server that rejects ``stream_options`` with a 400 is asked once more without it,
+and the adapter remembers that.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import requests
+
+from ..attribution import AppIdentity
+from ..dialects import Dialect, get_dialect
+from ..errors import LlmError
+from ..http_request import HttpRequest
+from ..request import GenerateOptions, Message
+from ..types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from ..wires.base import Translator
+from ..wires.openai_chat import OpenAIChatTranslator
+from .base import FailureReporter, HttpAdapter, ModelInfo
+
+
+class OpenAIChatAdapter(HttpAdapter):
+    """Stream chat completions from OpenAI or any OpenAI-compatible server."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        dialect: str = "openai",
+        session: requests.Session | None = None,
+        identity: AppIdentity | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_retries: int = 2,
+        *,
+        think_tags: bool | None = None,
+        include_usage: bool = True,
+        failure_reporter: FailureReporter | None = None,
+        connect_timeout: float = 10.0,
+        max_event_size: int = 16 * 1024 * 1024,
+    ) -> None:
+        self.dialect: Dialect = get_dialect(dialect)
+        if api_key is None and self.dialect.key_env:
+            api_key = os.environ.get(self.dialect.key_env) or None
+        super().__init__(
+            api_key=api_key,
+            base_url=base_url or self.dialect.base_url,
+            session=session,
+            identity=identity,
+            headers=headers,
+            max_retries=max_retries,
+            failure_reporter=failure_reporter,
+            connect_timeout=connect_timeout,
+            max_event_size=max_event_size,
+            title=self.dialect.title,
+        )
+        self.think_tags = think_tags
+        self.include_usage = include_usage
+
+    # ------------------------------------------------------------------ request
+
+    def build_request(self, options: GenerateOptions) -> HttpRequest:
+        auth = {"authorization": f"Bearer {self._api_key}"} if self._api_key else None
+        return HttpRequest(
+            url=f"{self.base_url}/chat/completions",
+            headers=self.headers(auth),
+            body=self.build_body(options),
+            secrets=self.secrets,
+        )
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body for ``options``."""
+        body: dict[str, Any] = {
+            "model": options.model,
+            "messages": [m for message in options.messages for m in self.convert_message(message)],
+            "stream": True,
+        }
+        if self.include_usage:
+            body["stream_options"] = {"include_usage": True}
+        if options.tools:
+            body["tools"] = [tool.to_openai() for tool in options.tools]
+        if options.max_tokens is not None:
+            key = "max_completion_tokens" if self.dialect.name == "openai" else "max_tokens"
+            body[key] = options.max_tokens
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.stop:
+            body["stop"] = list(options.stop)
+        if options.reasoning_effort is not None:
+            body.update(self.reasoning_fields(options.reasoning_effort))
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def reasoning_fields(self, effort: str) -> dict[str, Any]:
+        """The dialect's spelling of a reasoning-effort request."""
+        name = self.dialect.name
+        if name == "deepseek":
+            if effort == "off":
+                return {"thinking": {"type": "disabled"}}
+            level = {"minimal": "low", "low": "low", "medium": "high", "high": "high", "max": "max"}[effort]
+            return {"thinking": {"type": "enabled"}, "reasoning_effort": level}
+        if name == "openrouter":
+            if effort == "off":
+                return {"reasoning": {"enabled": False}}
+            return {"reasoning": {"effort": "high" if effort == "max" else effort}}
+        if effort == "off":
+            return {}
+        return {"reasoning_effort": "high" if effort == "max" else effort}
+
+    def convert_message(self, message: Message) -> list[dict[str, Any]]:
+        """One history message in chat-completions form (a tool turn may become several)."""
+        if message.role in ("system", "user"):
+            return [{"role": message.role, "content": message.text}]
+        if message.role == "tool":
+            return [
+                {"role": "tool", "tool_call_id": block.call_id, "content": block.content}
+                for block in message.blocks
+                if isinstance(block, ToolResultBlock)
+            ]
+        text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+        reasoning = "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
+        calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+        replay = message.replay_state if isinstance(message.replay_state, dict) else {}
+        out: dict[str, Any] = {"role": "assistant", "content": text}
+        if reasoning and self.dialect.reasoning_content_passback:
+            out["reasoning_content"] = reasoning
+        details = replay.get("reasoning_details")
+        if details and self.dialect.reasoning_details_passback:
+            out["reasoning_details"] = details
+        if calls:
+            signatures = replay.get("tool_signatures") or {}
+            entries = []
+            for position, call in enumerate(calls):
+                entry: dict[str, Any] = {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                }
+                signature = signatures.get(call.id) or signatures.get(f"#{position}")
+                if signature:
+                    entry["extra_content"] = {"google": {"thought_signature": signature}}
+                entries.append(entry)
+            out["tool_calls"] = entries
+        return [out]
+
+    def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
+        failure = error.failure
+        if (
+            self.include_usage
+            and failure.status == 400
+            and "stream_options" in (failure.detail or "")
+        ):
+            with self._lock:
+                self.include_usage = False
+            return True
+        return False
+
+    # ------------------------------------------------------------------ response
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        return OpenAIChatTranslator(
+            dialect=self.dialect.name,
+            provider=options.provider,
+            request_id=request_id,
+            think_tags=self.think_tags,
+        )
+
+    def list_models(self, provider: str) -> list[ModelInfo]:
+        auth = {"authorization": f"Bearer {self._api_key}"} if self._api_key else None
+        payload = self.transport.get_json(
+            f"{self.base_url}/models", self.headers(auth), provider=provider, secrets=self.secrets
+        )
+        data = payload.get("data") if isinstance(payload, dict) else None
+        models = []
+        for entry in data if isinstance(data, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                models.append(ModelInfo(id=entry["id"], name=str(entry.get("name") or entry["id"])))
+        return models

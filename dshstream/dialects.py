@@ -1,0 +1,82 @@
+"""Named presets of the OpenAI chat-completions wire: default base URL, the environment
+variable holding the key, and the few behaviours that differ per server.
+
+Contract: plain data, stdlib only. The translator and the adapter read these flags; no
+other module special-cases a dialect by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """One OpenAI-compatible server family."""
+
+    name: str
+    base_url: str
+    key_env: str | None
+    #: strip ``<think>`` tags from content into reasoning by default
+    think_tags: bool = False
+    #: send ``reasoning_content`` back on every assistant turn that had reasoning
+    reasoning_content_passback: bool = False
+    #: send ``reasoning_details`` back (OpenRouter)
+    reasoning_details_passback: bool = False
+    #: the server needs no key
+    keyless: bool = False
+    #: display name
+    title: str = ""
+
+
+DIALECTS: dict[str, Dialect] = {
+    d.name: d
+    for d in (
+        Dialect("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", title="OpenAI"),
+        Dialect(
+            "deepseek",
+            "https://api.deepseek.com",
+            "DEEPSEEK_API_KEY",
+            reasoning_content_passback=True,
+            title="DeepSeek",
+        ),
+        Dialect(
+            "openrouter",
+            "https://openrouter.ai/api/v1",
+            "OPENROUTER_API_KEY",
+            reasoning_details_passback=True,
+            title="OpenRouter",
+        ),
+        Dialect("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", title="Groq"),
+        Dialect("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", title="Mistral"),
+        Dialect("xai", "https://api.x.ai/v1", "XAI_API_KEY", title="xAI"),
+        Dialect("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", title="Together AI"),
+        Dialect(
+            "vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", think_tags=True, keyless=True, title="vLLM"
+        ),
+        Dialect(
+            "ollama", "http://127.0.0.1:11434/v1", None, think_tags=True, keyless=True, title="Ollama"
+        ),
+        Dialect(
+            "llamacpp",
+            "http://127.0.0.1:8080/v1",
+            None,
+            think_tags=True,
+            keyless=True,
+            reasoning_content_passback=True,
+            title="llama.cpp",
+        ),
+        Dialect(
+            "lmstudio", "http://127.0.0.1:1234/v1", None, think_tags=True, keyless=True, title="LM Studio"
+        ),
+        Dialect("custom", "http://127.0.0.1:8080/v1", None, think_tags=True, keyless=True, title="Custom"),
+    )
+}
+
+
+def get_dialect(name: str) -> Dialect:
+    """The preset called ``name``; raises ``KeyError`` listing the known names."""
+    try:
+        return DIALECTS[name]
+    except KeyError:
+        raise KeyError(f"unknown dialect {name!r}; known: {', '.join(DIALECTS)}") from None

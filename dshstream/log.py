@@ -1,0 +1,74 @@
+"""Loggers that never write a secret.
+
+Contract: stdlib only. :func:`get_logger` returns ``logging.getLogger(name)`` for a name
+under ``"dshstream"`` (other names are prefixed with ``"dshstream."``) with one
+:class:`RedactingFilter` attached. Logger filters only run on the logger a record is
+created on (a parent's filters never see a child's records), so every dshstream logger
+gets its own filter. The filter formats ``record.msg % record.args``, redacts it with
+every secret registered through :func:`dshstream.redact.register_secret` (plus the
+credential patterns of :func:`dshstream.redact.redact`), stores the result in
+``record.msg`` and clears ``record.args``; it renders ``exc_info`` into ``exc_text`` and
+redacts that and ``stack_info`` too (``exc_info`` itself is left for handlers that need
+the exception object; standard formatters use the redacted ``exc_text``).
+
+The top ``"dshstream"`` logger gets a :class:`logging.NullHandler`, so a library user who
+configured no logging sees nothing; configuration is left to the application.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from .redact import known_secrets, redact
+
+__all__ = ["ROOT_LOGGER_NAME", "RedactingFilter", "get_logger"]
+
+ROOT_LOGGER_NAME = "dshstream"
+_lock = threading.Lock()
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts the message, exception text and stack text of every record it sees."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = known_secrets()
+        try:
+            message = record.getMessage()
+        except Exception:  # bad format args: keep what we can, never fail the log call
+            message = f"{record.msg!s} (unformattable args)"
+        record.msg = redact(message, secrets)
+        record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, secrets)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info, secrets)
+        return True
+
+
+def _install(logger: logging.Logger) -> None:
+    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+        logger.addFilter(RedactingFilter())
+
+
+def get_logger(name: str) -> logging.Logger:
+    """The dshstream logger ``name`` (``__name__`` of a dshstream module), filter attached."""
+    if name != ROOT_LOGGER_NAME and not name.startswith(ROOT_LOGGER_NAME + "."):
+        name = f"{ROOT_LOGGER_NAME}.{name}" if name else ROOT_LOGGER_NAME
+    logger = logging.getLogger(name)
+    with _lock:
+        _install(logger)
+    return logger
+
+
+def _setup_root() -> None:
+    root = logging.getLogger(ROOT_LOGGER_NAME)
+    with _lock:
+        _install(root)
+        if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
+            root.addHandler(logging.NullHandler())
+
+
+_setup_root()

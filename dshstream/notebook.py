@@ -1,0 +1,137 @@
+"""Live rendering of a stream in a Jupyter notebook, with a plain-text fallback.
+
+Contract: IPython is imported lazily, only when :func:`display` runs; outside a kernel
+the stream is rendered as plain text by :class:`~dshstream.render.TextRenderer`. In a
+notebook the answer is shown as Markdown, updated at most ``max_updates_per_second``
+times (default 15), reasoning in a collapsible section, tool calls as a small table,
+usage and finish at the end. The stop button (``KeyboardInterrupt``) closes the stream
+and keeps the partial result, which is returned.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .assembler import AssembledResponse
+from .render import TextRenderer, describe_usage
+from .stream import ChunkStream
+from .types import BlockEnd, Finish, ReasoningDelta, TextDelta, ToolCallBlock, UsageChunk
+
+
+class DisplayHandle(Protocol):
+    """What IPython's ``display(..., display_id=True)`` returns."""
+
+    def update(self, obj: Any) -> None: ...
+
+
+class MarkdownView:
+    """Accumulates a stream into Markdown (pure: no IPython needed)."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.tool_calls: list[ToolCallBlock] = []
+        self.footer = ""
+
+    def feed(self, chunk: object) -> None:
+        if type(chunk) is TextDelta:
+            self.text.append(chunk.text)
+        elif type(chunk) is ReasoningDelta:
+            self.reasoning.append(chunk.text)
+        elif type(chunk) is BlockEnd and isinstance(chunk.block, ToolCallBlock):
+            self.tool_calls.append(chunk.block)
+        elif type(chunk) is UsageChunk:
+            self.footer = f"*usage: {describe_usage(chunk.usage)}*"
+        elif type(chunk) is Finish:
+            reason = chunk.reason
+            line = f"*finish: {reason.kind}{f' ({reason.raw})' if reason.raw else ''}*"
+            if reason.failure is not None:
+                line += f" — **{html.escape(reason.failure.message)}**"
+            self.footer = f"{self.footer}  \n{line}" if self.footer else line
+
+    def render(self) -> str:
+        parts = []
+        if self.reasoning:
+            body = html.escape("".join(self.reasoning))
+            parts.append(f"<details><summary>Reasoning</summary>\n\n<pre>{body}</pre>\n\n</details>")
+        if self.text:
+            parts.append("".join(self.text))
+        if self.tool_calls:
+            rows = ["| tool | arguments | id |", "|---|---|---|"]
+            for call in self.tool_calls:
+                args = call.arguments.replace("|", "\\|")
+                flag = " ⚠ truncated" if call.arguments_truncated else ""
+                rows.append(f"| `{call.name}` | `{args}`{flag} | `{call.id}` |")
+            parts.append("\n".join(rows))
+        if self.footer:
+            parts.append(self.footer)
+        return "\n\n".join(parts)
+
+
+def _ipython_display() -> Callable[[str], DisplayHandle] | None:
+    """A factory of live Markdown displays when running inside a kernel, else None."""
+    if "IPython" not in sys.modules:
+        return None
+    try:
+        from IPython import get_ipython  # type: ignore[attr-defined]
+        from IPython.display import Markdown
+        from IPython.display import display as ipy_display
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+
+    def make(initial: str) -> DisplayHandle:
+        handle: DisplayHandle = ipy_display(Markdown(initial), display_id=True)
+
+        class _Handle:
+            def update(self, obj: Any) -> None:
+                handle.update(Markdown(obj))
+
+        return _Handle()
+
+    return make
+
+
+def display(
+    stream: ChunkStream,
+    *,
+    max_updates_per_second: float = 15.0,
+    display_factory: Callable[[str], DisplayHandle] | None = None,
+) -> AssembledResponse:
+    """Render ``stream`` live; returns the (possibly partial) assembled response."""
+    factory = display_factory or _ipython_display()
+    if factory is None:
+        renderer = TextRenderer()
+        try:
+            for chunk in stream:
+                renderer.feed(chunk)
+        except KeyboardInterrupt:
+            stream.close()
+        return stream.partial()
+    view = MarkdownView()
+    handle = factory("")
+    interval = 1.0 / max_updates_per_second
+    last = 0.0
+    dirty = False
+    try:
+        for chunk in stream:
+            view.feed(chunk)
+            dirty = True
+            now = time.monotonic()
+            if now - last >= interval:
+                handle.update(view.render())
+                last = now
+                dirty = False
+    except KeyboardInterrupt:
+        stream.close()
+        view.feed(Finish(reason=stream.partial().finish))
+        dirty = True
+    if dirty:
+        handle.update(view.render())
+    return stream.partial()

@@ -1,0 +1,259 @@
+"""LlmService: the registry of adapters, the listener waterfall and replay-state routing.
+
+Contract:
+- ``register_adapter`` validates the whole route list before writing anything
+  (``INVALID_ADAPTER``, ``DUPLICATE_ADAPTER``); a :class:`Registration` can ``replace``
+  its routes atomically or ``dispose`` of them.
+- Listeners wrap ``stream``: ``fn(options, next) -> Iterator[chunk]``; each may yield its
+  own chunks, call ``next`` with a rewritten request, or observe. Adapter lookup happens
+  at the end of the chain, so rerouting works. Listener errors propagate.
+- Anything raised by adapter lookup or iteration becomes one terminal ``Finish``:
+  ``aborted`` if the request was cancelled or the code is ``ABORTED``, else ``error``.
+- Replay state in history is kept only when the message's provider and the target
+  provider are registered to the very same adapter instance; requests are never mutated.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
+from dataclasses import replace
+
+from .adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
+from .contract import check_contract as _check_contract
+from .errors import LlmError, error_for, make_failure
+from .log import get_logger
+from .redact import redact
+from .request import GenerateOptions, Message
+from .stream import ChunkStream
+from .types import Finish, FinishReason, LlmFailure, StreamChunk
+
+log = get_logger("dshstream.service")
+
+Next = Callable[[GenerateOptions], Iterator[StreamChunk]]
+Listener = Callable[[GenerateOptions, Next], Iterator[StreamChunk]]
+
+
+def _config_error(code: str, message: str) -> LlmError:
+    return error_for(make_failure(code, message))
+
+
+class Registration:
+    """A handle on one ``register_adapter`` call."""
+
+    def __init__(self, service: LlmService, adapter: LlmAdapter, providers: tuple[str, ...]) -> None:
+        self._service = service
+        self.adapter = adapter
+        self.providers = providers
+        self.disposed = False
+
+    def replace(self, providers: Sequence[str]) -> None:
+        """Swap this registration's routes atomically."""
+        self._service._replace(self, tuple(providers))
+
+    def dispose(self) -> None:
+        """Remove every route of this registration."""
+        self._service._dispose(self)
+
+    def __repr__(self) -> str:
+        return f"Registration(providers={list(self.providers)!r}, disposed={self.disposed})"
+
+
+class LlmService:
+    """Routes requests to adapters; every stream ends with exactly one ``Finish``."""
+
+    def __init__(
+        self,
+        *,
+        check_contract: bool | None = None,
+        failure_reporter: FailureReporter | None = None,
+    ) -> None:
+        if check_contract is None:
+            check_contract = os.environ.get("DSHSTREAM_DEBUG") == "1"
+        self.check_contract = check_contract
+        self.failure_reporter = failure_reporter
+        self._routes: dict[str, Registration] = {}
+        self._registrations: list[Registration] = []
+        self._listeners: list[Listener] = []
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"LlmService(providers={list(self._routes)!r})"
+
+    # ------------------------------------------------------------------ registry
+
+    def register_adapter(self, providers: Sequence[str], adapter: LlmAdapter) -> Registration:
+        """Route ``providers`` to ``adapter``; all-or-nothing."""
+        routes = tuple(providers)
+        with self._lock:
+            self._validate(routes, adapter, owner=None)
+            registration = Registration(self, adapter, routes)
+            for provider in routes:
+                self._routes[provider] = registration
+            self._registrations.append(registration)
+        return registration
+
+    def _validate(self, routes: tuple[str, ...], adapter: LlmAdapter, owner: Registration | None) -> None:
+        if owner is None and not routes:
+            raise _config_error("INVALID_ADAPTER", "register_adapter needs at least one provider")
+        seen: set[str] = set()
+        for provider in routes:
+            if not isinstance(provider, str) or not provider:
+                raise _config_error("INVALID_ADAPTER", "provider names must be non-empty strings")
+            if provider in seen:
+                raise _config_error("DUPLICATE_ADAPTER", f"provider {provider!r} is listed twice")
+            seen.add(provider)
+            current = self._routes.get(provider)
+            if current is not None and current is not owner:
+                raise _config_error("DUPLICATE_ADAPTER", f"provider {provider!r} is already registered")
+            info = adapter.provider_info(provider)
+            if not isinstance(info, ProviderInfo) or info.id != provider or not info.name:
+                raise _config_error(
+                    "INVALID_ADAPTER", f"provider_info({provider!r}) must echo the id with a name"
+                )
+
+    def _replace(self, registration: Registration, routes: tuple[str, ...]) -> None:
+        with self._lock:
+            if registration.disposed:
+                raise _config_error("REGISTRATION_DISPOSED", "this registration was disposed")
+            self._validate(routes, registration.adapter, owner=registration)
+            for provider in registration.providers:
+                self._routes.pop(provider, None)
+            for provider in routes:
+                self._routes[provider] = registration
+            registration.providers = routes
+
+    def _dispose(self, registration: Registration) -> None:
+        with self._lock:
+            if registration.disposed:
+                raise _config_error("REGISTRATION_DISPOSED", "this registration was disposed")
+            for provider in registration.providers:
+                if self._routes.get(provider) is registration:
+                    del self._routes[provider]
+            registration.disposed = True
+            registration.providers = ()
+            self._registrations.remove(registration)
+
+    def list_providers(self) -> list[ProviderInfo]:
+        """Every route, as detached copies, in registration order."""
+        with self._lock:
+            return [
+                ProviderInfo(id=info.id, name=info.name)
+                for registration in self._registrations
+                for provider in registration.providers
+                for info in (registration.adapter.provider_info(provider),)
+            ]
+
+    def adapter_for(self, provider: str) -> LlmAdapter:
+        """The adapter registered for ``provider``; raises ``NO_ADAPTER``."""
+        with self._lock:
+            registration = self._routes.get(provider)
+        if registration is None:
+            raise _config_error("NO_ADAPTER", f"no adapter registered for provider {provider!r}")
+        return registration.adapter
+
+    def list_models(self, provider: str) -> list[ModelInfo]:
+        """Models of ``provider`` (advisory)."""
+        return self.adapter_for(provider).list_models(provider)
+
+    def add_listener(self, listener: Listener) -> Callable[[], None]:
+        """Add a listener to the waterfall; returns a function that removes it."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
+
+    # ------------------------------------------------------------------ streaming
+
+    def stream(self, options: GenerateOptions) -> ChunkStream:
+        """Start a stream; iterate the result, or call ``.result()``."""
+        cancel = options.cancel
+        if cancel is None:
+            cancel = threading.Event()
+            options = replace(options, cancel=cancel)
+        with self._lock:
+            listeners = tuple(self._listeners)
+        chain: Next = self._terminal
+        for listener in reversed(listeners):
+            chain = _bind(listener, chain)
+        source = chain(options)
+        if self.check_contract:
+            source = _check_contract(source)
+        return ChunkStream(source, options=options, cancel=cancel)
+
+    def _terminal(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        finished = False
+        try:
+            adapter = self.adapter_for(options.provider)
+            options = self._route_replay(options, adapter)
+            if options.cancel is not None and options.cancel.is_set():
+                raise _config_error("ABORTED", f"{options.provider}: stream cancelled by the caller")
+            with closing(adapter.stream(options)) as chunks:
+                for chunk in chunks:
+                    if finished:
+                        continue
+                    finished = type(chunk) is Finish
+                    yield chunk
+        except GeneratorExit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish
+            if finished:
+                return
+            yield self._finish_for(exc, options)
+
+    def _finish_for(self, exc: Exception, options: GenerateOptions) -> Finish:
+        failure = _failure_of(exc, options.provider)
+        cancelled = options.cancel is not None and options.cancel.is_set()
+        if cancelled and failure.code != "ABORTED":
+            failure = make_failure(
+                "ABORTED", f"{options.provider}: stream cancelled by the caller", provider=options.provider
+            )
+        kind = "aborted" if cancelled or failure.code == "ABORTED" else "error"
+        if not isinstance(exc, LlmError):
+            log.error("%s: adapter raised %s", options.provider, type(exc).__name__)
+        if self.failure_reporter is not None and not isinstance(exc, LlmError):
+            try:
+                self.failure_reporter(failure, {"provider": options.provider, "model": options.model})
+            except Exception:  # noqa: BLE001
+                log.exception("failure_reporter raised")
+        return Finish(reason=FinishReason(kind=kind, failure=failure))
+
+    def _route_replay(self, options: GenerateOptions, target: LlmAdapter) -> GenerateOptions:
+        changed = False
+        messages: list[Message] = []
+        for message in options.messages:
+            if message.replay_state is not None:
+                source = self._routes.get(message.provider or "")
+                if source is None or source.adapter is not target:
+                    message = replace(message, replay_state=None)
+                    changed = True
+            messages.append(message)
+        return replace(options, messages=tuple(messages)) if changed else options
+
+
+def _bind(listener: Listener, next_: Next) -> Next:
+    def call(options: GenerateOptions) -> Iterator[StreamChunk]:
+        return listener(options, next_)
+
+    return call
+
+
+def _failure_of(exc: BaseException, provider: str) -> LlmFailure:
+    if isinstance(exc, LlmError):
+        failure = exc.failure
+        if failure.provider is None:
+            failure = replace(failure, provider=provider)
+        return failure
+    return make_failure(
+        "UNKNOWN",
+        f"{provider}: adapter failed with {type(exc).__name__}",
+        provider=provider,
+        detail=redact(f"{type(exc).__name__}: {exc}", limit=2000) or None,
+    )

@@ -1,0 +1,4 @@
+"""Wire translators (sans-IO): one per provider stream format. Each turns decoded SSE
+events into dshstream chunks and obeys the adapter contract (DESIGN §2); what they share
+(block index allocation, deferring usage and finish to the end, truncation marking)
+lives once, in :mod:`dshstream.wires.base`."""

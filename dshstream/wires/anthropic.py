@@ -1,0 +1,379 @@
+"""The Anthropic Messages wire (``POST /v1/messages`` with ``stream: true``).
+
+Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop`` last):
+
+1. ``message_start`` carries the response id, the model and the first usage record;
+   ``input_tokens`` is already uncached, ``cache_read_input_tokens`` and
+   ``cache_creation_input_tokens`` become ``cache_read_tokens``/``cache_write_tokens``.
+2. Each wire content block of type ``text``, ``thinking`` or ``tool_use`` becomes one
+   dshstream block, opened on its first non-empty payload: ``text_delta`` is text,
+   ``thinking_delta`` reasoning, ``signature_delta`` the reasoning block's signature,
+   ``input_json_delta`` a raw arguments fragment (appended, never parsed per delta; a
+   tool call whose input streamed as nothing ends with ``"{}"``). Every other block type
+   (``redacted_thinking``, ``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
+   ``compaction``, anything unknown) is kept for replay only and never becomes a
+   ``ToolCallBlock``; ``citations_delta`` and ``compaction_delta`` are kept for replay.
+3. ``message_delta`` carries the stop reason and **cumulative** usage: each field present
+   replaces the earlier value; with ``usage.iterations`` (context compaction) the billed
+   usage is the sum over the iterations.
+4. ``message_stop`` is the terminal marker; the finish is decided there (EOF before it is
+   ``STREAM_CLOSED``, even after a ``message_delta``). end_turn/stop_sequence/pause_turn
+   and unknown reasons are ``stop``, tool_use ``tool-calls``, max_tokens and
+   model_context_window_exceeded ``max-tokens``, refusal an ``error`` finish with
+   ``CONTENT_FILTER``; ``raw`` keeps the provider's word.
+5. ``ping`` is liveness only. An ``error`` event ends the stream with a classified
+   failure (overloaded_error: ``OVERLOADED``, retryable; rate_limit_error: ``RATE_LIMIT``),
+   keeping partial output.
+6. Replay state: ``{"wire": "anthropic", "content": [...]}`` — the assistant content
+   blocks exactly as received (thinking with its signature, redacted_thinking with its
+   data, tool_use with its parsed input, text with its citations, server tool blocks),
+   in wire order; empty text blocks, which the API refuses in a request, are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from ..classify import classify_error_payload
+from ..sse import ServerSentEvent
+from ..types import FailureCategory, FinishKind, LlmFailure, ReasoningBlock, TextBlock, TokenUsage, ToolCallBlock
+from .base import Translator, dict_or_empty, int_or_none
+
+WIRE = "anthropic"
+
+_FINISH_KINDS: dict[str, FinishKind] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool-calls",
+    "max_tokens": "max-tokens",
+    "model_context_window_exceeded": "max-tokens",
+}
+# In-band error types whose code is fixed whatever their wording says.
+_FORCED_CODES: dict[str, tuple[str, FailureCategory, str]] = {
+    "overloaded_error": ("OVERLOADED", "provider_overloaded", "overloaded"),
+    "rate_limit_error": ("RATE_LIMIT", "rate_limit", "rate limited"),
+}
+
+
+def parse_tool_input(arguments: str) -> Any:
+    """The parsed ``input`` object of a tool call's JSON arguments (``{}`` if unusable)."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class _Pending:
+    """A wire content block between ``content_block_start`` and ``content_block_stop``."""
+
+    __slots__ = ("position", "kind", "entry", "pieces", "citations", "saw_args")
+
+    def __init__(self, position: int, kind: str, entry: dict[str, Any]) -> None:
+        self.position = position  # slot in the replay content list
+        self.kind = kind
+        self.entry = entry  # the block as received, completed at its stop
+        self.pieces: list[str] = []  # input_json / compaction text of replay-only blocks
+        self.citations: list[Any] | None = None
+        self.saw_args = False
+
+
+class AnthropicTranslator(Translator):
+    """Anthropic Messages stream events to dshstream chunks."""
+
+    wire = WIRE
+
+    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
+        super().__init__(provider=provider or "anthropic", request_id=request_id)
+        self._pending: dict[int, _Pending] = {}
+        self._content: list[dict[str, Any] | None] = []
+        self._usage: dict[str, int] = {}
+        self._iterations: list[Any] | None = None
+        self._stop_reason: str | None = None
+
+    # ------------------------------------------------------------------ events
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        payload = self.parse_json(event.data)
+        if type(payload) is not dict:
+            if event.event == "error":
+                self._fail({"error": payload})
+            return
+        kind = payload.get("type")
+        if not isinstance(kind, str):
+            kind = event.event
+        if kind == "content_block_delta":
+            self._on_delta(payload)
+        elif kind == "content_block_start":
+            self._on_start(payload)
+        elif kind == "content_block_stop":
+            index = payload.get("index")
+            pending = self._pending.pop(index, None) if isinstance(index, int) else None
+            if pending is not None:
+                self._stop(index, pending)  # type: ignore[arg-type]
+        elif kind == "message_start":
+            self._on_message_start(dict_or_empty(payload.get("message")))
+        elif kind == "message_delta":
+            delta = dict_or_empty(payload.get("delta"))
+            reason = delta.get("stop_reason")
+            if isinstance(reason, str) and reason:
+                self._stop_reason = reason
+            usage = payload.get("usage")
+            if type(usage) is dict:
+                self._merge_usage(usage)
+        elif kind == "message_stop":
+            self._finish_stream()
+        elif kind == "error" or event.event == "error":
+            self._fail(payload)
+        # ping and unknown event types: liveness only
+
+    def _on_message_start(self, message: dict[str, Any]) -> None:
+        writer = self.writer
+        rid = message.get("id")
+        if isinstance(rid, str) and rid:
+            writer.response_id = rid
+        model = message.get("model")
+        if isinstance(model, str) and model:
+            writer.model = model
+        usage = message.get("usage")
+        if type(usage) is dict:
+            self._merge_usage(usage)
+
+    def _on_start(self, payload: dict[str, Any]) -> None:
+        index = payload.get("index")
+        block = payload.get("content_block")
+        if not isinstance(index, int) or type(block) is not dict:
+            return
+        kind = block.get("type")
+        kind = kind if isinstance(kind, str) else ""
+        if index in self._pending:  # a repeated start: close what was there first
+            self._stop(index, self._pending.pop(index))
+        pending = _Pending(len(self._content), kind, dict(block))
+        self._content.append(None)
+        self._pending[index] = pending
+        key = ("block", index)
+        writer = self.writer
+        if kind == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                writer.text(key, text)
+            citations = block.get("citations")
+            if type(citations) is list:
+                pending.citations = list(citations)
+        elif kind == "thinking":
+            thinking = block.get("thinking")
+            signature = block.get("signature")
+            writer.reasoning(
+                key,
+                thinking if isinstance(thinking, str) else "",
+                signature if isinstance(signature, str) and signature else None,
+            )
+        elif kind == "tool_use":
+            call_id = block.get("id")
+            name = block.get("name")
+            writer.tool_call(
+                key,
+                call_id=call_id if isinstance(call_id, str) else None,
+                name=name if isinstance(name, str) else None,
+            )
+
+    def _on_delta(self, payload: dict[str, Any]) -> None:
+        index = payload.get("index")
+        delta = payload.get("delta")
+        if not isinstance(index, int) or type(delta) is not dict:
+            return
+        kind = delta.get("type")
+        pending = self._pending.get(index)
+        if pending is None:
+            if kind not in ("text_delta", "thinking_delta"):
+                return  # nothing to attach it to
+            pending = _Pending(len(self._content), "text" if kind == "text_delta" else "thinking", {})
+            pending.entry["type"] = pending.kind
+            self._content.append(None)
+            self._pending[index] = pending
+        key = ("block", index)
+        writer = self.writer
+        if kind == "text_delta":
+            text = delta.get("text")
+            if isinstance(text, str) and pending.kind == "text":
+                writer.text(key, text)
+        elif kind == "thinking_delta":
+            thinking = delta.get("thinking")
+            if isinstance(thinking, str) and pending.kind == "thinking":
+                writer.reasoning(key, thinking)
+        elif kind == "signature_delta":
+            signature = delta.get("signature")
+            if isinstance(signature, str) and signature:
+                if pending.kind == "thinking":
+                    writer.reasoning(key, "", signature)
+                else:
+                    pending.entry["signature"] = signature
+        elif kind == "input_json_delta":
+            partial = delta.get("partial_json")
+            if isinstance(partial, str) and partial:
+                if pending.kind == "tool_use":
+                    pending.saw_args = True
+                    writer.tool_call(key, arguments=partial)
+                else:
+                    pending.pieces.append(partial)
+        elif kind == "citations_delta":
+            citation = delta.get("citation")
+            if citation is not None:
+                if pending.citations is None:
+                    pending.citations = []
+                pending.citations.append(citation)
+        elif kind == "compaction_delta":
+            content = delta.get("content")
+            if isinstance(content, str):
+                pending.pieces.append(content)
+
+    def _stop(self, index: int, pending: _Pending, *, cut: bool = False) -> None:
+        """Finish one wire block: close its dshstream block and complete its replay entry."""
+        key = ("block", index)
+        writer = self.writer
+        entry: dict[str, Any] | None = pending.entry
+        assert entry is not None
+        kind = pending.kind
+        if kind == "text":
+            done = writer.end(key, cut=cut)
+            text = done.text if isinstance(done, TextBlock) else ""
+            entry["text"] = text
+            if pending.citations:
+                entry["citations"] = pending.citations
+            if not text:
+                entry = None  # the API refuses empty text blocks in a request
+        elif kind == "thinking":
+            done = writer.end(key, cut=cut)
+            if isinstance(done, ReasoningBlock):
+                entry["thinking"] = done.text
+                entry["signature"] = done.signature or ""
+            else:
+                entry = None
+        elif kind == "tool_use":
+            initial = entry.get("input")
+            if not pending.saw_args and type(initial) is dict and initial:
+                writer.tool_call(key, arguments=json.dumps(initial, ensure_ascii=False))
+            done = writer.end(key, cut=cut)
+            if isinstance(done, ToolCallBlock):
+                entry["input"] = parse_tool_input(done.arguments)
+        else:
+            if pending.pieces:
+                joined = "".join(pending.pieces)
+                if kind == "compaction":
+                    entry["content"] = joined
+                else:
+                    entry["input"] = parse_tool_input(joined)
+            if pending.citations:
+                entry["citations"] = pending.citations
+        self._content[pending.position] = entry
+
+    def _close_open(self, *, cut: bool) -> None:
+        for index in sorted(self._pending):
+            self._stop(index, self._pending.pop(index), cut=cut)
+
+    # ------------------------------------------------------------------ usage
+
+    def _merge_usage(self, usage: dict[str, Any]) -> None:
+        fields = self._usage
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ):
+            value = int_or_none(usage.get(name))
+            if value is not None:
+                fields[name] = value  # cumulative: replace, never add
+        thinking = int_or_none(dict_or_empty(usage.get("output_tokens_details")).get("thinking_tokens"))
+        if thinking is not None:
+            fields["thinking_tokens"] = thinking
+        iterations = usage.get("iterations")
+        if type(iterations) is list and iterations:
+            self._iterations = iterations
+        self.writer.usage = self._billed_usage()
+
+    def _billed_usage(self) -> TokenUsage | None:
+        fields = self._usage
+        if self._iterations is not None:
+            totals = dict.fromkeys(
+                ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"),
+                0,
+            )
+            for iteration in self._iterations:
+                record = dict_or_empty(iteration)
+                for name in totals:
+                    totals[name] += int_or_none(record.get(name)) or 0
+            return TokenUsage(
+                input_tokens=totals["input_tokens"],
+                output_tokens=totals["output_tokens"],
+                cache_read_tokens=totals["cache_read_input_tokens"],
+                cache_write_tokens=totals["cache_creation_input_tokens"],
+                reasoning_tokens=fields.get("thinking_tokens"),
+            )
+        if "input_tokens" not in fields and "output_tokens" not in fields:
+            return None
+        return TokenUsage(
+            input_tokens=fields.get("input_tokens", 0),
+            output_tokens=fields.get("output_tokens", 0),
+            cache_read_tokens=fields.get("cache_read_input_tokens"),
+            cache_write_tokens=fields.get("cache_creation_input_tokens"),
+            reasoning_tokens=fields.get("thinking_tokens"),
+        )
+
+    # ------------------------------------------------------------------ end
+
+    def _set_replay(self) -> None:
+        content = [entry for entry in self._content if entry is not None]
+        if content:
+            self.writer.replay_state = {"wire": WIRE, "content": content}
+
+    def _finish_stream(self) -> None:
+        self._close_open(cut=False)
+        writer = self.writer
+        reason = self._stop_reason
+        if reason is not None:
+            kind = _FINISH_KINDS.get(reason)
+            if reason == "refusal":
+                failure = writer.failure(
+                    "CONTENT_FILTER", f"{writer.provider}: the model refused to answer (refusal)"
+                )
+                writer.set_finish("error", reason, failure)
+            elif kind == "tool-calls" and not writer.tool_call_count:
+                writer.set_finish("stop", reason)  # only server tools ran
+            else:
+                writer.set_finish(kind or "stop", reason)
+        self._set_replay()
+        writer.complete()
+
+    def _fail(self, payload: dict[str, Any]) -> None:
+        self._close_open(cut=True)
+        self._set_replay()
+        self.writer.fail(self._classify(payload))
+
+    def _classify(self, payload: dict[str, Any]) -> LlmFailure:
+        writer = self.writer
+        failure = classify_error_payload(payload, provider=writer.provider)
+        kind = dict_or_empty(payload.get("error")).get("type")
+        forced = _FORCED_CODES.get(kind) if isinstance(kind, str) else None
+        if forced is not None and failure.code != forced[0]:
+            code, category, headline = forced
+            failure = replace(
+                failure,
+                code=code,
+                category=category,
+                retryable=True,
+                message=f"{writer.provider}: {headline} ({code})",
+            )
+        if failure.request_id is None and writer.request_id is not None:
+            failure = replace(failure, request_id=writer.request_id)
+        return failure
+
+    def on_close(self) -> None:
+        self._close_open(cut=True)
+        self._set_replay()
+
+
+__all__ = ["AnthropicTranslator", "parse_tool_input"]

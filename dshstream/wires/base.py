@@ -1,0 +1,345 @@
+"""What every wire translator shares: block bookkeeping and the end-of-stream protocol.
+
+Contract: sans-IO (no sockets, time, threads or environment). A :class:`ChunkWriter`
+allocates block indices in first-appearance order, opens a block only on its first
+non-empty payload, accumulates each block by appending (joined once, at its end), defers
+usage and finish until the wire's terminal marker, and closes a stream in exactly one of
+three ways: :meth:`ChunkWriter.complete` (terminal marker seen), :meth:`ChunkWriter.fail`
+(in-band provider error, partial output kept) or :meth:`ChunkWriter.cut` (EOF before the
+marker: ``STREAM_CLOSED`` unless a finish reason already arrived, open tool calls marked
+truncated). A ``stop`` with no block at all becomes ``EMPTY_RESPONSE``.
+
+A :class:`Translator` is fed one SSE event at a time (``feed``) and told about the end of
+the input (``close``); both return the chunks produced so far.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+from ..errors import error_for, make_failure
+from ..filters.json_repair import finalize_tool_arguments
+from ..sse import ServerSentEvent
+from ..types import (
+    Block,
+    BlockEnd,
+    BlockStart,
+    BlockType,
+    Finish,
+    FinishKind,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    ResponseMetadata,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+
+
+class _OpenBlock:
+    __slots__ = ("index", "block_type", "pieces", "call_id", "name", "signature")
+
+    def __init__(self, index: int, block_type: BlockType) -> None:
+        self.index = index
+        self.block_type = block_type
+        self.pieces: list[str] = []
+        self.call_id = ""
+        self.name = ""
+        self.signature: str | None = None
+
+
+class ChunkWriter:
+    """Turns a translator's observations into contract-valid chunks, appended to ``out``."""
+
+    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
+        self.out: list[StreamChunk] = []
+        self.provider = provider
+        self._open: dict[Hashable, _OpenBlock] = {}
+        self.block_count = 0
+        self.tool_call_count = 0
+        self.usage: TokenUsage | None = None
+        self.finish_kind: FinishKind | None = None
+        self.finish_raw: str | None = None
+        self.finish_failure: LlmFailure | None = None
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self.serving_provider: str | None = None
+        self.request_id = request_id
+        self.replay_state: Any = None
+        self.finished = False
+
+    # ------------------------------------------------------------------ blocks
+
+    def _start(self, key: Hashable, block_type: BlockType) -> _OpenBlock:
+        block = _OpenBlock(self.block_count, block_type)
+        self.block_count += 1
+        self._open[key] = block
+        self.out.append(BlockStart(index=block.index, block_type=block_type))
+        return block
+
+    def is_open(self, key: Hashable) -> bool:
+        """Whether the block under ``key`` is open."""
+        return key in self._open
+
+    def text(self, key: Hashable, text: str) -> None:
+        """Visible text for the text block under ``key`` (opened on the first non-empty text)."""
+        if not text:
+            return
+        block = self._open.get(key)
+        if block is None:
+            block = self._start(key, "text")
+        block.pieces.append(text)
+        self.out.append(TextDelta(index=block.index, text=text))
+
+    def reasoning(self, key: Hashable, text: str, signature: str | None = None) -> None:
+        """Reasoning text (and optionally its signature) for the block under ``key``."""
+        block = self._open.get(key)
+        if block is None:
+            if not text and not signature:
+                return
+            block = self._start(key, "reasoning")
+        if text:
+            block.pieces.append(text)
+            self.out.append(ReasoningDelta(index=block.index, text=text))
+        if signature:
+            block.signature = signature
+
+    def tool_call(
+        self,
+        key: Hashable,
+        *,
+        call_id: str | None = None,
+        name: str | None = None,
+        arguments: str = "",
+    ) -> None:
+        """A tool-call fragment: id and name when known, a raw JSON arguments fragment."""
+        block = self._open.get(key)
+        if block is None:
+            block = self._start(key, "tool-call")
+            self.tool_call_count += 1
+        if call_id:
+            block.call_id = call_id
+        if name and name != block.name:
+            # Some proxies repeat the full name on every delta; others stream fragments.
+            # A repeat or an extension replaces; only a true fragment is appended.
+            if block.name and not name.startswith(block.name):
+                block.name += name
+            else:
+                block.name = name
+        if arguments:
+            block.pieces.append(arguments)
+        self.out.append(
+            ToolCallDelta(
+                index=block.index,
+                id=block.call_id,
+                name=block.name or None,
+                arguments_delta=arguments,
+            )
+        )
+
+    def end(self, key: Hashable, *, cut: bool = False, truncated: bool = False) -> Block | None:
+        """Close the block under ``key`` and return the finished block (``None`` when it is
+        not open). ``truncated`` marks a tool call cut short even when its arguments parse
+        (a wire that assembles arguments itself knows more than the JSON does)."""
+        block = self._open.pop(key, None)
+        if block is None:
+            return None
+        done: Block
+        if block.block_type == "text":
+            done = TextBlock("".join(block.pieces))
+        elif block.block_type == "reasoning":
+            done = ReasoningBlock("".join(block.pieces), signature=block.signature)
+        else:
+            raw = "".join(block.pieces)
+            arguments, repaired = finalize_tool_arguments(raw)
+            if cut and not repaired and not raw.strip():
+                repaired = True  # cut before any argument arrived: nothing proves "{}"
+            done = ToolCallBlock(
+                id=block.call_id or f"call-{block.index}",
+                name=block.name,
+                arguments=arguments,
+                arguments_truncated=repaired or truncated,
+                raw_arguments=raw if arguments != raw else None,
+            )
+        self.out.append(BlockEnd(index=block.index, block=done))
+        return done
+
+    def end_all(self, *, cut: bool = False) -> None:
+        """Close every open block in the order they were opened."""
+        for key in list(self._open):
+            self.end(key, cut=cut)
+
+    # ------------------------------------------------------------------ finish
+
+    def set_finish(self, kind: FinishKind, raw: str | None = None, failure: LlmFailure | None = None) -> None:
+        """Record the finish reason, emitted later by :meth:`complete` (last one wins)."""
+        self.finish_kind = kind
+        self.finish_raw = raw
+        self.finish_failure = failure
+
+    def metadata(self) -> ResponseMetadata | None:
+        """The response identifiers gathered so far."""
+        if not (self.response_id or self.model or self.serving_provider or self.request_id):
+            return None
+        return ResponseMetadata(
+            response_id=self.response_id,
+            model=self.model,
+            serving_provider=self.serving_provider,
+            request_id=self.request_id,
+        )
+
+    def _emit_finish(self, reason: FinishReason) -> None:
+        if self.usage is not None:
+            self.out.append(UsageChunk(usage=self.usage))
+        self.out.append(
+            Finish(reason=reason, replay_state=self.replay_state, metadata=self.metadata())
+        )
+        self.finished = True
+
+    def failure(self, code: str, message: str, **fields: Any) -> LlmFailure:
+        """A failure attributed to this stream's provider and serving provider."""
+        fields.setdefault("provider", self.provider)
+        fields.setdefault("serving_provider", self.serving_provider)
+        fields.setdefault("request_id", self.request_id)
+        return make_failure(code, message, **fields)
+
+    def complete(self) -> None:
+        """The wire's terminal marker arrived: close blocks, emit usage and finish."""
+        if self.finished:
+            return
+        kind = self.finish_kind or ("tool-calls" if self.tool_call_count else "stop")
+        failure = self.finish_failure
+        self.end_all(cut=kind == "max-tokens")
+        if kind == "stop" and self.tool_call_count:
+            kind = "tool-calls"  # e.g. a forced tool choice reports "stop"
+        if kind == "stop" and self.block_count == 0:
+            kind = "error"
+            failure = self.failure(
+                "EMPTY_RESPONSE",
+                f"{self.provider or 'provider'}: model returned a completed response with no content",
+            )
+        if kind in ("error", "aborted") and failure is None:
+            failure = self.failure("UNKNOWN", f"{self.provider or 'provider'}: stream ended in an error")
+        self._emit_finish(FinishReason(kind=kind, failure=failure, raw=self.finish_raw))
+
+    def fail(self, failure: LlmFailure) -> None:
+        """An in-band provider error ends the stream; partial output is kept."""
+        if self.finished:
+            return
+        self.end_all(cut=True)
+        self._emit_finish(FinishReason(kind="error", failure=failure, raw=self.finish_raw))
+
+    def cut(self) -> None:
+        """EOF before the terminal marker: normal only if a finish reason was seen."""
+        if self.finished:
+            return
+        if self.finish_kind is not None:
+            self.complete()
+            return
+        self.end_all(cut=True)
+        who = self.provider or "provider"
+        self._emit_finish(
+            FinishReason(
+                kind="error",
+                failure=self.failure(
+                    "STREAM_CLOSED", f"{who}: stream ended before the provider's end-of-stream marker"
+                ),
+            )
+        )
+
+    def take(self) -> list[StreamChunk]:
+        """Hand over the chunks produced since the last call."""
+        out = self.out
+        self.out = []
+        return out
+
+
+class Translator:
+    """Base of every wire translator: SSE events in, chunks out."""
+
+    wire = "base"
+
+    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
+        self.writer = ChunkWriter(provider=provider or self.wire, request_id=request_id)
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream has ended (nothing more will be produced)."""
+        return self.writer.finished
+
+    def feed(self, event: ServerSentEvent) -> list[StreamChunk]:
+        """Translate one SSE event."""
+        if not self.writer.finished:
+            self.on_event(event)
+        return self.writer.take()
+
+    def close(self) -> list[StreamChunk]:
+        """End of input: finish the stream (``STREAM_CLOSED`` if cut short)."""
+        if not self.writer.finished:
+            self.on_close()
+            self.writer.cut()
+        return self.writer.take()
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        """Handle one event (subclasses)."""
+        raise NotImplementedError
+
+    def on_close(self) -> None:
+        """Flush any held state before the writer ends the stream (subclasses)."""
+
+    # ------------------------------------------------------------------ helpers
+
+    def parse_json(self, data: str) -> Any:
+        """``json.loads`` that raises ``MALFORMED_RESPONSE`` instead of ``ValueError``."""
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            who = self.writer.provider
+            raise error_for(
+                self.writer.failure(
+                    "MALFORMED_RESPONSE",
+                    f"{who}: stream carried a payload that is not valid JSON",
+                    detail=data[:120],
+                )
+            ) from None
+
+
+def int_or_none(value: Any) -> int | None:
+    """``value`` if it is a non-negative int (bools excluded), else ``None``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def first_str(*values: Any) -> str | None:
+    """The first non-empty string among ``values``."""
+    for value in values:
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def dict_or_empty(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty dict (wire JSON is untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_or_empty(value: Any) -> list[Any]:
+    """``value`` if it is a list, else an empty list."""
+    return value if isinstance(value, list) else []
+
+
+def sum_optional(values: Iterable[int | None]) -> int | None:
+    """Sum of the values that are present; ``None`` when none is."""
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None

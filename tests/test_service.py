@@ -1,0 +1,273 @@
+"""LlmService and ChunkStream: the seed's service seams (research/seed_systems.md §3)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from dshstream import (
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    LlmError,
+    Message,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+)
+from dshstream.adapters.base import LlmAdapter, ModelInfo, ProviderInfo
+from dshstream.errors import error_for, make_failure
+from dshstream.service import LlmService, Next
+
+
+def text_stream(text: str) -> list[StreamChunk]:
+    return [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text=text),
+        BlockEnd(index=0, block=TextBlock(text)),
+        Finish(reason=FinishReason(kind="stop"), replay_state={"from": text}),
+    ]
+
+
+class FakeAdapter(LlmAdapter):
+    def __init__(self, text: str = "ok", name: str = "Fake") -> None:
+        self.text = text
+        self.name = name
+        self.seen: list[GenerateOptions] = []
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        self.seen.append(options)
+        yield from text_stream(self.text)
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        return ProviderInfo(id=provider, name=self.name)
+
+    def list_models(self, provider: str) -> list[ModelInfo]:
+        return [ModelInfo(id="m1", name="Model 1")]
+
+
+def options(provider: str = "p", messages: tuple[Message, ...] = (Message.user("hi"),)) -> GenerateOptions:
+    return GenerateOptions(provider=provider, model="m", messages=messages)
+
+
+def code_of(exc: pytest.ExceptionInfo[LlmError]) -> str:
+    return exc.value.failure.code
+
+
+# ---------------------------------------------------------------- registry
+
+
+@pytest.mark.parametrize("routes", [[], [""]])
+def test_invalid_routes(routes: list[str]) -> None:
+    with pytest.raises(LlmError) as info:
+        LlmService().register_adapter(routes, FakeAdapter())
+    assert code_of(info) == "INVALID_ADAPTER"
+
+
+def test_duplicate_routes_are_rejected_atomically() -> None:
+    service = LlmService()
+    service.register_adapter(["a"], FakeAdapter())
+    with pytest.raises(LlmError) as info:
+        service.register_adapter(["b", "b"], FakeAdapter())
+    assert code_of(info) == "DUPLICATE_ADAPTER"
+    with pytest.raises(LlmError) as info:
+        service.register_adapter(["c", "a"], FakeAdapter())
+    assert code_of(info) == "DUPLICATE_ADAPTER"
+    assert [p.id for p in service.list_providers()] == ["a"]
+
+
+def test_provider_info_must_echo_the_route() -> None:
+    class Liar(FakeAdapter):
+        def provider_info(self, provider: str) -> ProviderInfo:
+            return ProviderInfo(id="other", name="x")
+
+    with pytest.raises(LlmError) as info:
+        LlmService().register_adapter(["p"], Liar())
+    assert code_of(info) == "INVALID_ADAPTER"
+    with pytest.raises(LlmError):
+        LlmService().register_adapter(["p"], FakeAdapter(name=""))
+
+
+def test_replace_and_dispose() -> None:
+    service = LlmService()
+    registration = service.register_adapter(["a", "b"], FakeAdapter())
+    other = service.register_adapter(["c"], FakeAdapter())
+    with pytest.raises(LlmError):
+        registration.replace(["c"])
+    registration.replace(["b", "d"])
+    assert [p.id for p in service.list_providers()] == ["b", "d", "c"]
+    registration.replace([])
+    assert [p.id for p in service.list_providers()] == ["c"]
+    other.dispose()
+    assert service.list_providers() == []
+    with pytest.raises(LlmError) as info:
+        other.dispose()
+    assert code_of(info) == "REGISTRATION_DISPOSED"
+    with pytest.raises(LlmError):
+        other.replace(["x"])
+
+
+def test_list_providers_returns_detached_copies_and_models_delegate() -> None:
+    service = LlmService()
+    service.register_adapter(["x", "y"], FakeAdapter(name="Fake X"))
+    listed = service.list_providers()
+    assert listed == [ProviderInfo("x", "Fake X"), ProviderInfo("y", "Fake X")]
+    listed.clear()
+    assert len(service.list_providers()) == 2
+    assert service.list_models("x") == [ModelInfo("m1", "Model 1")]
+    with pytest.raises(LlmError) as info:
+        service.list_models("nope")
+    assert code_of(info) == "NO_ADAPTER"
+
+
+# ---------------------------------------------------------------- streaming
+
+
+def test_unknown_provider_is_a_no_adapter_finish() -> None:
+    chunks = list(LlmService().stream(options("missing")))
+    assert len(chunks) == 1
+    finish = chunks[0]
+    assert isinstance(finish, Finish) and finish.reason.kind == "error"
+    assert finish.reason.failure is not None and finish.reason.failure.code == "NO_ADAPTER"
+    assert "missing" in finish.reason.failure.message
+
+
+def test_listener_can_short_circuit_and_reroute() -> None:
+    service = LlmService()
+    initial, routed = FakeAdapter("initial"), FakeAdapter("routed")
+    service.register_adapter(["initial"], initial)
+    service.register_adapter(["routed"], routed)
+    from dataclasses import replace
+
+    def reroute(opts: GenerateOptions, next_: Next) -> Iterator[StreamChunk]:
+        return next_(replace(opts, provider="routed"))
+
+    remove = service.add_listener(reroute)
+    assert service.stream(options("initial")).result().text == "routed"
+    assert not initial.seen and len(routed.seen) == 1
+    remove()
+
+    def canned(opts: GenerateOptions, next_: Next) -> Iterator[StreamChunk]:
+        yield from text_stream("cached")
+
+    service.add_listener(canned)
+    assert service.stream(options("initial")).result().text == "cached"
+
+
+def test_listener_errors_propagate() -> None:
+    service = LlmService()
+    service.register_adapter(["p"], FakeAdapter())
+
+    def broken(opts: GenerateOptions, next_: Next) -> Iterator[StreamChunk]:
+        raise RuntimeError("listener bug")
+
+    service.add_listener(broken)
+    with pytest.raises(RuntimeError, match="listener bug"):
+        list(service.stream(options()))
+
+
+class Raising(FakeAdapter):
+    def __init__(self, exc: BaseException, after: int = 0) -> None:
+        super().__init__()
+        self.exc = exc
+        self.after = after
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        yield from text_stream("partial")[: self.after]
+        raise self.exc
+
+
+def test_adapter_errors_become_one_error_finish_keeping_partial_output() -> None:
+    service = LlmService(check_contract=True)
+    failure = make_failure("RATE_LIMIT", "p: rate limited (RATE_LIMIT, HTTP 429)", status=429, provider="p")
+    service.register_adapter(["p"], Raising(error_for(failure), after=2))
+    stream = service.stream(options())
+    chunks = list(stream)
+    assert isinstance(chunks[-1], Finish) and chunks[-1].reason.failure == failure
+    result = stream.result()
+    assert result.finish.kind == "error" and result.text == "partial"
+
+
+def test_foreign_exception_is_unknown_with_redacted_detail() -> None:
+    service = LlmService()
+    service.register_adapter(["p"], Raising(ValueError("plain provider failure key=sk-abcdefghijklmnopqrstuvwx")))
+    result = service.stream(options()).result()
+    failure = result.failure
+    assert failure is not None and failure.code == "UNKNOWN"
+    assert "ValueError" in failure.message and "plain" not in failure.message
+    assert failure.detail is not None and "plain provider failure" in failure.detail
+    assert "sk-abcdefghijklmnopqrstuvwx" not in failure.detail
+
+
+def test_cancelled_request_or_aborted_code_is_an_aborted_finish() -> None:
+    service = LlmService()
+    service.register_adapter(["p"], Raising(RuntimeError("boom")))
+    cancel = threading.Event()
+    cancel.set()
+    from dataclasses import replace
+
+    result = service.stream(replace(options(), cancel=cancel)).result()
+    assert result.finish.kind == "aborted" and result.failure is not None
+    assert result.failure.code == "ABORTED"
+    service2 = LlmService()
+    service2.register_adapter(["p"], Raising(error_for(make_failure("ABORTED", "p: aborted"))))
+    assert service2.stream(options()).result().finish.kind == "aborted"
+
+
+def test_replay_state_routed_only_to_the_same_adapter_instance() -> None:
+    service = LlmService()
+    shared, other = FakeAdapter(), FakeAdapter()
+    service.register_adapter(["a", "a2"], shared)
+    service.register_adapter(["b"], other)
+    first = service.stream(options("a")).result().message()
+    assert first.replay_state == {"from": "ok"}
+    history = (Message.user("hi"), first, Message.user("again"))
+    service.stream(options("a2", history)).result()
+    assert shared.seen[-1].messages[1].replay_state == {"from": "ok"}
+    service.stream(options("b", history)).result()
+    stripped = other.seen[-1].messages[1]
+    assert stripped.replay_state is None
+    assert (stripped.provider, stripped.model) == ("a", "m")
+    assert history[1].replay_state == {"from": "ok"}  # the caller's request is not mutated
+
+
+# ---------------------------------------------------------------- ChunkStream
+
+
+def test_chunk_stream_helpers() -> None:
+    service = LlmService()
+    service.register_adapter(["p"], FakeAdapter("hello"))
+    assert list(service.stream(options()).text_stream()) == ["hello"]
+    seen: list[StreamChunk] = []
+    result = service.stream(options()).until_done(seen.append)
+    assert result.text == "hello" and len(seen) == 4
+    with service.stream(options()) as stream:
+        next(stream)
+    assert stream.done
+    assert stream.partial().finish.kind == "aborted"
+
+
+def test_keyboard_interrupt_closes_and_keeps_partial() -> None:
+    class Interrupting(FakeAdapter):
+        closed = False
+
+        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+            try:
+                yield BlockStart(index=0, block_type="text")
+                yield TextDelta(index=0, text="partial")
+                raise KeyboardInterrupt
+            finally:
+                Interrupting.closed = True
+
+    service = LlmService()
+    service.register_adapter(["p"], Interrupting())
+    stream = service.stream(options())
+    with pytest.raises(KeyboardInterrupt):
+        list(stream)
+    assert Interrupting.closed
+    partial = stream.partial()
+    assert partial.text == "partial" and partial.finish.kind == "aborted"

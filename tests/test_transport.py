@@ -1,0 +1,193 @@
+"""The HTTP path over loopback: framing, latency, cancel, early close, errors, timeouts."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from dshstream import GenerateOptions, Message, OpenAIChatAdapter, TextDelta
+from dshstream.attribution import AppIdentity
+from dshstream.replay_server import ReplayServer, Route
+from dshstream.service import LlmService
+
+
+def chat_event(text: str) -> bytes:
+    payload = {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [
+        {"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+FINISH = (
+    b'data: {"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    b'data: {"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
+@pytest.fixture
+def server() -> Iterator[ReplayServer]:
+    with ReplayServer() as srv:
+        yield srv
+
+
+def service_for(server: ReplayServer, **adapter_options: object) -> LlmService:
+    service = LlmService(check_contract=True)
+    adapter = OpenAIChatAdapter(api_key="test-key-123456", base_url=f"{server.url}/v1", **adapter_options)  # type: ignore[arg-type]
+    service.register_adapter(["local"], adapter)
+    return service
+
+
+def request(**fields: object) -> GenerateOptions:
+    return GenerateOptions(provider="local", model="m", messages=(Message.user("hi"),), **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "close-delimited"])
+def test_first_event_arrives_before_the_pause(server: ReplayServer, chunked: bool) -> None:
+    server.add("/v1/", Route(body=b"", chunked=chunked, script=[chat_event("Hel"), 0.8, chat_event("lo"), FINISH]))
+    service = service_for(server)
+    started = time.monotonic()
+    first_text_at = None
+    stream = service.stream(request())
+    for chunk in stream:
+        if isinstance(chunk, TextDelta) and first_text_at is None:
+            first_text_at = time.monotonic() - started
+    result = stream.result()
+    assert result.text == "Hello" and result.finish.kind == "stop"
+    assert result.usage is not None and result.usage.input_tokens == 3
+    assert first_text_at is not None and first_text_at < 0.5
+
+
+def test_request_carries_attribution_and_auth(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=chat_event("x") + FINISH))
+    service = LlmService()
+    identity = AppIdentity("fork-agent", "9.9.9", "https://example.com/fork-agent")
+    service.register_adapter(
+        ["local"],
+        OpenAIChatAdapter(
+            api_key="k-123456", base_url=f"{server.url}/v1", identity=identity,
+            headers={"User-Agent": "wrong", "x-company": "private"},
+        ),
+    )
+    service.stream(request(max_tokens=5, temperature=0.0, stop=("END",))).result()
+    recorded = server.requests[-1]
+    assert recorded.path == "/v1/chat/completions"
+    assert recorded.headers["user-agent"] == "fork-agent/9.9.9 (+https://example.com/fork-agent)"
+    assert recorded.headers["x-company"] == "private"
+    assert recorded.headers["authorization"] == "Bearer k-123456"
+    assert not any(h in recorded.headers for h in ("http-referer", "x-title"))
+    body = recorded.body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["max_completion_tokens"] == 5 and body["temperature"] == 0.0 and body["stop"] == ["END"]
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_cancel_from_another_thread_ends_a_stalled_stream(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=b"", script=[chat_event("partial"), 30.0, FINISH]))
+    service = service_for(server)
+    cancel = threading.Event()
+    stream = service.stream(request(cancel=cancel))
+    first = None
+    for chunk in stream:
+        if isinstance(chunk, TextDelta):
+            first = time.monotonic()
+            threading.Timer(0.2, cancel.set).start()
+    result = stream.result()
+    assert first is not None and time.monotonic() - first < 2.0
+    assert result.finish.kind == "aborted" and result.failure is not None
+    assert result.failure.code == "ABORTED"
+    assert result.text == "partial"
+
+
+def test_close_from_another_thread(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=b"", script=[chat_event("partial"), 30.0, FINISH]))
+    stream = service_for(server).stream(request())
+    started = time.monotonic()
+    for chunk in stream:
+        if isinstance(chunk, TextDelta):
+            threading.Timer(0.2, stream.close).start()
+    assert time.monotonic() - started < 2.0
+    assert stream.partial().finish.kind == "aborted"
+
+
+def test_early_break_closes_the_connection(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=b"", script=[chat_event("a")] + [0.05, chat_event("b")] * 100 + [FINISH]))
+    service = service_for(server)
+    with service.stream(request()) as stream:
+        for chunk in stream:
+            if isinstance(chunk, TextDelta):
+                break
+    deadline = time.monotonic() + 3
+    while server.disconnects == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.disconnects == 1
+
+
+def test_idle_timeout_with_keepalives_only(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=b"", script=[chat_event("x")] + [0.1, b": keep-alive\n\n"] * 100))
+    started = time.monotonic()
+    result = service_for(server, max_retries=0).stream(request(idle_timeout=0.5)).result()
+    assert time.monotonic() - started < 3.0
+    assert result.failure is not None and result.failure.code == "TIMEOUT"
+    assert result.text == "x"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "code"),
+    [
+        (401, b'{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}', "AUTH"),
+        (400, b'{"error":{"message":"This model\'s maximum context length is 8192 tokens","code":"context_length_exceeded"}}', "CONTEXT_WINDOW_EXCEEDED"),
+        (418, b"<html>teapot</html>", "HTTP_418"),
+    ],
+)
+def test_error_statuses_are_classified(server: ReplayServer, status: int, body: bytes, code: str) -> None:
+    server.add("/v1/", Route(body=body, status=status, content_type="application/json"))
+    result = service_for(server).stream(request()).result()
+    assert result.finish.kind == "error" and result.failure is not None
+    assert result.failure.code == code and result.failure.status == status
+    assert "test-key-123456" not in repr(result.failure)
+
+
+def test_rate_limit_then_success_is_retried(server: ReplayServer) -> None:
+    limited = Route(body=b'{"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}', status=429,
+                    content_type="application/json", headers={"retry-after-ms": "100"})
+    server.add("/v1/", [limited, Route(body=chat_event("done") + FINISH)])
+    started = time.monotonic()
+    result = service_for(server).stream(request()).result()
+    assert result.text == "done" and len(server.requests) == 2
+    assert time.monotonic() - started >= 0.1
+
+
+def test_connection_refused_is_transport() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    service = LlmService()
+    service.register_adapter(["local"], OpenAIChatAdapter(api_key="k", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0))
+    result = service.stream(request()).result()
+    assert result.failure is not None and result.failure.code == "TRANSPORT"
+
+
+def test_eof_without_done_is_stream_closed(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=chat_event("cut"), chunked=False))
+    result = service_for(server, max_retries=0).stream(request()).result()
+    assert result.failure is not None and result.failure.code == "STREAM_CLOSED"
+    assert result.text == "cut"
+
+
+def test_stream_options_rejection_is_retried_without_it(server: ReplayServer) -> None:
+    rejected = Route(body=b'{"error":{"message":"Unrecognized request argument supplied: stream_options"}}',
+                     status=400, content_type="application/json")
+    server.add("/v1/", [rejected, Route(body=chat_event("ok") + FINISH)])
+    adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{server.url}/v1")
+    service = LlmService()
+    service.register_adapter(["local"], adapter)
+    assert service.stream(request()).result().text == "ok"
+    assert adapter.include_usage is False
+    assert "stream_options" in server.requests[0].body
+    assert "stream_options" not in server.requests[1].body
