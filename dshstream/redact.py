@@ -251,7 +251,7 @@ _HEADER_LINE = re.compile(
     r"ocp-apim-subscription-key|set-cookie|cookie)(\s*[:=]\s*)(?!(?:bearer|basic)\s|\[REDACTED\])"
     r"([^\s,'\"]+)"
 )
-_BEARER = re.compile(r"(?i)\b(bearer)(\s+)(?!\[REDACTED\])[A-Za-z0-9\-._~+/]+=*")
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+|%20|\+)(?!\[REDACTED\])[A-Za-z0-9\-._~+/%]+=*")
 _BASIC = re.compile(r"\b(Basic|BASIC|basic)(\s+)(?!\[REDACTED\])[A-Za-z0-9+/]{8,}={0,2}")
 _QUERY_PARAM = re.compile(
     r"(?i)(?<![A-Za-z0-9_.\-])("

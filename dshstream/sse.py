@@ -259,7 +259,7 @@ class SSEDecoder:
                     continue
             elif block.startswith("event:"):  # the common case with a type: two lines
                 head, sep, value = block.partition("\ndata:")
-                if sep and "\n" not in value:
+                if sep and "\n" not in value and "\n" not in head:
                     event = head[7:] if head[6:7] == " " else head[6:]
                     append(
                         _new(

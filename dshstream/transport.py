@@ -32,6 +32,9 @@ from .redact import redact
 
 log = get_logger("dshstream.transport")
 
+#: the session type adapters accept (re-exported so no other module imports requests)
+Session = requests.Session
+
 DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 _READ_SIZE = 65536

@@ -72,6 +72,11 @@ def line_ends(data: bytes) -> list[int]:
     return [i + 1 for i, byte in enumerate(data) if byte in b"\r\n"]
 
 
+def event_ends(data: bytes) -> list[int]:
+    """The cut points just after every LF LF: (mostly) one feed per event."""
+    return [i + 2 for i in range(len(data) - 1) if data[i : i + 2] == b"\n\n"]
+
+
 def decode(data: bytes) -> list[SSEItem]:
     """Decode ``data`` whole, byte by byte, one line per feed and at every single cut point;
     all must agree."""
@@ -79,6 +84,7 @@ def decode(data: bytes) -> list[SSEItem]:
     assert not whole.raised
     assert run(data, range(len(data))).items == whole.items
     assert run(data, line_ends(data)).items == whole.items
+    assert run(data, event_ends(data)).items == whole.items
     for cut in range(1, len(data)):
         split = run(data, [cut])
         assert split.items == whole.items, f"cut at {cut}"
@@ -248,6 +254,14 @@ def test_space_after_colon() -> None:
     ]
 
 
+def test_space_after_colon_one_event_per_feed() -> None:
+    decoder = SSEDecoder()
+    out = decoder.feed(b": start\n")
+    for chunk in (b"data:x\n\n", b"data: x\n\n", b"data:  x\n\n", b"data:\n\n", b"event:e\ndata:y\n\n"):
+        out += decoder.feed(chunk)
+    assert out == [SSEComment("start"), ev("x"), ev("x"), ev(" x"), ev(""), ev("y", "e")]
+
+
 def test_multi_line_data_joined() -> None:
     assert decode(b"data: a\ndata:\ndata: b\n\n") == [ev("a\n\nb")]
     assert decode(b"data\ndata\n\n") == [ev("\n")]
@@ -389,6 +403,10 @@ def test_size_counts_lines_carried_between_feeds() -> None:
     stream = b"".join(feeds)
     assert run(stream, cuts, max_event_size=17).items == [ev("a"), ev("bb\nc")]
     assert run(stream, cuts, max_event_size=16).raised
+    feeds = [b"data: x\n\n", b": cd\n", b"data: y\n\n", b"data: zzzzzzzzzzz\n", b"\n"]
+    cuts = [sum(map(len, feeds[:i])) for i in range(1, len(feeds))]
+    outcome = run(b"".join(feeds), cuts, max_event_size=20)  # 13-byte "y" event resets the size
+    assert not outcome.raised and outcome.items[-1] == ev("zzzzzzzzzzz")
     stream = b": ab\ndata: x\n\n: cd\ndata: y\n\n"  # comments count toward the next event
     for cuts in ([], line_ends(stream)):
         assert run(stream, cuts, max_event_size=13).items[-1] == ev("y")
@@ -532,7 +550,12 @@ _STREAMS = st.one_of(st.sampled_from(VECTORS), sse_streams(), _RAW)
 
 def _cuts(data: bytes) -> st.SearchStrategy[list[int]]:
     random_cuts = st.lists(st.integers(0, len(data)), max_size=12)
-    return random_cuts | st.just(line_ends(data)) | random_cuts.map(lambda cuts: cuts + line_ends(data))
+    return (
+        random_cuts
+        | st.just(line_ends(data))
+        | st.just(event_ends(data))
+        | random_cuts.map(lambda cuts: cuts + event_ends(data))
+    )
 
 
 def _check_against_reference(data: bytes, cuts: Sequence[int], max_event_size: int) -> None:

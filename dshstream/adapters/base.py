@@ -20,8 +20,6 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
-import requests
-
 from ..attribution import AppIdentity, merge_headers
 from ..decode import StreamDecoder
 from ..errors import LlmError, error_for, make_failure
@@ -29,7 +27,7 @@ from ..http_request import HttpRequest
 from ..log import get_logger
 from ..redact import redact, register_secret
 from ..request import GenerateOptions
-from ..transport import DEFAULT_IDLE_TIMEOUT, Transport
+from ..transport import DEFAULT_IDLE_TIMEOUT, Session, Transport
 from ..types import Finish, LlmFailure, StreamChunk
 from ..wires.base import Translator
 
@@ -85,7 +83,7 @@ class HttpAdapter(LlmAdapter):
         *,
         api_key: str | None,
         base_url: str,
-        session: requests.Session | None = None,
+        session: Session | None = None,
         identity: AppIdentity | None = None,
         headers: Mapping[str, str] | None = None,
         max_retries: int = 2,

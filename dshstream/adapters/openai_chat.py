@@ -17,14 +17,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import requests
-
 from ..attribution import AppIdentity
 from ..dialects import Dialect, get_dialect
 from ..errors import LlmError
 from ..http_request import HttpRequest
 from ..request import GenerateOptions, Message
 from ..types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from ..transport import Session
 from ..wires.base import Translator
 from ..wires.openai_chat import OpenAIChatTranslator
 from .base import FailureReporter, HttpAdapter, ModelInfo
@@ -38,7 +37,7 @@ class OpenAIChatAdapter(HttpAdapter):
         api_key: str | None = None,
         base_url: str | None = None,
         dialect: str = "openai",
-        session: requests.Session | None = None,
+        session: Session | None = None,
         identity: AppIdentity | None = None,
         headers: Mapping[str, str] | None = None,
         max_retries: int = 2,

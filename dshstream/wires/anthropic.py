@@ -39,7 +39,7 @@ from typing import Any
 from ..classify import classify_error_payload
 from ..sse import ServerSentEvent
 from ..types import FailureCategory, FinishKind, LlmFailure, ReasoningBlock, TextBlock, TokenUsage, ToolCallBlock
-from .base import Translator, dict_or_empty, int_or_none
+from .base import Translator, dict_or_empty, int_or_none, parse_json_object
 
 WIRE = "anthropic"
 
@@ -56,15 +56,6 @@ _FORCED_CODES: dict[str, tuple[str, FailureCategory, str]] = {
     "overloaded_error": ("OVERLOADED", "provider_overloaded", "overloaded"),
     "rate_limit_error": ("RATE_LIMIT", "rate_limit", "rate limited"),
 }
-
-
-def parse_tool_input(arguments: str) -> Any:
-    """The parsed ``input`` object of a tool call's JSON arguments (``{}`` if unusable)."""
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 class _Pending:
@@ -258,14 +249,14 @@ class AnthropicTranslator(Translator):
                 writer.tool_call(key, arguments=json.dumps(initial, ensure_ascii=False))
             done = writer.end(key, cut=cut)
             if isinstance(done, ToolCallBlock):
-                entry["input"] = parse_tool_input(done.arguments)
+                entry["input"] = parse_json_object(done.arguments)
         else:
             if pending.pieces:
                 joined = "".join(pending.pieces)
                 if kind == "compaction":
                     entry["content"] = joined
                 else:
-                    entry["input"] = parse_tool_input(joined)
+                    entry["input"] = parse_json_object(joined)
             if pending.citations:
                 entry["citations"] = pending.citations
         self._content[pending.position] = entry

@@ -343,3 +343,15 @@ def sum_optional(values: Iterable[int | None]) -> int | None:
     """Sum of the values that are present; ``None`` when none is."""
     present = [v for v in values if v is not None]
     return sum(present) if present else None
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in ``text`` (tool-call arguments sent back in history); ``{}`` when
+    ``text`` is empty, not valid JSON or not an object. Never raises."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -69,7 +69,7 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
     reasoning = int_or_none(completion_details.get("reasoning_tokens"))
     total = int_or_none(usage.get("total_tokens"))
     output = completion
-    if reasoning and total is not None and total == prompt + completion + reasoning and reasoning > completion:
+    if reasoning and total is not None and total == prompt + completion + reasoning:
         output = completion + reasoning  # reasoning billed outside completion_tokens (xAI)
     cost: float | None = None
     raw_cost = usage.get("cost")
@@ -218,6 +218,13 @@ class OpenAIChatTranslator(Translator):
         delta = choice.get("delta")
         if type(delta) is dict:
             self._on_delta(delta)
+        elif delta is None:
+            text = choice.get("text")  # legacy /completions streams
+            if isinstance(text, str) and text:
+                if self._filters is not None:
+                    self._filters.content(text)
+                else:
+                    self.writer.text(_TEXT, text)
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             native = choice.get("native_finish_reason")
@@ -295,11 +302,12 @@ class OpenAIChatTranslator(Translator):
                         merged[field] = str(merged.get(field) or "") + value
                     elif value not in (None, ""):
                         merged[field] = value
-            if not text_already_streamed:
-                # Some routes stream reasoning only inside reasoning_details.
-                text = first_str(entry.get("text"), entry.get("summary"))
-                if text:
-                    self.writer.reasoning(_REASONING, text)
+            text = first_str(entry.get("text"), entry.get("summary")) if not text_already_streamed else None
+            signature = first_str(entry.get("signature")) if entry.get("type") == "reasoning.text" else None
+            if text or (signature and self.writer.is_open(_REASONING)):
+                # Some routes stream reasoning only inside reasoning_details; a signature
+                # belongs to the reasoning block it closes.
+                self.writer.reasoning(_REASONING, text or "", signature=signature)
 
     def _on_tool_call(self, call: dict[str, Any]) -> None:
         call_id = call.get("id")

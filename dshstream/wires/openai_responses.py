@@ -1,0 +1,457 @@
+"""The OpenAI Responses wire (``POST /responses`` with ``stream: true``), as OpenAI,
+DeepSeek and OpenRouter serve it.
+
+Contract (sans-IO; one JSON event per SSE frame, dispatched on the payload's ``type`` so
+data-only framings work too):
+
+1. ``response.created``/``in_progress``/``queued`` carry metadata (response id, model).
+2. Output items are correlated by ``output_index``, then by item id (some gateways issue
+   temporary ids). Every content part is its own block, opened on its first non-empty
+   payload: ``output_text`` and ``refusal`` parts are text, ``reasoning_summary`` parts
+   and ``reasoning_text`` parts are reasoning, a ``function_call`` item is one tool call
+   (``call_id`` is the block id). A part or item whose text arrives only in its ``done``
+   event (or only in the terminal response) is emitted from there, once.
+3. ``response.completed`` is the terminal marker: usage (cached tokens subtracted from
+   input, reasoning tokens reported as inside output, ``cost`` when the gateway reports
+   it), finish ``tool-calls`` exactly when the response has a function-call item, else
+   ``stop``. ``response.incomplete`` finishes ``max-tokens`` (or ``CONTENT_FILTER``) from
+   ``incomplete_details.reason``. ``response.failed`` and ``error`` events end the stream
+   with a classified error finish, keeping partial output and usage.
+4. Replay state: ``{"wire": "openai-responses", "items": [...]}`` — the reasoning items
+   (id, ``encrypted_content``, summary, content), function-call items (id, ``call_id``,
+   name) and message items (id, ``text_parts``: how many text blocks it produced), in
+   output order, taken from the terminal ``response.output`` when it has them.
+5. Unknown event types and item types are skipped. ``data: [DONE]`` (OpenRouter) ends the
+   input; reaching it, or EOF, before a terminal event is ``STREAM_CLOSED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import replace
+from typing import Any
+
+from ..classify import classify_error_payload
+from ..sse import ServerSentEvent
+from ..types import LlmFailure, TokenUsage
+from .base import Translator, dict_or_empty, first_str, int_or_none, list_or_empty
+
+WIRE = "openai-responses"
+_MAX_TOKENS_REASONS = frozenset({"max_output_tokens", "max_tokens", "length"})
+
+
+def responses_usage(usage: dict[str, Any]) -> TokenUsage | None:
+    """Normalize a Responses ``usage`` object to disjoint counts."""
+    input_tokens = int_or_none(usage.get("input_tokens"))
+    output_tokens = int_or_none(usage.get("output_tokens"))
+    if input_tokens is None and output_tokens is None:
+        return None
+    cached = int_or_none(dict_or_empty(usage.get("input_tokens_details")).get("cached_tokens"))
+    reasoning = int_or_none(dict_or_empty(usage.get("output_tokens_details")).get("reasoning_tokens"))
+    cost: float | None = None
+    raw_cost = usage.get("cost")
+    if isinstance(raw_cost, (int, float)) and not isinstance(raw_cost, bool):
+        cost = float(raw_cost)
+    return TokenUsage(
+        input_tokens=max(0, (input_tokens or 0) - (cached or 0)),
+        output_tokens=output_tokens or 0,
+        cache_read_tokens=cached,
+        reasoning_tokens=reasoning,
+        cost=cost,
+    )
+
+
+class _Slot:
+    """One output item as the stream reveals it."""
+
+    __slots__ = ("number", "item_type", "item", "keys", "text_parts", "identified")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.item_type: str | None = None
+        self.item: dict[str, Any] | None = None  # the item as last reported
+        self.keys: list[Hashable] = []  # block keys in opening order
+        self.text_parts = 0
+        self.identified = False  # a tool call's id and name are known
+
+
+class OpenAIResponsesTranslator(Translator):
+    """Responses API events to dshstream chunks."""
+
+    wire = WIRE
+
+    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
+        super().__init__(provider=provider, request_id=request_id)
+        self._slots: list[_Slot] = []
+        self._by_index: dict[int, _Slot] = {}
+        self._by_id: dict[str, _Slot] = {}
+        self._streamed: set[Hashable] = set()  # block keys that received a payload
+        self._opened: set[Hashable] = set()  # tool-call block keys ever opened
+
+    # ------------------------------------------------------------------ dispatch
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        data = event.data
+        if data == "[DONE]":
+            self.on_close()
+            self.writer.cut()  # [DONE] before a terminal response event
+            return
+        payload = self.parse_json(data)
+        if type(payload) is not dict:
+            return
+        kind = payload.get("type")
+        if not isinstance(kind, str) or not kind:
+            kind = event.event
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, payload)
+
+    # ------------------------------------------------------------------ slots
+
+    def _slot(self, payload: dict[str, Any], item: dict[str, Any] | None = None) -> _Slot:
+        item_id = first_str(payload.get("item_id"), item.get("id") if item is not None else None)
+        index = payload.get("output_index")
+        index = index if type(index) is int else None
+        slot: _Slot | None = None
+        if index is not None:
+            slot = self._by_index.get(index)
+        if slot is None and item_id is not None:
+            slot = self._by_id.get(item_id)
+        if slot is None:
+            slot = _Slot(len(self._slots))
+            self._slots.append(slot)
+        if index is not None:
+            self._by_index.setdefault(index, slot)
+        if item_id is not None:
+            self._by_id.setdefault(item_id, slot)
+        if item is not None:
+            item_type = item.get("type")
+            if isinstance(item_type, str):
+                slot.item_type = item_type
+            slot.item = item
+        return slot
+
+    def _key(self, slot: _Slot, part: str, position: Any) -> Hashable:
+        key = (slot.number, part, position if type(position) is int else 0)
+        if key not in slot.keys:
+            slot.keys.append(key)
+        return key
+
+    # ------------------------------------------------------------------ content
+
+    def _text(self, slot: _Slot, key: Hashable, text: Any) -> None:
+        if isinstance(text, str) and text:
+            if key not in self._streamed:
+                self._streamed.add(key)
+                slot.text_parts += 1
+            self.writer.text(key, text)
+
+    def _reasoning(self, key: Hashable, text: Any) -> None:
+        if isinstance(text, str) and text:
+            self._streamed.add(key)
+            self.writer.reasoning(key, text)
+
+    def _fill_text(self, slot: _Slot, key: Hashable, text: Any) -> None:
+        """Text known only from a ``done`` event: emit it unless deltas already did."""
+        if key not in self._streamed:
+            self._text(slot, key, text)
+
+    def _fill_reasoning(self, key: Hashable, text: Any) -> None:
+        if key not in self._streamed:
+            self._reasoning(key, text)
+
+    def _tool(self, slot: _Slot, item: dict[str, Any] | None, arguments: str = "") -> None:
+        key = self._key(slot, "tool", 0)
+        call_id = name = None
+        if item is not None:
+            call_id = first_str(item.get("call_id"), item.get("id"))
+            name = first_str(item.get("name"))
+            if call_id is not None and name is not None:
+                slot.identified = True
+        if arguments:
+            self._streamed.add(key)
+        self._opened.add(key)
+        self.writer.tool_call(key, call_id=call_id, name=name, arguments=arguments)
+
+    def _fill_item(self, slot: _Slot, item: dict[str, Any]) -> None:
+        """Emit whatever ``item`` holds that the stream has not shown yet."""
+        item_type = item.get("type")
+        if item_type == "message":
+            for position, part in enumerate(list_or_empty(item.get("content"))):
+                part = dict_or_empty(part)
+                part_type = part.get("type")
+                if part_type == "output_text":
+                    self._fill_text(slot, self._key(slot, "text", position), part.get("text"))
+                elif part_type == "refusal":
+                    self._fill_text(slot, self._key(slot, "text", position), part.get("refusal"))
+        elif item_type == "reasoning":
+            for position, part in enumerate(list_or_empty(item.get("summary"))):
+                self._fill_reasoning(self._key(slot, "summary", position), dict_or_empty(part).get("text"))
+            for position, part in enumerate(list_or_empty(item.get("content"))):
+                self._fill_reasoning(self._key(slot, "content", position), dict_or_empty(part).get("text"))
+        elif item_type == "function_call":
+            key = self._key(slot, "tool", 0)
+            arguments = item.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = ""
+            if key not in self._opened:
+                self._tool(slot, item, arguments)  # never streamed: the whole call now
+            elif self.writer.is_open(key):
+                pending = arguments if key not in self._streamed else ""
+                if pending or not slot.identified:
+                    self._tool(slot, item, pending)
+
+    def _end_slot(self, slot: _Slot) -> None:
+        for key in slot.keys:
+            self.writer.end(key)
+
+    # ------------------------------------------------------------------ handlers
+
+    def _on_response_meta(self, payload: dict[str, Any]) -> None:
+        response = dict_or_empty(payload.get("response"))
+        writer = self.writer
+        rid = first_str(response.get("id"))
+        if rid is not None and writer.response_id is None:
+            writer.response_id = rid
+        model = first_str(response.get("model"))
+        if model is not None:
+            writer.model = model
+        served = first_str(response.get("provider"))
+        if served is not None and writer.serving_provider is None:
+            writer.serving_provider = served
+        usage = response.get("usage")
+        if type(usage) is dict:
+            normalized = responses_usage(usage)
+            if normalized is not None:
+                writer.usage = normalized
+
+    def _on_item_added(self, payload: dict[str, Any]) -> None:
+        item = dict_or_empty(payload.get("item"))
+        slot = self._slot(payload, item)
+        if item.get("type") == "function_call":
+            arguments = item.get("arguments")
+            self._tool(slot, item, arguments if isinstance(arguments, str) else "")
+
+    def _on_item_done(self, payload: dict[str, Any]) -> None:
+        item = dict_or_empty(payload.get("item"))
+        slot = self._slot(payload, item)
+        self._fill_item(slot, item)
+        self._end_slot(slot)
+
+    def _on_part_done(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        part = dict_or_empty(payload.get("part"))
+        part_type = part.get("type")
+        position = payload.get("content_index")
+        if part_type == "output_text":
+            key = self._key(slot, "text", position)
+            self._fill_text(slot, key, part.get("text"))
+        elif part_type == "refusal":
+            key = self._key(slot, "text", position)
+            self._fill_text(slot, key, part.get("refusal"))
+        elif part_type == "reasoning_text":
+            key = self._key(slot, "content", position)
+            self._fill_reasoning(key, part.get("text"))
+        else:
+            return
+        self.writer.end(key)
+
+    def _on_text_delta(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        self._text(slot, self._key(slot, "text", payload.get("content_index")), payload.get("delta"))
+
+    def _on_text_done(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        key = self._key(slot, "text", payload.get("content_index"))
+        self._fill_text(slot, key, payload.get("text"))
+        self.writer.end(key)
+
+    def _on_refusal_done(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        key = self._key(slot, "text", payload.get("content_index"))
+        self._fill_text(slot, key, payload.get("refusal"))
+        self.writer.end(key)
+
+    def _on_summary_delta(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        self._reasoning(self._key(slot, "summary", payload.get("summary_index")), payload.get("delta"))
+
+    def _on_summary_done(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        key = self._key(slot, "summary", payload.get("summary_index"))
+        text = payload.get("text")
+        if text is None:
+            text = dict_or_empty(payload.get("part")).get("text")
+        self._fill_reasoning(key, text)
+        self.writer.end(key)
+
+    def _on_reasoning_text_delta(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        self._reasoning(self._key(slot, "content", payload.get("content_index")), payload.get("delta"))
+
+    def _on_reasoning_text_done(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        key = self._key(slot, "content", payload.get("content_index"))
+        self._fill_reasoning(key, payload.get("text"))
+        self.writer.end(key)
+
+    def _on_arguments_delta(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        if slot.item_type is None:
+            slot.item_type = "function_call"
+        delta = payload.get("delta")
+        if isinstance(delta, str) and delta:
+            self._tool(slot, None, delta)
+
+    def _on_arguments_done(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        if slot.item_type is None:
+            slot.item_type = "function_call"
+        key = self._key(slot, "tool", 0)
+        arguments = payload.get("arguments")
+        reopen = key in self._opened and not self.writer.is_open(key)
+        if key not in self._streamed and isinstance(arguments, str) and arguments and not reopen:
+            self._tool(slot, slot.item, arguments)
+
+    # ------------------------------------------------------------------ terminal events
+
+    def _reconcile(self, response: dict[str, Any]) -> list[dict[str, Any]]:
+        """Match the terminal output to the streamed items; emit what the stream missed."""
+        output = [item for item in list_or_empty(response.get("output")) if type(item) is dict]
+        for index, item in enumerate(output):
+            slot = self._by_index.get(index)
+            item_id = first_str(item.get("id"))
+            if slot is None and item_id is not None:
+                slot = self._by_id.get(item_id)
+            if slot is None:
+                slot = self._slot({"output_index": index}, item)
+            elif slot.item_type is None and isinstance(item.get("type"), str):
+                slot.item_type = item["type"]
+            self._fill_item(slot, item)
+        return output
+
+    def _replay(self, output: list[dict[str, Any]]) -> None:
+        slots: list[tuple[_Slot | None, dict[str, Any]]]
+        if output:
+            slots = []
+            for index, item in enumerate(output):
+                slot = self._by_index.get(index)
+                if slot is None:
+                    slot = self._by_id.get(first_str(item.get("id")) or "")
+                slots.append((slot, item))
+        else:
+            slots = [(slot, slot.item) for slot in self._slots if slot.item is not None]
+        items: list[dict[str, Any]] = []
+        for slot, item in slots:
+            item_type = item.get("type")
+            if item_type == "reasoning":
+                entry = {k: v for k, v in item.items() if k != "status" and v is not None}
+                entry.setdefault("summary", [])
+                items.append(entry)
+            elif item_type == "function_call":
+                entry = {"type": "function_call"}
+                for field in ("id", "call_id", "name"):
+                    value = first_str(item.get(field))
+                    if value is not None:
+                        entry[field] = value
+                items.append(entry)
+            elif item_type == "message":
+                entry = {"type": "message", "text_parts": slot.text_parts if slot is not None else 0}
+                item_id = first_str(item.get("id"))
+                if item_id is not None:
+                    entry["id"] = item_id
+                items.append(entry)
+        self.writer.replay_state = {"wire": WIRE, "items": items} if items else None
+
+    def _has_function_call(self, output: list[dict[str, Any]]) -> bool:
+        if output:
+            return any(item.get("type") == "function_call" for item in output)
+        return any(slot.item_type == "function_call" for slot in self._slots)
+
+    def _terminal(self, payload: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        self._on_response_meta(payload)
+        response = dict_or_empty(payload.get("response"))
+        output = self._reconcile(response)
+        self._replay(output)
+        return response, output
+
+    def _on_completed(self, payload: dict[str, Any]) -> None:
+        response, output = self._terminal(payload)
+        status = first_str(response.get("status")) or "completed"
+        if self._has_function_call(output):
+            self.writer.set_finish("tool-calls", status)
+        else:
+            self.writer.set_finish("stop", status)
+        self.writer.complete()
+
+    def _on_incomplete(self, payload: dict[str, Any]) -> None:
+        response, _ = self._terminal(payload)
+        details = dict_or_empty(response.get("incomplete_details"))
+        reason = first_str(details.get("reason")) or "incomplete"
+        writer = self.writer
+        who = writer.provider
+        if reason in _MAX_TOKENS_REASONS:
+            writer.set_finish("max-tokens", reason)
+        elif reason == "content_filter":
+            writer.set_finish(
+                "error",
+                reason,
+                writer.failure("CONTENT_FILTER", f"{who}: response blocked by the provider's content filter"),
+            )
+        else:
+            code = "".join(c if c.isalnum() else "_" for c in reason.upper())[:40] or "UNKNOWN"
+            writer.set_finish("error", reason, writer.failure(code, f"{who}: model stopped: {code.lower()}"))
+        writer.complete()
+
+    def _on_failed(self, payload: dict[str, Any]) -> None:
+        response, _ = self._terminal(payload)
+        error = response.get("error")
+        self.writer.finish_raw = "failed"
+        self._fail({"error": error} if error is not None else payload)
+
+    def _on_error(self, payload: dict[str, Any]) -> None:
+        self._fail(payload)
+
+    def _fail(self, payload: Any) -> None:
+        failure: LlmFailure = classify_error_payload(payload, provider=self.writer.provider)
+        writer = self.writer
+        updates: dict[str, Any] = {}
+        if failure.serving_provider is None and writer.serving_provider:
+            updates["serving_provider"] = writer.serving_provider
+        if failure.request_id is None and writer.request_id:
+            updates["request_id"] = writer.request_id
+        if updates:
+            failure = replace(failure, **updates)
+        if writer.replay_state is None:
+            self._replay([])
+        writer.fail(failure)
+
+    def on_close(self) -> None:
+        if self.writer.replay_state is None:
+            self._replay([])
+
+
+_HANDLERS: dict[str, Any] = {
+    "response.created": OpenAIResponsesTranslator._on_response_meta,
+    "response.in_progress": OpenAIResponsesTranslator._on_response_meta,
+    "response.queued": OpenAIResponsesTranslator._on_response_meta,
+    "response.output_item.added": OpenAIResponsesTranslator._on_item_added,
+    "response.output_item.done": OpenAIResponsesTranslator._on_item_done,
+    "response.content_part.done": OpenAIResponsesTranslator._on_part_done,
+    "response.output_text.delta": OpenAIResponsesTranslator._on_text_delta,
+    "response.output_text.done": OpenAIResponsesTranslator._on_text_done,
+    "response.refusal.delta": OpenAIResponsesTranslator._on_text_delta,
+    "response.refusal.done": OpenAIResponsesTranslator._on_refusal_done,
+    "response.reasoning_summary_text.delta": OpenAIResponsesTranslator._on_summary_delta,
+    "response.reasoning_summary_text.done": OpenAIResponsesTranslator._on_summary_done,
+    "response.reasoning_summary_part.done": OpenAIResponsesTranslator._on_summary_done,
+    "response.reasoning_text.delta": OpenAIResponsesTranslator._on_reasoning_text_delta,
+    "response.reasoning_text.done": OpenAIResponsesTranslator._on_reasoning_text_done,
+    "response.function_call_arguments.delta": OpenAIResponsesTranslator._on_arguments_delta,
+    "response.function_call_arguments.done": OpenAIResponsesTranslator._on_arguments_done,
+    "response.completed": OpenAIResponsesTranslator._on_completed,
+    "response.done": OpenAIResponsesTranslator._on_completed,
+    "response.incomplete": OpenAIResponsesTranslator._on_incomplete,
+    "response.failed": OpenAIResponsesTranslator._on_failed,
+    "error": OpenAIResponsesTranslator._on_error,
+}

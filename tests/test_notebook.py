@@ -1,0 +1,139 @@
+"""The notebook renderer: driven with a fake display, and once in a real Jupyter kernel."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dshstream import (
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    Message,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+from dshstream.adapters.base import LlmAdapter, ProviderInfo
+from dshstream.notebook import display
+from dshstream.service import LlmService
+
+
+class FakeHandle:
+    def __init__(self) -> None:
+        self.updates: list[str] = []
+
+    def update(self, obj: Any) -> None:
+        self.updates.append(obj)
+
+
+class Scripted(LlmAdapter):
+    def __init__(self, chunks: list[StreamChunk], interrupt_at: int | None = None) -> None:
+        self.chunks = chunks
+        self.interrupt_at = interrupt_at
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        for number, chunk in enumerate(self.chunks):
+            if number == self.interrupt_at:
+                raise KeyboardInterrupt
+            yield chunk
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        return ProviderInfo(provider, "Scripted")
+
+
+def many_chunks() -> list[StreamChunk]:
+    chunks: list[StreamChunk] = [BlockStart(index=0, block_type="reasoning"), ReasoningDelta(index=0, text="plan <b>")]
+    chunks += [BlockStart(index=1, block_type="text")]
+    chunks += [TextDelta(index=1, text="word ") for _ in range(2000)]
+    chunks += [
+        BlockStart(index=2, block_type="tool-call"),
+        ToolCallDelta(index=2, id="c1", name="get_weather", arguments_delta='{"city":"Paris"}'),
+        BlockEnd(index=2, block=ToolCallBlock(id="c1", name="get_weather", arguments='{"city":"Paris"}')),
+        UsageChunk(usage=TokenUsage(10, 20, reasoning_tokens=5)),
+        Finish(reason=FinishReason(kind="tool-calls", raw="tool_calls")),
+    ]
+    return chunks
+
+
+def run(adapter: LlmAdapter) -> tuple[FakeHandle, Any]:
+    service = LlmService()
+    service.register_adapter(["p"], adapter)
+    handle = FakeHandle()
+    result = display(
+        service.stream(GenerateOptions(provider="p", model="m", messages=(Message.user("hi"),))),
+        display_factory=lambda initial: handle,
+    )
+    return handle, result
+
+
+def test_renders_throttled_markdown_with_reasoning_tools_usage_and_finish() -> None:
+    handle, result = run(Scripted(many_chunks()))
+    # 2,000 chunks arrive in far less than a second: at most a handful of updates.
+    assert 1 <= len(handle.updates) <= 16
+    final = handle.updates[-1]
+    assert "<details><summary>Reasoning</summary>" in final and "plan &lt;b&gt;" in final
+    assert final.count("word") == 2000
+    assert "| `get_weather` | `{\"city\":\"Paris\"}` | `c1` |" in final
+    assert "usage: in 10 · out 20 (5 reasoning)" in final
+    assert "finish: tool-calls (tool_calls)" in final
+    assert result.tool_calls[0].name == "get_weather"
+
+
+def test_stop_button_closes_and_keeps_the_partial_result() -> None:
+    handle, result = run(Scripted(many_chunks(), interrupt_at=500))
+    assert result.finish.kind == "aborted"
+    assert result.text.count("word") == 497
+    assert "finish: aborted" in handle.updates[-1]
+
+
+def test_plain_text_fallback_outside_a_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    service = LlmService()
+    service.register_adapter(["p"], Scripted(many_chunks()[:10] + many_chunks()[-1:]))
+    stream = service.stream(GenerateOptions(provider="p", model="m", messages=(Message.user("hi"),)))
+    stream.display()
+    assert "word word" in capsys.readouterr().out
+
+
+def test_in_a_real_kernel() -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    code = textwrap.dedent(
+        """
+        from dshstream import LlmService, OpenAIChatAdapter, GenerateOptions, Message
+        from dshstream.replay_server import ReplayServer
+        body = (b'data: {"id":"x","choices":[{"index":0,"delta":{"content":"Hello from the kernel"}}]}\\n\\n'
+                b'data: {"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\\n\\n'
+                b'data: [DONE]\\n\\n')
+        with ReplayServer({"/v1/": body}) as server:
+            service = LlmService()
+            service.register_adapter(["local"], OpenAIChatAdapter(api_key="k", base_url=server.url + "/v1"))
+            result = service.stream(GenerateOptions(provider="local", model="m",
+                                                    messages=(Message.user("hi"),))).display()
+        print("TEXT=" + result.text)
+        """
+    )
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells.append(nbformat.v4.new_code_cell(code))
+    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3")
+    try:
+        client.execute()
+    except Exception as exc:  # noqa: BLE001 - a missing kernelspec is an environment problem
+        if "No such kernel" in str(exc):
+            pytest.skip(f"no python3 kernel: {exc}")
+        raise
+    outputs = notebook.cells[0].outputs
+    markdown = [o["data"]["text/markdown"] for o in outputs if o.get("output_type") in ("display_data", "update_display_data") and "text/markdown" in o.get("data", {})]
+    streams = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert "TEXT=Hello from the kernel" in streams
+    assert any("Hello from the kernel" in m for m in markdown)
