@@ -51,6 +51,7 @@ import html
 import json
 import math
 import re
+import reprlib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -432,13 +433,19 @@ def _as_text(value: object) -> str | None:
         return value
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return str(value)
+    except Exception:  # circular, too deep, or a hostile __str__
+        pass
+    try:
+        return reprlib.repr(value)
+    except Exception:  # a hostile __repr__ must not break classification
+        return "<unrenderable value>"
 
 
 def _status_from_code(value: object) -> int | None:
     if isinstance(value, bool):
         return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int):
         return value if 100 <= value <= 599 else None
     if isinstance(value, str) and re.fullmatch(r"\s*\d{3}\s*", value):

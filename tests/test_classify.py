@@ -1095,3 +1095,48 @@ def test_secret_in_headers_never_reaches_failure() -> None:
     failure = classify_http_error(401, "", {"authorization": f"Bearer {CANARY}", "x-request-id": CANARY})
     assert failure.request_id is None
     assert "CANARY" not in repr(failure)
+
+
+class _Hostile:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    __str__ = __repr__
+
+
+def _circular() -> dict[str, object]:
+    data: dict[str, object] = {}
+    data["self"] = data
+    return data
+
+
+def _deep() -> dict[str, object]:
+    data: dict[str, object] = {"error": {"message": "x"}}
+    for _ in range(3000):
+        data = {"error": data}
+    return data
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        _Hostile(),
+        {"error": {"message": _Hostile()}},
+        _circular(),
+        {"error": {"message": _circular()}},
+        _deep(),
+        {"error": {"code": True, "type": 123, "message": "x", "status": 99999, "details": "no", "metadata": [1]}},
+        {"error": {"details": [None, 1, {"retryDelay": "forever"}, {"violations": "x"}]}},
+        "[" * 100_000 + "]" * 100_000,
+        "{'a': " * 5_000 + "1" + "}" * 5_000,
+    ],
+)
+def test_classifiers_never_raise(payload: object) -> None:
+    assert classify_error_payload(payload).code
+    if isinstance(payload, str):
+        assert classify_http_error(400, payload).code == "INVALID_REQUEST"
+        assert classify_exception_text(payload).code == "UNKNOWN"
+
+
+def test_float_code_is_a_status() -> None:
+    assert classify_error_payload({"error": {"code": 429.0, "message": "x"}}).code == "RATE_LIMIT"

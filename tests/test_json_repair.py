@@ -143,7 +143,8 @@ def test_linear_on_large_truncated_payload() -> None:
 
 
 def test_deep_nesting_does_not_crash() -> None:
-    assert repair_incomplete_json('{"a": ' + "[" * 100_000) is None or True
+    assert repaired('{"a": ' + "[" * 100_000) == {"a": []}
+    assert repair_incomplete_json('{"a": ' + "[" * 100_000 + "1,") is None  # too deep to dump
     assert repaired('{"a": ' + "[" * 50) == {"a": []}
 
 
@@ -256,7 +257,7 @@ def is_equal(got: Any, original: Any) -> bool:
     return same_scalar(got, original)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(obj=json_objects, indent=st.sampled_from([None, 1]), ascii_only=st.booleans())
 def test_every_prefix_is_none_or_structural_prefix(
     obj: dict[str, Any], indent: int | None, ascii_only: bool
@@ -273,7 +274,7 @@ def test_every_prefix_is_none_or_structural_prefix(
         assert is_structural_prefix(got, original), (text[:end], out)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(obj=json_objects)
 def test_repair_grows_with_the_prefix(obj: dict[str, Any]) -> None:
     """Once a key has survived, it survives every longer prefix (no flapping)."""

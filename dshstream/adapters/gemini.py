@@ -207,13 +207,13 @@ class GeminiAdapter(HttpAdapter):
                 if block.text:
                     parts.append({"text": block.text})
             elif isinstance(block, ToolCallBlock):
-                part: dict[str, Any] = {
+                call_part: dict[str, Any] = {
                     "functionCall": {"name": block.name, "args": parse_json_object(block.arguments)}
                 }
                 if not signed and self.foreign_thought_signature:
-                    part["thoughtSignature"] = self.foreign_thought_signature
+                    call_part["thoughtSignature"] = self.foreign_thought_signature
                     signed = True
-                parts.append(part)
+                parts.append(call_part)
                 calls[block.id] = (block.name, None)
         return parts
 

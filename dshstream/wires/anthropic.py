@@ -367,4 +367,4 @@ class AnthropicTranslator(Translator):
         self._set_replay()
 
 
-__all__ = ["AnthropicTranslator", "parse_tool_input"]
+__all__ = ["AnthropicTranslator"]
