@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .dialects import DIALECTS
-from .sse import ServerSentEvent, SSEDecoder
+from .sse import SSEDecoder
 from .types import StreamChunk
 from .wires.base import Translator
 
@@ -71,23 +71,12 @@ class StreamDecoder:
 
     def feed(self, data: bytes) -> list[StreamChunk]:
         """Decode a piece of the body; returns the chunks it completed."""
-        out: list[StreamChunk] = []
-        translator = self.translator
-        for item in self.sse.feed(data):
-            if type(item) is ServerSentEvent:
-                out += translator.feed(item)
-                if translator.done:
-                    break
-        return out
+        return self.translator.feed_events(self.sse.feed(data))
 
     def close(self) -> list[StreamChunk]:
         """End of body: flush the framer and finish the stream."""
-        out: list[StreamChunk] = []
         translator = self.translator
-        if not translator.done:
-            for item in self.sse.close():
-                if type(item) is ServerSentEvent:
-                    out += translator.feed(item)
+        out = translator.feed_events(self.sse.close())
         out += translator.close()
         return out
 

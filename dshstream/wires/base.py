@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import error_for, make_failure
 from ..filters.json_repair import finalize_tool_arguments
+from ..redact import redact
 from ..sse import ServerSentEvent
 from ..types import (
     Block,
@@ -281,6 +282,15 @@ class Translator:
             self.on_event(event)
         return self.writer.take()
 
+    def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
+        """Translate a batch of decoder output (comments are skipped); the hot path."""
+        writer = self.writer
+        on_event = self.on_event
+        for item in items:
+            if type(item) is ServerSentEvent and not writer.finished:
+                on_event(item)
+        return writer.take()
+
     def close(self) -> list[StreamChunk]:
         """End of input: finish the stream (``STREAM_CLOSED`` if cut short)."""
         if not self.writer.finished:
@@ -298,18 +308,34 @@ class Translator:
     # ------------------------------------------------------------------ helpers
 
     def parse_json(self, data: str) -> Any:
-        """``json.loads`` that raises ``MALFORMED_RESPONSE`` instead of ``ValueError``."""
+        """Parse an event's JSON; raises ``MALFORMED_RESPONSE`` instead of ``ValueError``."""
         try:
-            return json.loads(data)
+            value, end = _scan_once(data, 0)
+            if end == len(data):
+                return value
+        except StopIteration:
+            pass
         except (ValueError, RecursionError):
-            who = self.writer.provider
-            raise error_for(
-                self.writer.failure(
-                    "MALFORMED_RESPONSE",
-                    f"{who}: stream carried a payload that is not valid JSON",
-                    detail=data[:120],
-                )
-            ) from None
+            raise self._malformed(data) from None
+        try:
+            return json.loads(data)  # leading/trailing whitespace, or the precise error
+        except (ValueError, RecursionError):
+            raise self._malformed(data) from None
+
+    def _malformed(self, data: str) -> Exception:
+        who = self.writer.provider
+        return error_for(
+            self.writer.failure(
+                "MALFORMED_RESPONSE",
+                f"{who}: stream carried a payload that is not valid JSON",
+                detail=redact(data, limit=120),
+            )
+        )
+
+
+# The C scanner behind json.loads, called directly: the payloads of a stream are compact
+# objects, so the two whitespace regex passes json.loads makes per call are pure overhead.
+_scan_once = json.JSONDecoder().scan_once
 
 
 def int_or_none(value: Any) -> int | None:
