@@ -255,5 +255,5 @@ def _failure_of(exc: BaseException, provider: str) -> LlmFailure:
         "UNKNOWN",
         f"{provider}: adapter failed with {type(exc).__name__}",
         provider=provider,
-        detail=redact(f"{type(exc).__name__}: {exc}", limit=2000) or None,
+        detail=redact(f"{type(exc).__name__}: {exc}", limit=1900) or None,
     )

@@ -190,7 +190,7 @@ class HttpStream:
             yield data
 
     def _read_failure(self, exc: BaseException) -> LlmError:
-        detail = redact(f"{type(exc).__name__}: {exc}", self._request.secrets, limit=2000)
+        detail = redact(f"{type(exc).__name__}: {exc}", self._request.secrets, limit=1900)
         if _is_timeout(exc):
             return error_for(
                 make_failure(
@@ -368,7 +368,7 @@ class Transport:
     def _failure(
         code: str, what: str, exc: BaseException, request: HttpRequest, provider: str
     ) -> LlmError:
-        detail = redact(f"{type(exc).__name__}: {exc}", request.secrets, limit=2000)
+        detail = redact(f"{type(exc).__name__}: {exc}", request.secrets, limit=1900)
         log.warning("%s: %s (%s)", provider, what, code)
         return error_for(make_failure(code, f"{provider}: {what} ({code})", provider=provider, detail=detail))
 
