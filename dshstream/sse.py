@@ -51,12 +51,12 @@ _BOM = b"\xef\xbb\xbf"
 _new = tuple.__new__  # builds a NamedTuple without the Python-level __new__ frame
 
 
-def _normalize(region: bytes) -> bytes:
+def _normalize(region: bytes | bytearray) -> bytes | bytearray:
     """``region`` with every CRLF and lone CR turned into LF."""
     return region.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
-def _tail_size(region: bytes, size: int) -> int:
+def _tail_size(region: bytes | bytearray, size: int) -> int:
     """Bytes of the undispatched event after LF-normalized ``region`` (``size`` before it)."""
     r = region.rfind(b"\n\n")
     if r >= 0:
@@ -73,7 +73,6 @@ class SSEDecoder:
         "_max",
         "_bytes_fed",
         "_partial",
-        "_partial_len",
         "_event_size",
         "_skip_lf",
         "_at_start",
@@ -91,8 +90,7 @@ class SSEDecoder:
             raise ValueError("max_event_size must be positive")
         self._max = max_event_size
         self._bytes_fed = 0
-        self._partial: list[bytes] = []  # pieces of the unterminated last line (no CR/LF)
-        self._partial_len = 0
+        self._partial = bytearray()  # the unterminated last line (no CR/LF); amortized growth
         self._event_size = 0  # bytes of complete lines since the last blank line
         self._skip_lf = False  # the last feed ended with CR: drop a leading LF next
         self._at_start = True  # no byte past a possible BOM seen yet
@@ -109,7 +107,7 @@ class SSEDecoder:
     @property
     def has_partial_event(self) -> bool:
         """True while bytes of an undispatched event or of an unterminated line are held."""
-        return self._dirty or self._partial_len > 0
+        return self._dirty or bool(self._partial)
 
     @property
     def bytes_fed(self) -> int:
@@ -138,7 +136,7 @@ class SSEDecoder:
         self._bytes_fed += n
         if (  # the common case: whole LF-framed events, nothing carried over
             data.endswith(b"\n\n")
-            and not self._partial_len
+            and not self._partial
             and not self._dirty
             and not self._skip_lf
             and not self._at_start
@@ -160,13 +158,11 @@ class SSEDecoder:
                     return []
         if self._at_start:
             if self._partial:  # a BOM prefix held back by an earlier feed
-                data = b"".join(self._partial) + data
+                data = bytes(self._partial) + data
                 n = len(data)
-                self._partial = []
-                self._partial_len = 0
+                self._partial = bytearray()
             if n < 3 and _BOM.startswith(data):
-                self._partial.append(data)
-                self._partial_len = n
+                self._partial += data
                 return []
             self._at_start = False
             if data.startswith(_BOM):
@@ -178,34 +174,33 @@ class SSEDecoder:
         lf = data.rfind(b"\n")
         cr = data.rfind(b"\r")
         last = lf if lf > cr else cr
+        partial = self._partial
         if last < 0:  # no line end: the unterminated line grows
-            self._partial.append(data)
-            self._partial_len += n
-            if self._event_size + self._partial_len > self._max:
+            partial += data
+            if self._event_size + len(partial) > self._max:
                 self._fail()
             return []
 
         end = last + 1
-        if self._partial:
-            self._partial.append(data[:end])
-            region = b"".join(self._partial)
-            self._partial = []
+        region: bytes | bytearray
+        if partial:  # the held line ends in this feed: ``region`` takes over the buffer
+            partial += memoryview(data)[:end]
+            region = partial
+            partial = self._partial = bytearray()
         else:
             region = data[:end] if end < n else data
         if end < n:
-            self._partial.append(data[end:])
-            self._partial_len = n - end
-        else:
-            self._partial_len = 0
+            partial += memoryview(data)[end:]
+        partial_len = len(partial)
         if cr < 0:  # LF-only line ends: the fast path
-            if self._event_size + len(region) + self._partial_len > self._max:
+            if self._event_size + len(region) + partial_len > self._max:
                 self._check_sizes(region)
             self._event_size = _tail_size(region, self._event_size)
             return self._decode_lf(region.decode("utf-8", "replace"))
 
         if cr == n - 1:
             self._skip_lf = True
-        if self._event_size + len(region) + self._partial_len > self._max:
+        if self._event_size + len(region) + partial_len > self._max:
             self._check_sizes(_normalize(region))
         k = region.rfind(b"\r\n\r\n")  # blocks are split on CRLF CRLF below
         if k < 0:
@@ -224,8 +219,7 @@ class SSEDecoder:
         """
         if self._failure is not None:
             raise error_for(self._failure)
-        self._partial = []
-        self._partial_len = 0
+        self._partial = bytearray()
         self._event_size = 0
         self._skip_lf = False
         self._data = []
@@ -353,7 +347,7 @@ class SSEDecoder:
         self._event_retry = None
         self._dirty = False
 
-    def _check_sizes(self, region: bytes) -> None:
+    def _check_sizes(self, region: bytes | bytearray) -> None:
         """Raise if an event in ``region`` (LF-normalized) or the held tail is too large."""
         limit = self._max
         size = self._event_size  # bytes of the current event before ``region``
@@ -369,12 +363,11 @@ class SSEDecoder:
             prev_end = p + 1
             q = region.find(b"\n\n", p)
             p = q + 1 if q >= 0 else -1
-        if size + len(region) - prev_end + self._partial_len > limit:
+        if size + len(region) - prev_end + len(self._partial) > limit:
             self._fail()
 
     def _fail(self) -> NoReturn:
-        self._partial = []
-        self._partial_len = 0
+        self._partial = bytearray()
         self._data = []
         self._failure = make_failure(
             "EVENT_TOO_LARGE", f"SSE event exceeds the maximum size of {self._max} bytes"

@@ -463,6 +463,21 @@ def test_size_limit_keeps_memory_bounded() -> None:
         assert peak < 4 * limit, peak
 
 
+def test_tiny_feeds_keep_memory_bounded() -> None:
+    limit = 256 * 1024
+    decoder = SSEDecoder(max_event_size=limit)
+    decoder.feed(b"data: ")
+    tracemalloc.start()
+    try:
+        with pytest.raises(LlmError):
+            for _ in range(limit):  # 4-byte feeds: per-piece overhead must not add up
+                decoder.feed(b"xxxx")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * limit, peak
+
+
 def test_large_event_under_limit() -> None:
     payload = b"z" * (3 * 1024 * 1024)
     stream = b"data: " + payload + b"\n\n"
