@@ -79,7 +79,7 @@ def test_demo_streams_every_bundled_transcript_over_loopback() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "5/5 streams completed over 127.0.0.1" in out
-    assert "→ tool call get_weather" in out
+    assert "→ tool call get_capital" in out
     assert "[reasoning]" in out
     assert out.count("usage: in ") >= 4
 

@@ -26,12 +26,11 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-import requests
-
 from ..attribution import AppIdentity
 from ..errors import LlmError
 from ..http_request import HttpRequest
 from ..request import GenerateOptions, Message
+from ..transport import Session
 from ..types import TextBlock, ToolCallBlock, ToolResultBlock
 from ..wires.base import Translator
 from ..wires.openai_responses import WIRE, OpenAIResponsesTranslator
@@ -50,7 +49,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
         self,
         api_key: str | None = None,
         base_url: str = "https://api.openai.com/v1",
-        session: requests.Session | None = None,
+        session: Session | None = None,
         identity: AppIdentity | None = None,
         headers: Mapping[str, str] | None = None,
         max_retries: int = 2,
@@ -158,25 +157,41 @@ class OpenAIResponsesAdapter(HttpAdapter):
         out: list[dict[str, Any]] = []
         state = message.replay_state
         replay = state.get("items") if isinstance(state, dict) and state.get("wire") == WIRE else None
+        reasoning_run: int | None = None  # where the reasoning items awaiting their follower start
         for entry in replay if isinstance(replay, list) else []:
             if not isinstance(entry, dict):
                 continue
             kind = entry.get("type")
+            follower: dict[str, Any] | None = None
             if kind == "reasoning":
                 item = self._reasoning_item(entry)
                 if item is not None:
+                    if reasoning_run is None:
+                        reasoning_run = len(out)
                     out.append(item)
-            elif kind == "message":
+                continue
+            if kind == "message":
                 count = entry.get("text_parts")
                 take = count if isinstance(count, int) and count >= 0 else 1
                 parts = [texts.popleft() for _ in range(min(take, len(texts)))]
                 if parts:
-                    out.append(self._text_item(parts))
+                    follower = self._text_item(parts)
             elif kind == "function_call":
                 call = pending_calls.pop(str(entry.get("call_id") or ""), None)
                 if call is not None:
                     item_id = entry.get("id")
-                    out.append(self._call_item(call, item_id if isinstance(item_id, str) else None))
+                    follower = self._call_item(call, item_id if isinstance(item_id, str) else None)
+            else:
+                continue
+            if follower is None and reasoning_run is not None:
+                # The item the reasoning preceded is gone (a tool call dropped on
+                # max-tokens): reasoning without its following item is rejected.
+                del out[reasoning_run:]
+            elif follower is not None:
+                out.append(follower)
+            reasoning_run = None
+        if reasoning_run is not None and not texts and not pending_calls:
+            del out[reasoning_run:]  # trailing reasoning with no item after it
         if texts:
             out.append(self._text_item(list(texts)))
         for call in calls:

@@ -5,10 +5,11 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
 1. Choice 0 only (``n > 1`` streams use choice 0). Within one delta the order is reasoning,
    content, tool calls, finish reason.
 2. Reasoning from ``reasoning_content`` or ``reasoning`` (or Mistral ``thinking`` parts);
-   OpenRouter ``reasoning_details`` are merged per entry into replay state. Content from a
-   string or a Mistral part list; ``refusal`` text is visible text. A block opens only on
-   its first non-empty payload; optional think-tag stripping and the reasoning spill guard
-   run on content.
+   OpenRouter ``reasoning_details`` are merged per entry into replay state, and a
+   ``reasoning.text`` signature is set on the reasoning block. Content from a string or a
+   Mistral part list (legacy ``/completions`` ``choices[].text`` too); ``refusal`` text is
+   visible text. A block opens only on its first non-empty payload; optional think-tag
+   stripping and the reasoning spill guard run on content.
 3. Tool calls are correlated by id, then wire index, then the latest open call (Ollama
    omits ``index``); a repeated id or name is identity, never appended.
 4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM

@@ -64,13 +64,14 @@ def responses_usage(usage: dict[str, Any]) -> TokenUsage | None:
 class _Slot:
     """One output item as the stream reveals it."""
 
-    __slots__ = ("number", "item_type", "item", "keys", "text_parts", "identified")
+    __slots__ = ("number", "item_type", "item", "keys", "key_set", "text_parts", "identified")
 
     def __init__(self, number: int) -> None:
         self.number = number
         self.item_type: str | None = None
         self.item: dict[str, Any] | None = None  # the item as last reported
         self.keys: list[Hashable] = []  # block keys in opening order
+        self.key_set: set[Hashable] = set()
         self.text_parts = 0
         self.identified = False  # a tool call's id and name are known
 
@@ -109,6 +110,12 @@ class OpenAIResponsesTranslator(Translator):
     # ------------------------------------------------------------------ slots
 
     def _slot(self, payload: dict[str, Any], item: dict[str, Any] | None = None) -> _Slot:
+        if item is None:  # fast path: a delta for a known item
+            index = payload.get("output_index")
+            if type(index) is int:
+                known = self._by_index.get(index)
+                if known is not None:
+                    return known
         item_id = first_str(payload.get("item_id"), item.get("id") if item is not None else None)
         index = payload.get("output_index")
         index = index if type(index) is int else None
@@ -133,7 +140,8 @@ class OpenAIResponsesTranslator(Translator):
 
     def _key(self, slot: _Slot, part: str, position: Any) -> Hashable:
         key = (slot.number, part, position if type(position) is int else 0)
-        if key not in slot.keys:
+        if key not in slot.key_set:
+            slot.key_set.add(key)
             slot.keys.append(key)
         return key
 

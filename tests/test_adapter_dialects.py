@@ -1,0 +1,429 @@
+"""Request bodies per dialect and multi-turn replay, over loopback HTTP.
+
+A :class:`~dshstream.replay_server.ReplayServer` on 127.0.0.1 records every request and
+answers with a recorded transcript; the tests drive the real path (service, adapter,
+transport, decoder) and assert on the JSON bodies the adapters sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dshstream.adapters.openai_chat import OpenAIChatAdapter
+from dshstream.adapters.openai_responses import OpenAIResponsesAdapter
+from dshstream.dialects import DIALECTS, get_dialect
+from dshstream.replay_server import ReplayServer, Route
+from dshstream.request import GenerateOptions, Message, ToolSpec
+from dshstream.service import LlmService
+from dshstream.types import ReasoningBlock, TextBlock, ToolCallBlock
+from helpers import fixture_bytes
+
+KEY = "sk-test-dialects-0123456789"
+WEATHER = ToolSpec(
+    "get_weather",
+    "Weather for a city",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+TEXT_BODY = (
+    b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
+@pytest.fixture
+def server() -> Iterator[ReplayServer]:
+    with ReplayServer() as srv:
+        yield srv
+
+
+def chat_service(server: ReplayServer, dialect: str, **options: Any) -> tuple[LlmService, OpenAIChatAdapter]:
+    adapter = OpenAIChatAdapter(api_key=KEY, base_url=f"{server.url}/v1", dialect=dialect, max_retries=0, **options)
+    service = LlmService(check_contract=True)
+    service.register_adapter([dialect], adapter)
+    return service, adapter
+
+
+def request(provider: str, *messages: Message, **fields: Any) -> GenerateOptions:
+    return GenerateOptions(provider=provider, model="test-model", messages=messages, **fields)
+
+
+def bodies(server: ReplayServer) -> list[dict[str, Any]]:
+    return [r.body for r in server.requests]
+
+
+# --------------------------------------------------------------------------- presets
+
+
+def test_every_issue_dialect_has_a_preset() -> None:
+    names = {"openai", "deepseek", "openrouter", "groq", "mistral", "xai", "together", "vllm", "ollama",
+             "llamacpp", "lmstudio"}
+    assert names <= set(DIALECTS)
+    assert get_dialect("deepseek").base_url == "https://api.deepseek.com"
+    assert get_dialect("openrouter").key_env == "OPENROUTER_API_KEY"
+    assert get_dialect("groq").base_url == "https://api.groq.com/openai/v1"
+    assert get_dialect("ollama").keyless and get_dialect("ollama").think_tags
+    with pytest.raises(KeyError, match="known"):
+        get_dialect("nope")
+
+
+def test_key_comes_from_the_dialect_environment_variable(monkeypatch: pytest.MonkeyPatch, server: ReplayServer) -> None:
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-from-env-123456")
+    server.add("/v1/", TEXT_BODY)
+    service = LlmService()
+    service.register_adapter(["groq"], OpenAIChatAdapter(dialect="groq", base_url=f"{server.url}/v1"))
+    service.stream(request("groq", Message.user("hi"))).result()
+    assert server.requests[0].headers["authorization"] == "Bearer gsk-from-env-123456"
+
+
+# --------------------------------------------------------------------------- bodies per dialect
+
+
+REASONING_FIELDS: dict[str, dict[str, Any]] = {
+    "deepseek": {"thinking": {"type": "enabled"}, "reasoning_effort": "high"},
+    "openrouter": {"reasoning": {"effort": "high"}},
+}
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_request_body_per_dialect(server: ReplayServer, dialect: str) -> None:
+    server.add("/v1/", TEXT_BODY)
+    service, _ = chat_service(server, dialect)
+    result = service.stream(
+        request(
+            dialect,
+            Message.system("be brief"),
+            Message.user("weather?"),
+            tools=(WEATHER,),
+            max_tokens=50,
+            temperature=0.2,
+            stop=("END",),
+            reasoning_effort="high",
+            extra_body={"seed": 7},
+        )
+    ).result()
+    assert result.text == "ok"
+    (recorded,) = server.requests
+    assert recorded.path == "/v1/chat/completions"
+    assert recorded.headers["authorization"] == f"Bearer {KEY}"
+    assert recorded.headers["user-agent"].startswith("dshstream/")
+    body = recorded.body
+    assert body["model"] == "test-model" and body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "weather?"},
+    ]
+    assert body["tools"] == [WEATHER.to_openai()]
+    max_key = "max_completion_tokens" if dialect == "openai" else "max_tokens"
+    assert body[max_key] == 50
+    assert body["temperature"] == 0.2 and body["stop"] == ["END"] and body["seed"] == 7
+    for key, value in REASONING_FIELDS.get(dialect, {"reasoning_effort": "high"}).items():
+        assert body[key] == value
+
+
+@pytest.mark.parametrize(
+    ("dialect", "effort", "fields"),
+    [
+        ("deepseek", "off", {"thinking": {"type": "disabled"}}),
+        ("deepseek", "medium", {"thinking": {"type": "enabled"}, "reasoning_effort": "high"}),
+        ("deepseek", "low", {"thinking": {"type": "enabled"}, "reasoning_effort": "low"}),
+        ("openrouter", "off", {"reasoning": {"enabled": False}}),
+        ("openrouter", "max", {"reasoning": {"effort": "high"}}),
+        ("groq", "low", {"reasoning_effort": "low"}),
+    ],
+)
+def test_reasoning_effort_spelling(server: ReplayServer, dialect: str, effort: str, fields: dict[str, Any]) -> None:
+    server.add("/v1/", TEXT_BODY)
+    service, _ = chat_service(server, dialect)
+    service.stream(request(dialect, Message.user("hi"), reasoning_effort=effort)).result()
+    body = server.requests[0].body
+    for key, value in fields.items():
+        assert body[key] == value
+    if effort == "off" and dialect == "deepseek":
+        assert "reasoning_effort" not in body
+
+
+def test_deepseek_request_id_header_reaches_metadata(server: ReplayServer) -> None:
+    server.add("/", Route(body=TEXT_BODY, headers={"x-deepseek-request-id": "ds-req-42"}))
+    service, _ = chat_service(server, "deepseek")
+    result = service.stream(request("deepseek", Message.user("hi"))).result()
+    assert result.metadata is not None and result.metadata.request_id == "ds-req-42"
+
+
+# --------------------------------------------------------------------------- multi-turn replay
+
+
+def test_deepseek_two_turns_send_reasoning_content_back(server: ReplayServer) -> None:
+    server.add("/v1/", [
+        Route(body=fixture_bytes("deepseek/reasoner_tool_call_cache_hit.sse")),
+        Route(body=fixture_bytes("deepseek/reasoner_reasoning_content_then_content.sse")),
+    ])
+    service, _ = chat_service(server, "deepseek")
+    history: list[Message] = [Message.user("weather in SF?")]
+    first = service.stream(request("deepseek", *history, tools=(WEATHER,))).result()
+    assert first.finish.kind == "tool-calls"
+    (call,) = first.tool_calls
+    history += [first.message(), Message.tool_result(call.id, "18C, sunny")]
+    second = service.stream(request("deepseek", *history, tools=(WEATHER,))).result()
+    assert second.text == "Hello there! 😊 How can I help you today?"
+    history += [second.message(), Message.user("thanks")]
+    service.stream(request("deepseek", *history)).result()
+
+    turn2, turn3 = bodies(server)[1:]
+    assistant = turn2["messages"][1]
+    assert assistant == {
+        "role": "assistant",
+        "content": "",  # never null on a tool-call turn
+        "reasoning_content": first.reasoning,
+        "tool_calls": [{"id": call.id, "type": "function",
+                        "function": {"name": "weather", "arguments": '{"location": "San Francisco"}'}}],
+    }
+    assert turn2["messages"][2] == {"role": "tool", "tool_call_id": call.id, "content": "18C, sunny"}
+    # every assistant turn that had reasoning carries it, tool turn or not
+    assistants = [m for m in turn3["messages"] if m["role"] == "assistant"]
+    assert [m["reasoning_content"] for m in assistants] == [first.reasoning, second.reasoning]
+    assert assistants[1]["content"] == second.text and "tool_calls" not in assistants[1]
+
+
+def test_reasoning_content_is_not_sent_to_dialects_that_do_not_want_it(server: ReplayServer) -> None:
+    server.add("/v1/", TEXT_BODY)
+    service, _ = chat_service(server, "openai")
+    past = Message("assistant", (ReasoningBlock("thought"), TextBlock("answer")), provider="openai")
+    service.stream(request("openai", Message.user("q"), past, Message.user("again"))).result()
+    assert server.requests[0].body["messages"][1] == {"role": "assistant", "content": "answer"}
+
+
+def test_openrouter_two_turns_send_reasoning_details_back(server: ReplayServer) -> None:
+    server.add("/v1/", [
+        Route(body=fixture_bytes("openrouter/reasoning_details_claude.sse")),
+        Route(body=fixture_bytes("openrouter/cache_usage_bedrock_claude.sse")),
+    ])
+    service, _ = chat_service(server, "openrouter")
+    first = service.stream(request("openrouter", Message.user("2+2?"), reasoning_effort="low")).result()
+    assert first.metadata is not None and first.metadata.serving_provider == "Google"
+    service.stream(request("openrouter", Message.user("2+2?"), first.message(), Message.user("and 3+3?"))).result()
+    assistant = bodies(server)[1]["messages"][1]
+    assert assistant["role"] == "assistant" and assistant["content"] == "2 + 2 = 4"
+    (detail,) = assistant["reasoning_details"]
+    assert detail["type"] == "reasoning.text"
+    assert detail["text"] == "This is a simple arithmetic question. 2+2 equals 4."
+    assert detail["signature"].startswith("Et0BCkgIChACGAIqQA2s")
+    assert "reasoning_content" not in assistant
+
+
+def test_replay_state_from_another_adapter_is_not_sent(server: ReplayServer) -> None:
+    server.add("/v1/", [Route(body=fixture_bytes("openrouter/reasoning_details_claude.sse")), Route(body=TEXT_BODY)])
+    service, _ = chat_service(server, "openrouter")
+    first = service.stream(request("openrouter", Message.user("2+2?"))).result()
+    other = OpenAIChatAdapter(api_key=KEY, base_url=f"{server.url}/v1", dialect="openrouter", max_retries=0)
+    service.register_adapter(["openrouter-2"], other)
+    service.stream(request("openrouter-2", Message.user("2+2?"), first.message(), Message.user("more"))).result()
+    assert "reasoning_details" not in bodies(server)[1]["messages"][1]
+
+
+def test_openrouter_in_band_failure_names_the_serving_provider(server: ReplayServer) -> None:
+    server.add("/v1/", fixture_bytes("openrouter/midstream_error_chunk.sse"))
+    service, _ = chat_service(server, "openrouter")
+    result = service.stream(request("openrouter", Message.user("hi"))).result()
+    assert result.failure is not None and result.failure.serving_provider == "Minimax"
+    assert result.usage is not None and result.usage.output_tokens == 10
+
+
+# --------------------------------------------------------------------------- stream_options fallback
+
+
+def test_stream_options_rejected_is_retried_without_and_remembered(server: ReplayServer) -> None:
+    rejection = json.dumps({"error": {"message": "Unrecognized request argument supplied: stream_options",
+                                      "type": "invalid_request_error", "param": None, "code": None}}).encode()
+    server.add("/v1/", [
+        Route(body=rejection, status=400, content_type="application/json"),
+        Route(body=TEXT_BODY),
+    ])
+    reports: list[str] = []
+    service, adapter = chat_service(server, "vllm", failure_reporter=lambda failure, record: reports.append(failure.code))
+    first = service.stream(request("vllm", Message.user("hi"))).result()
+    assert first.text == "ok" and first.ok
+    second = service.stream(request("vllm", Message.user("hi"))).result()
+    assert second.text == "ok"
+    sent = bodies(server)
+    assert "stream_options" in sent[0]
+    assert "stream_options" not in sent[1] and "stream_options" not in sent[2]
+    assert adapter.include_usage is False
+    assert reports == ["INVALID_REQUEST"]
+
+
+def test_other_400s_are_not_retried(server: ReplayServer) -> None:
+    rejection = json.dumps({"error": {"message": "bad temperature", "type": "invalid_request_error"}}).encode()
+    server.add("/v1/", Route(body=rejection, status=400, content_type="application/json"))
+    service, adapter = chat_service(server, "openai")
+    result = service.stream(request("openai", Message.user("hi"))).result()
+    assert result.failure is not None and result.failure.code == "INVALID_REQUEST"
+    assert len(server.requests) == 1 and adapter.include_usage is True
+
+
+# --------------------------------------------------------------------------- Responses adapter
+
+
+def responses_service(server: ReplayServer, **options: Any) -> tuple[LlmService, OpenAIResponsesAdapter]:
+    adapter = OpenAIResponsesAdapter(api_key=KEY, base_url=f"{server.url}/v1", max_retries=0, **options)
+    service = LlmService(check_contract=True)
+    service.register_adapter(["openai-responses"], adapter)
+    return service, adapter
+
+
+CALCULATOR = ToolSpec("calculator", "Arithmetic", {"type": "object", "properties": {"a": {"type": "number"}}})
+
+
+def test_responses_request_body(server: ReplayServer) -> None:
+    server.add("/v1/", fixture_bytes("openai-responses/text.sse"))
+    service, _ = responses_service(server)
+    result = service.stream(
+        request(
+            "openai-responses",
+            Message.system("You are terse."),
+            Message.system("Use metric units."),
+            Message.user("capital of France?"),
+            tools=(CALCULATOR,),
+            max_tokens=300,
+            temperature=0.5,
+            reasoning_effort="medium",
+            extra_body={"service_tier": "flex"},
+        )
+    ).result()
+    assert result.text == "The capital of France is Paris."
+    (recorded,) = server.requests
+    assert recorded.path == "/v1/responses"
+    assert recorded.headers["authorization"] == f"Bearer {KEY}"
+    assert recorded.body == {
+        "model": "test-model",
+        "input": [{"role": "user", "content": "capital of France?"}],
+        "stream": True,
+        "store": False,
+        "instructions": "You are terse.\n\nUse metric units.",
+        "tools": [{"type": "function", "name": "calculator", "description": "Arithmetic",
+                   "parameters": dict(CALCULATOR.parameters), "strict": False}],
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "include": ["reasoning.encrypted_content"],
+        "max_output_tokens": 300,
+        "temperature": 0.5,
+        "service_tier": "flex",
+    }
+
+
+def test_responses_two_turns_replay_reasoning_and_function_calls(server: ReplayServer) -> None:
+    first_body = fixture_bytes("openai-responses/reasoning_summary_then_function_call_codex.sse")
+    server.add("/v1/", [Route(body=first_body), Route(body=fixture_bytes("openai-responses/text_after_function_results.sse"))])
+    service, _ = responses_service(server)
+    history: list[Message] = [Message.system("Use the calculator."), Message.user("(12+7)*3*10?")]
+    first = service.stream(request("openai-responses", *history, tools=(CALCULATOR,))).result()
+    assert first.finish.kind == "tool-calls"
+    (call,) = first.tool_calls
+    history += [first.message(), Message.tool_result(call.id, "19")]
+    second = service.stream(request("openai-responses", *history, tools=(CALCULATOR,))).result()
+    assert second.text == "The final result is **570**."
+
+    final_output = [
+        json.loads(line[6:])["response"]["output"]
+        for line in first_body.decode().splitlines()
+        if line.startswith("data: ") and '"response.completed"' in line
+    ][0]
+    reasoning_item, call_item = final_output
+    sent = bodies(server)[1]
+    assert sent["instructions"] == "Use the calculator."
+    assert sent["input"] == [
+        {"role": "user", "content": "(12+7)*3*10?"},
+        {"type": "reasoning", "id": reasoning_item["id"], "summary": reasoning_item["summary"],
+         "encrypted_content": reasoning_item["encrypted_content"]},
+        {"type": "function_call", "call_id": call_item["call_id"], "name": "calculator",
+         "arguments": call_item["arguments"], "id": call_item["id"]},
+        {"type": "function_call_output", "call_id": call_item["call_id"], "output": "19"},
+    ]
+
+
+def test_responses_assistant_text_and_hand_written_turns(server: ReplayServer) -> None:
+    server.add("/v1/", [Route(body=fixture_bytes("deepseek/responses_api_text.sse")), Route(body=TEXT_BODY)])
+    service, _ = responses_service(server, send_item_ids=False)
+    first = service.stream(request("openai-responses", Message.user("capital?"))).result()
+    hand_written = Message.assistant([TextBlock("earlier"), ToolCallBlock("c9", "calculator", "")])
+    service.stream(
+        request(
+            "openai-responses",
+            Message.user("hi"),
+            hand_written,
+            Message.tool_result("c9", "1"),
+            Message.system("late system note"),
+            Message.user("capital?"),
+            first.message(),
+            Message.user("sure?"),
+        )
+    ).result()
+    sent = bodies(server)[1]
+    assert "instructions" not in sent
+    assert sent["input"] == [
+        {"role": "user", "content": "hi"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "earlier"}]},
+        {"type": "function_call", "call_id": "c9", "name": "calculator", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c9", "output": "1"},
+        {"role": "system", "content": "late system note"},
+        {"role": "user", "content": "capital?"},
+        {"type": "reasoning", "summary": [],
+         "content": [{"type": "reasoning_text", "text": "We need answer capital of France."}]},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "The capital of France is Paris."}]},
+        {"role": "user", "content": "sure?"},
+    ]
+
+
+def test_responses_reasoning_is_not_replayed_without_its_following_item() -> None:
+    adapter = OpenAIResponsesAdapter(api_key=KEY, key_env=None)
+    state = {"wire": "openai-responses", "items": [
+        {"type": "reasoning", "id": "rs_1", "encrypted_content": "E1", "summary": []},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"},
+        {"type": "reasoning", "id": "rs_2", "encrypted_content": "E2", "summary": []},
+        {"type": "message", "id": "msg_1", "text_parts": 1},
+        {"type": "reasoning", "id": "rs_3", "encrypted_content": "E3", "summary": []},
+    ]}
+    # the tool call was dropped (max-tokens): its reasoning must go too; so must a trailing one
+    message = Message("assistant", (TextBlock("partial"),), provider="p", replay_state=state)
+    assert adapter.convert_message(message) == [
+        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "E2"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "partial"}]},
+    ]
+
+
+def test_responses_include_rejected_is_retried_without_and_remembered(server: ReplayServer) -> None:
+    rejection = json.dumps({"error": {"message": "Encrypted content is not supported with this model.",
+                                      "type": "invalid_request_error", "param": "include", "code": None}}).encode()
+    server.add("/v1/", [
+        Route(body=rejection, status=400, content_type="application/json"),
+        Route(body=fixture_bytes("openai-responses/text.sse")),
+    ])
+    service, adapter = responses_service(server)
+    assert service.stream(request("openai-responses", Message.user("hi"))).result().ok
+    assert service.stream(request("openai-responses", Message.user("hi"))).result().ok
+    sent = bodies(server)
+    assert "include" in sent[0] and "include" not in sent[1] and "include" not in sent[2]
+    assert adapter.include_encrypted_reasoning is False
+
+
+def test_responses_in_band_quota_error_over_http(server: ReplayServer) -> None:
+    server.add("/v1/", fixture_bytes("openai-responses/error_event_insufficient_quota.sse"))
+    service, _ = responses_service(server)
+    result = service.stream(request("openai-responses", Message.user("hi"))).result()
+    assert result.failure is not None and result.failure.code == "QUOTA"
+    assert result.failure.provider == "openai-responses"
+    assert len(server.requests) == 1
+
+
+def test_responses_openrouter_framing_over_http(server: ReplayServer) -> None:
+    server.add("/api/v1/", fixture_bytes("openrouter/responses_api_reasoning_text_gpt_oss.sse"))
+    adapter = OpenAIResponsesAdapter(api_key=KEY, base_url=f"{server.url}/api/v1", key_env=None)
+    service = LlmService(check_contract=True)
+    service.register_adapter(["openrouter-responses"], adapter)
+    result = service.stream(request("openrouter-responses", Message.user("2+2?"))).result()
+    assert (result.reasoning.startswith("The user asks"), result.text) == (True, "4")
+    assert server.requests[0].path == "/api/v1/responses"
