@@ -59,7 +59,10 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .adapters.anthropic import AnthropicAdapter
     from .adapters.base import LlmAdapter, ModelInfo, ProviderInfo
+    from .adapters.gemini import GeminiAdapter
+    from .adapters.openai_responses import OpenAIResponsesAdapter
     from .adapters.openai_chat import OpenAIChatAdapter
     from .classify import format_error_code_for_display
     from .decode import decode
@@ -74,6 +77,9 @@ if TYPE_CHECKING:
     from .stream import ChunkStream
 
 _LAZY: dict[str, str] = {
+    "AnthropicAdapter": ".adapters.anthropic",
+    "GeminiAdapter": ".adapters.gemini",
+    "OpenAIResponsesAdapter": ".adapters.openai_responses",
     "ChunkStream": ".stream",
     "LlmAdapter": ".adapters.base",
     "LlmService": ".service",
@@ -114,6 +120,7 @@ _get_logger("dshstream")
 
 __all__ = [
     "AbortedError",
+    "AnthropicAdapter",
     "AppIdentity",
     "AssembledResponse",
     "AuthenticationError",
@@ -128,6 +135,7 @@ __all__ = [
     "EmptyResponseError",
     "Finish",
     "FinishReason",
+    "GeminiAdapter",
     "GenerateOptions",
     "InvalidRequestError",
     "LlmAdapter",
@@ -138,6 +146,7 @@ __all__ = [
     "ModelInfo",
     "ModelNotFoundError",
     "OpenAIChatAdapter",
+    "OpenAIResponsesAdapter",
     "OverloadedError",
     "ProtocolError",
     "ProviderInfo",

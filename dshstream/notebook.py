@@ -77,21 +77,25 @@ def _ipython_display() -> Callable[[str], DisplayHandle] | None:
     if "IPython" not in sys.modules:
         return None
     try:
-        from IPython import get_ipython  # type: ignore[attr-defined]
-        from IPython.display import Markdown
-        from IPython.display import display as ipy_display
+        import IPython
+        import IPython.display
     except ImportError:
+        return None
+    get_ipython: Any = getattr(IPython, "get_ipython", None)
+    markdown: Any = IPython.display.Markdown
+    ipy_display: Any = IPython.display.display
+    if get_ipython is None:
         return None
     shell = get_ipython()
     if shell is None or not hasattr(shell, "kernel"):
         return None
 
     def make(initial: str) -> DisplayHandle:
-        handle: DisplayHandle = ipy_display(Markdown(initial), display_id=True)
+        handle: DisplayHandle = ipy_display(markdown(initial), display_id=True)
 
         class _Handle:
             def update(self, obj: Any) -> None:
-                handle.update(Markdown(obj))
+                handle.update(markdown(obj))
 
         return _Handle()
 

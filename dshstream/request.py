@@ -63,7 +63,7 @@ class Message:
         """The content as blocks (plain text becomes one text block)."""
         if isinstance(self.content, str):
             return (TextBlock(self.content),) if self.content else ()
-        return self.content  # type: ignore[return-value]
+        return self.content
 
     @property
     def text(self) -> str:
@@ -127,9 +127,11 @@ class GenerateOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", tuple(self.messages))
         object.__setattr__(self, "tools", tuple(self.tools))
-        if self.stop is not None:
-            stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
-            object.__setattr__(self, "stop", stop)
+        stop: object = self.stop
+        if isinstance(stop, str):
+            object.__setattr__(self, "stop", (stop,))
+        elif stop is not None:
+            object.__setattr__(self, "stop", tuple(stop))  # type: ignore[arg-type]
 
     @property
     def cancelled(self) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing
 from dataclasses import replace
 
 from .adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
@@ -28,7 +27,7 @@ from .log import get_logger
 from .redact import redact
 from .request import GenerateOptions, Message
 from .stream import ChunkStream
-from .types import Finish, FinishReason, LlmFailure, StreamChunk
+from .types import Finish, FinishKind, FinishReason, LlmFailure, StreamChunk
 
 log = get_logger("dshstream.service")
 
@@ -195,12 +194,17 @@ class LlmService:
             options = self._route_replay(options, adapter)
             if options.cancel is not None and options.cancel.is_set():
                 raise _config_error("ABORTED", f"{options.provider}: stream cancelled by the caller")
-            with closing(adapter.stream(options)) as chunks:
+            chunks = adapter.stream(options)
+            try:
                 for chunk in chunks:
                     if finished:
                         continue
                     finished = type(chunk) is Finish
                     yield chunk
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
         except GeneratorExit:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish
@@ -215,7 +219,7 @@ class LlmService:
             failure = make_failure(
                 "ABORTED", f"{options.provider}: stream cancelled by the caller", provider=options.provider
             )
-        kind = "aborted" if cancelled or failure.code == "ABORTED" else "error"
+        kind: FinishKind = "aborted" if cancelled or failure.code == "ABORTED" else "error"
         if not isinstance(exc, LlmError):
             log.error("%s: adapter raised %s", options.provider, type(exc).__name__)
         if self.failure_reporter is not None and not isinstance(exc, LlmError):

@@ -124,7 +124,10 @@ def test_oversized_input() -> None:
         ('{"a": [[1, 2], [3, 4', {"a": [[1, 2], [3]]}),
         ('{"a": [{"id": 3, "name": "x"', {"a": [{"id": 3, "name": "x"}]}),
         ('{"a": 12 ,', {"a": 12}),
-        ('{"a": true, "b": false, "c": null, "d": [true', {"a": True, "b": False, "c": None, "d": [True]}),
+        (
+            '{"a": true, "b": false, "c": null, "d": [true',
+            {"a": True, "b": False, "c": None, "d": [True]},
+        ),
         ('  {"a": 1,', {"a": 1}),
     ],
 )
@@ -152,7 +155,9 @@ def test_deep_nesting_does_not_crash() -> None:
 
 
 def block(arguments: str, truncated: bool = False) -> ToolCallBlock:
-    return ToolCallBlock(id="c1", name="get_weather", arguments=arguments, arguments_truncated=truncated)
+    return ToolCallBlock(
+        id="c1", name="get_weather", arguments=arguments, arguments_truncated=truncated
+    )
 
 
 def test_parse_tool_arguments() -> None:
@@ -169,7 +174,9 @@ def test_parse_truncated_arguments_refused() -> None:
     assert not info.value.retryable
 
 
-@pytest.mark.parametrize("arguments", ["not json at all", "[1]", '"secret-ish text"', "12", '{"a": NaN}'])
+@pytest.mark.parametrize(
+    "arguments", ["not json at all", "[1]", '"secret-ish text"', "12", '{"a": NaN}']
+)
 def test_parse_invalid_arguments(arguments: str) -> None:
     with pytest.raises(ToolArgumentsError) as info:
         parse_tool_arguments(block(arguments))

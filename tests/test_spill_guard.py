@@ -215,6 +215,9 @@ def test_any_split_matches_whole(text: str, cuts: list[int], reasoning: bool) ->
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.text(alphabet="ab .A", max_size=400), cuts=st.lists(st.integers(0, 400), max_size=30))
+@given(
+    text=st.text(alphabet="ab .A", max_size=400),
+    cuts=st.lists(st.integers(0, 400), max_size=30),
+)
 def test_long_inputs_any_split(text: str, cuts: list[int]) -> None:
     assert run(cut(text, cuts)) == run([text])

@@ -24,12 +24,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import requests
-
 from ..attribution import AppIdentity, merge_headers
 from ..errors import error_for, make_failure
 from ..http_request import HttpRequest
 from ..request import GenerateOptions, Message
+from ..transport import Session
 from ..types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from ..wires.anthropic import WIRE, AnthropicTranslator
 from ..wires.base import Translator, parse_json_object
@@ -57,7 +56,7 @@ class AnthropicAdapter(HttpAdapter):
         self,
         api_key: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
-        session: requests.Session | None = None,
+        session: Session | None = None,
         identity: AppIdentity | None = None,
         headers: Mapping[str, str] | None = None,
         max_retries: int = 2,

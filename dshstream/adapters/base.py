@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
@@ -158,10 +158,9 @@ class HttpAdapter(LlmAdapter):
                 with closing(self._attempt(options, deadline)) as chunks:
                     retry = False
                     for chunk in chunks:
-                        is_failure = type(chunk) is Finish and chunk.reason.failure is not None
-                        if is_failure:
+                        if type(chunk) is Finish and chunk.reason.failure is not None:
+                            assert isinstance(chunk, Finish)
                             failure = chunk.reason.failure
-                            assert failure is not None
                             self._report(failure, options, attempt, produced, started)
                             if (
                                 produced == 0
@@ -184,7 +183,9 @@ class HttpAdapter(LlmAdapter):
             assert failure is not None
             self._backoff(failure, attempt, options, deadline)
 
-    def _attempt(self, options: GenerateOptions, deadline: float | None) -> Iterator[StreamChunk]:
+    def _attempt(
+        self, options: GenerateOptions, deadline: float | None
+    ) -> Generator[StreamChunk, None, None]:
         request = self.build_request(options)
         idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
         http = self.transport.open(
@@ -236,8 +237,9 @@ class HttpAdapter(LlmAdapter):
         log.warning(
             "%s: retrying after %s in %.2fs (attempt %d)", options.provider, failure.code, delay, attempt + 1
         )
-        cancelled = options.cancel.wait(delay) if options.cancel is not None else time.sleep(delay)
-        if cancelled:
+        if options.cancel is None:
+            time.sleep(delay)
+        elif options.cancel.wait(delay):
             raise error_for(
                 make_failure(
                     "ABORTED", f"{options.provider}: stream cancelled by the caller", provider=options.provider

@@ -30,11 +30,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-import requests
-
 from ..attribution import AppIdentity
 from ..http_request import HttpRequest
 from ..request import GenerateOptions, Message
+from ..transport import Session
 from ..types import TextBlock, ToolCallBlock, ToolResultBlock
 from ..wires.base import Translator, parse_json_object
 from ..wires.gemini import WIRE, GeminiTranslator
@@ -62,7 +61,7 @@ class GeminiAdapter(HttpAdapter):
         self,
         api_key: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
-        session: requests.Session | None = None,
+        session: Session | None = None,
         identity: AppIdentity | None = None,
         headers: Mapping[str, str] | None = None,
         max_retries: int = 2,

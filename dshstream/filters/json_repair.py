@@ -54,7 +54,11 @@ _NUMBER_PREFIX = re.compile(
     r"-?(?:(?:0|[1-9][0-9]*)(?:\.(?:[0-9]+(?:[eE][+-]?[0-9]*)?)?|[eE][+-]?[0-9]*)?)?\Z"
 )
 _NUMBER_CHARS = frozenset("0123456789.eE+-")
-_LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
+_LITERALS: dict[str, tuple[str, Any]] = {
+    "t": ("true", True),
+    "f": ("false", False),
+    "n": ("null", None),
+}
 
 # Frame states: what the frame accepts next.
 _FIRST = 0  # just opened: a first key/value or the closer
@@ -296,7 +300,9 @@ def _is_object_text(raw: str) -> bool:
         return False
 
 
-def finalize_tool_arguments(raw: str, max_chars: int = DEFAULT_MAX_REPAIR_CHARS) -> tuple[str, bool]:
+def finalize_tool_arguments(
+    raw: str, max_chars: int = DEFAULT_MAX_REPAIR_CHARS
+) -> tuple[str, bool]:
     """Settle a tool call's streamed arguments when its block ends: ``(arguments, truncated)``.
 
     * empty or whitespace → ``("{}", False)``;

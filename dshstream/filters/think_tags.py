@@ -53,6 +53,8 @@ class _TagShape:
     __slots__ = ("names", "any_tag", "close_tag", "ns_forming")
 
     def __init__(self, tag_names: Iterable[str]) -> None:
+        if isinstance(tag_names, str):
+            tag_names = (tag_names,)
         names = tuple(dict.fromkeys(n.lower() for n in tag_names))
         if not names:
             raise error_for(make_failure("INVALID_OPTIONS", "tag_names must not be empty"))

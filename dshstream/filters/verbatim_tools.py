@@ -21,8 +21,9 @@ id counter keeps counting).
   ``json.dumps`` of the parsed object.
 * Bounds: a call not balanced within ``max_buffer_chars`` characters (opener included) is
   released as text at exactly that point; a truncated call is released at flush. Between
-  calls only a tail that could still start an anchor is held (a partial or complete name,
-  its trailing whitespace and an opener: under 200 characters).
+  calls only a tail that could still start an anchor is held: an opener (at most 67
+  characters), a partial or complete name and up to 32 whitespace characters. After a call,
+  whitespace that may precede a code closer is held up to ``max_buffer_chars``.
 
 Cost is linear in the text fed (each character is scanned a bounded number of times). All
 decisions depend only on the character sequence, never on chunk boundaries, so the items
@@ -35,7 +36,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..types import ToolCallBlock
 
@@ -44,7 +45,8 @@ __all__ = ["VerbatimToolCallParser", "VerbatimItem", "DEFAULT_MAX_BUFFER_CHARS"]
 #: Default bound on a call's held text (``VERBATIM_TOOL_CALL_MAX_BUFFER_CHARS`` upstream).
 DEFAULT_MAX_BUFFER_CHARS = 8192
 
-VerbatimItem = str | ToolCallBlock
+#: One item of a parser's output: visible text or a recovered call.
+VerbatimItem: TypeAlias = str | ToolCallBlock
 
 _MAX_GAP = 32  # whitespace allowed between a tool name and its "("
 _OPENER_SUFFIX = re.compile(r"`{1,3}[A-Za-z0-9_-]{0,32}\s{0,32}\Z")
@@ -345,10 +347,13 @@ class VerbatimToolCallParser:
             args = {spec.single_string_param: value}
         else:
             return None
+        try:
+            arguments = json.dumps(args, allow_nan=False)
+        except ValueError:  # a number beyond float range parsed as inf
+            return None
         self._counter += 1
-        return ToolCallBlock(
-            id=f"call_verbatim_{self._counter}", name=spec.name, arguments=json.dumps(args)
-        )
+        call_id = f"call_verbatim_{self._counter}"
+        return ToolCallBlock(id=call_id, name=spec.name, arguments=arguments)
 
     # ------------------------------------------------------------------ after a call
 

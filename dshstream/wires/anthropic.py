@@ -102,9 +102,8 @@ class AnthropicTranslator(Translator):
             self._on_start(payload)
         elif kind == "content_block_stop":
             index = payload.get("index")
-            pending = self._pending.pop(index, None) if isinstance(index, int) else None
-            if pending is not None:
-                self._stop(index, pending)  # type: ignore[arg-type]
+            if isinstance(index, int) and index in self._pending:
+                self._stop(index, self._pending.pop(index))
         elif kind == "message_start":
             self._on_message_start(dict_or_empty(payload.get("message")))
         elif kind == "message_delta":

@@ -16,7 +16,7 @@ the input (``close``); both return the chunks produced so far.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from ..errors import error_for, make_failure
@@ -335,7 +335,7 @@ class Translator:
 
 # The C scanner behind json.loads, called directly: the payloads of a stream are compact
 # objects, so the two whitespace regex passes json.loads makes per call are pure overhead.
-_scan_once = json.JSONDecoder().scan_once
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def int_or_none(value: Any) -> int | None:
