@@ -61,6 +61,7 @@ from .types import (
 if TYPE_CHECKING:
     from .adapters.anthropic import AnthropicAdapter
     from .adapters.base import LlmAdapter, ModelInfo, ProviderInfo
+    from .adapters.custom import CustomAdapter
     from .adapters.gemini import GeminiAdapter
     from .adapters.openai_responses import OpenAIResponsesAdapter
     from .adapters.openai_chat import OpenAIChatAdapter
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "AnthropicAdapter": ".adapters.anthropic",
+    "CustomAdapter": ".adapters.custom",
     "GeminiAdapter": ".adapters.gemini",
     "OpenAIResponsesAdapter": ".adapters.openai_responses",
     "ChunkStream": ".stream",
@@ -130,6 +132,7 @@ __all__ = [
     "BlockStart",
     "ChunkStream",
     "ConfigurationError",
+    "CustomAdapter",
     "ContentBlockedError",
     "ContextWindowExceededError",
     "EmptyResponseError",

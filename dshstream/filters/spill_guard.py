@@ -180,6 +180,11 @@ class ReasoningSpillGuard:
         self._started = bool(decision[0])
         return decision
 
+    @property
+    def settled(self) -> bool:
+        """Visible content has started: everything passes through unchanged from now on."""
+        return self._started and not self._pending
+
     def flush(self) -> tuple[str, str]:
         """End the stream: release held content unchanged and reset the guard."""
         pending = self._pending

@@ -29,14 +29,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..classify import classify_error_payload
 from ..dialects import get_dialect
 from ..filters.spill_guard import ReasoningSpillGuard
 from ..filters.think_tags import ThinkTagStripper
+from ..filters.verbatim_tools import VerbatimToolCallParser
 from ..sse import ServerSentEvent
-from ..types import FinishKind, TokenUsage
+from ..types import FinishKind, TokenUsage, ToolCallBlock
 from .base import ChunkWriter, Translator, dict_or_empty, first_str, int_or_none, list_or_empty
 
 _REASONING = "reasoning"
@@ -91,14 +93,24 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
 
 
 class ContentFilters:
-    """Think-tag stripping and the reasoning spill guard on visible content."""
+    """The visible-content pipeline: think tags → reasoning spill guard → verbatim tool
+    calls → text. Each stage is optional; a settled spill guard drops out of the hot path."""
 
-    __slots__ = ("writer", "stripper", "guard")
+    __slots__ = ("writer", "stripper", "guard", "verbatim", "_verbatim_calls")
 
-    def __init__(self, writer: ChunkWriter, *, think_tags: bool, spill_guard: bool) -> None:
+    def __init__(
+        self,
+        writer: ChunkWriter,
+        *,
+        think_tags: bool,
+        spill_guard: bool,
+        verbatim_tools: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
         self.writer = writer
         self.stripper = ThinkTagStripper() if think_tags else None
-        self.guard = ReasoningSpillGuard() if spill_guard else None
+        self.guard: ReasoningSpillGuard | None = ReasoningSpillGuard() if spill_guard else None
+        self.verbatim = VerbatimToolCallParser(list(verbatim_tools)) if verbatim_tools else None
+        self._verbatim_calls = 0
 
     def reasoning(self, text: str) -> None:
         if self.guard is not None and text:
@@ -109,29 +121,46 @@ class ContentFilters:
         if self.stripper is not None:
             text, thought = self.stripper.feed(text)
             if thought:
-                self.writer.reasoning(_REASONING, thought)
-        if self.guard is not None and text:
-            text, spilled = self.guard.filter_content(text)
+                self.reasoning(thought)
+        self._visible(text)
+
+    def _visible(self, text: str) -> None:
+        guard = self.guard
+        if guard is not None and text:
+            text, spilled = guard.filter_content(text)
             if spilled:
                 self.writer.reasoning(_REASONING, spilled)
-        self.writer.text(_TEXT, text)
+            if guard.settled:
+                self.guard = None
+        if self.verbatim is not None:
+            self._emit(self.verbatim.feed(text))
+        else:
+            self.writer.text(_TEXT, text)
+
+    def _emit(self, items: list[str | ToolCallBlock]) -> None:
+        for item in items:
+            if isinstance(item, str):
+                self.writer.text(_TEXT, item)
+                continue
+            key = ("verbatim", self._verbatim_calls)
+            self._verbatim_calls += 1
+            self.writer.tool_call(key, call_id=item.id, name=item.name, arguments=item.arguments)
+            self.writer.end(key)
 
     def flush(self) -> None:
         if self.stripper is not None:
             visible, thought = self.stripper.flush()
             if thought:
-                self.writer.reasoning(_REASONING, thought)
-            if visible:
-                if self.guard is not None:
-                    visible, spilled = self.guard.filter_content(visible)
-                    if spilled:
-                        self.writer.reasoning(_REASONING, spilled)
-                self.writer.text(_TEXT, visible)
+                self.reasoning(thought)
+            self._visible(visible)
         if self.guard is not None:
             visible, spilled = self.guard.flush()
             if spilled:
                 self.writer.reasoning(_REASONING, spilled)
-            self.writer.text(_TEXT, visible)
+            self.guard = None
+            self._visible(visible)
+        if self.verbatim is not None:
+            self._emit(self.verbatim.flush())
 
 
 class OpenAIChatTranslator(Translator):
@@ -147,14 +176,20 @@ class OpenAIChatTranslator(Translator):
         request_id: str | None = None,
         think_tags: bool | None = None,
         spill_guard: bool = True,
+        verbatim_tools: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         preset = get_dialect(dialect)
         super().__init__(provider=provider or preset.name, request_id=request_id)
         self.dialect = preset
         use_tags = preset.think_tags if think_tags is None else think_tags
         self._filters: ContentFilters | None = (
-            ContentFilters(self.writer, think_tags=use_tags, spill_guard=spill_guard)
-            if use_tags or spill_guard
+            ContentFilters(
+                self.writer,
+                think_tags=use_tags,
+                spill_guard=spill_guard,
+                verbatim_tools=verbatim_tools,
+            )
+            if use_tags or spill_guard or verbatim_tools
             else None
         )
         self._by_id: dict[str, int] = {}
