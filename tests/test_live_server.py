@@ -240,6 +240,25 @@ def test_max_tokens_cut(service: LlmService) -> None:
     assert result.usage is not None and result.usage.output_tokens == 3
 
 
+def test_stop_sequence(service: LlmService) -> None:
+    done = run(
+        service,
+        GenerateOptions(
+            provider=PROVIDER,
+            model=MODEL,
+            messages=(Message.user(COUNT),),
+            max_tokens=64,
+            temperature=0,
+            stop=("5,",),
+            extra_body={"seed": SEED},
+            timeout=TIMEOUT,
+        ),
+    )
+    result = done.result
+    assert result.finish.kind == "stop", describe(result)
+    assert result.text.startswith("1, 2") and "5," not in result.text
+
+
 # --------------------------------------------------------------------------- tools
 
 
@@ -276,6 +295,14 @@ def test_tool_call_end_to_end(service: LlmService) -> None:
     assert "18" in answer.text, answer.text
 
 
+def test_max_tokens_cut_inside_a_tool_call(service: LlmService) -> None:
+    done = run(service, options([Message.user(WEATHER)], max_tokens=5, tools=[GET_WEATHER]))
+    result = done.result
+    assert result.finish.kind == "max-tokens", describe(result)
+    assert of_type(done.chunks, ToolCallDelta), "the call should have started streaming"
+    assert result.tool_calls == ()  # a truncated call is never handed out to run
+
+
 # --------------------------------------------------------------------------- reasoning
 
 
@@ -290,6 +317,18 @@ def test_reasoning_content_from_think_instance(think_service: LlmService) -> Non
     assert result.text.strip() == "8"
     for text in (result.text, result.reasoning):
         assert "<think>" not in text and "</think>" not in text
+
+
+def test_reasoning_round_trip(think_service: LlmService) -> None:
+    # The assembled turn (with its ReasoningBlock) goes back as reasoning_content.
+    first = run(think_service, options(ONE_SHOT, max_tokens=64)).result
+    assert first.reasoning
+    turn = first.message()
+    assert [type(b) for b in turn.blocks] == [ReasoningBlock, TextBlock]
+    history = [*ONE_SHOT, turn, Message.user("What is 4+4?")]
+    second = run(think_service, options(history, max_tokens=64)).result
+    assert second.finish.kind == "stop", describe(second)
+    assert second.reasoning.strip() and second.text.strip()
 
 
 def test_think_tags_from_tags_instance(tags_service: LlmService) -> None:
