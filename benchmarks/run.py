@@ -1639,7 +1639,7 @@ def main() -> int:
 
     ttfc: list[dict[str, Any]] = []
     if "ttfc" not in skip:
-        ttfc = run_ttfc(server, runs)
+        ttfc = run_ttfc(server, min(runs, 3) if args.quick else runs)
         print_ttfc(ttfc)
     scaling: list[dict[str, Any]] = []
     if "scaling" not in skip:

@@ -75,14 +75,14 @@ if TYPE_CHECKING:
     from .redact import redact
     from .service import LlmService, Registration
     from .sse import ServerSentEvent, SSEComment, SSEDecoder
-    from .stream import ChunkStream
+    from .chunk_stream import ChunkStream
 
 _LAZY: dict[str, str] = {
     "AnthropicAdapter": ".adapters.anthropic",
     "CustomAdapter": ".adapters.custom",
     "GeminiAdapter": ".adapters.gemini",
     "OpenAIResponsesAdapter": ".adapters.openai_responses",
-    "ChunkStream": ".stream",
+    "ChunkStream": ".chunk_stream",
     "LlmAdapter": ".adapters.base",
     "LlmService": ".service",
     "ModelInfo": ".adapters.base",

@@ -14,7 +14,7 @@ from typing import Any
 
 from .request import GenerateOptions, Message
 from .service import LlmService
-from .stream import ChunkStream
+from .chunk_stream import ChunkStream
 
 #: (provider id, environment variables holding its key)
 KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .assembler import AssembledResponse
 from .render import TextRenderer, describe_usage
-from .stream import ChunkStream
+from .chunk_stream import ChunkStream
 from .types import BlockEnd, Finish, ReasoningDelta, TextDelta, ToolCallBlock, UsageChunk
 
 

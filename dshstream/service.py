@@ -26,7 +26,7 @@ from .errors import LlmError, error_for, make_failure
 from .log import get_logger
 from .redact import redact
 from .request import GenerateOptions, Message
-from .stream import ChunkStream
+from .chunk_stream import ChunkStream
 from .types import Finish, FinishKind, FinishReason, LlmFailure, StreamChunk
 
 log = get_logger("dshstream.service")

@@ -296,10 +296,14 @@ def test_tool_call_end_to_end(service: LlmService) -> None:
 
 
 def test_max_tokens_cut_inside_a_tool_call(service: LlmService) -> None:
-    done = run(service, options([Message.user(WEATHER)], max_tokens=5, tools=[GET_WEATHER]))
+    # 14 tokens: the call's name and '{"city": "' have streamed, the value has not.
+    done = run(service, options([Message.user(WEATHER)], max_tokens=14, tools=[GET_WEATHER]))
     result = done.result
     assert result.finish.kind == "max-tokens", describe(result)
     assert of_type(done.chunks, ToolCallDelta), "the call should have started streaming"
+    ended = [e.block for e in of_type(done.chunks, BlockEnd)]
+    assert len(ended) == 1 and isinstance(ended[0], ToolCallBlock), ended
+    assert ended[0].name == "get_weather" and ended[0].arguments_truncated
     assert result.tool_calls == ()  # a truncated call is never handed out to run
 
 

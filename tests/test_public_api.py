@@ -18,7 +18,7 @@ LAYERS: dict[str, int] = {
     "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decode": 3, "render": 3,
     "replay_server": 3,
     "transport": 4,
-    "adapters": 5, "service": 5, "stream": 5, "defaults": 5, "cli": 5, "demo": 5, "notebook": 5,
+    "adapters": 5, "service": 5, "chunk_stream": 5, "defaults": 5, "cli": 5, "demo": 5, "notebook": 5,
     "__main__": 5, "__init__": 6,
 }
 
