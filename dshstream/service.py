@@ -199,7 +199,11 @@ class LlmService:
                 for chunk in chunks:
                     if finished:
                         continue
-                    finished = type(chunk) is Finish
+                    if type(chunk) is Finish:
+                        finished = True
+                        assert isinstance(chunk, Finish)
+                        if chunk.reason.failure is not None:
+                            self._report(chunk.reason.failure, options)
                     yield chunk
             finally:
                 close = getattr(chunks, "close", None)
@@ -210,7 +214,10 @@ class LlmService:
         except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish
             if finished:
                 return
-            yield self._finish_for(exc, options)
+            finish = self._finish_for(exc, options)
+            assert finish.reason.failure is not None
+            self._report(finish.reason.failure, options)
+            yield finish
 
     def _finish_for(self, exc: Exception, options: GenerateOptions) -> Finish:
         failure = _failure_of(exc, options.provider)
@@ -222,12 +229,17 @@ class LlmService:
         kind: FinishKind = "aborted" if cancelled or failure.code == "ABORTED" else "error"
         if not isinstance(exc, LlmError):
             log.error("%s: adapter raised %s", options.provider, type(exc).__name__)
-        if self.failure_reporter is not None and not isinstance(exc, LlmError):
-            try:
-                self.failure_reporter(failure, {"provider": options.provider, "model": options.model})
-            except Exception:  # noqa: BLE001
-                log.exception("failure_reporter raised")
         return Finish(reason=FinishReason(kind=kind, failure=failure))
+
+    def _report(self, failure: LlmFailure, options: GenerateOptions) -> None:
+        """The service-level reporter hears each failed stream once (its final failure);
+        adapters' own reporters hear every failed attempt."""
+        if self.failure_reporter is None:
+            return
+        try:
+            self.failure_reporter(failure, {"provider": options.provider, "model": options.model})
+        except Exception:  # noqa: BLE001 - a reporter must never break the stream
+            log.exception("failure_reporter raised")
 
     def _route_replay(self, options: GenerateOptions, target: LlmAdapter) -> GenerateOptions:
         changed = False

@@ -271,3 +271,14 @@ def test_keyboard_interrupt_closes_and_keeps_partial() -> None:
     assert Interrupting.closed
     partial = stream.partial()
     assert partial.text == "partial" and partial.finish.kind == "aborted"
+
+
+def test_service_reporter_hears_each_failed_stream_once() -> None:
+    reports: list[str] = []
+    service = LlmService(failure_reporter=lambda failure, record: reports.append(failure.code))
+    service.register_adapter(["raise"], Raising(error_for(make_failure("SERVER", "p: down"))))
+    service.register_adapter(["ok"], FakeAdapter())
+    service.stream(options("raise")).result()
+    service.stream(options("ok")).result()
+    service.stream(options("missing")).result()
+    assert reports == ["SERVER", "NO_ADAPTER"]
