@@ -34,7 +34,6 @@ from .errors import (
     ToolArgumentsError,
     TransportError,
 )
-from .log import get_logger as _get_logger
 from .request import GenerateOptions, Message, ToolSpec
 from .types import (
     Block,
@@ -117,8 +116,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
-
-_get_logger("dshstream")
 
 __all__ = [
     "AbortedError",

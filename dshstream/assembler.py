@@ -13,7 +13,6 @@ cost is linear in the bytes streamed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -281,6 +280,8 @@ def _block_type_of(block: Block) -> BlockType:
 
 
 def _render(value: object) -> str:
+    import json
+
     try:
         return json.dumps(value, default=repr)[:200]
     except (TypeError, ValueError, RecursionError):

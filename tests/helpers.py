@@ -31,3 +31,33 @@ def split_at(data: bytes, cuts: Iterable[int]) -> list[bytes]:
 def decode_all(data: bytes | Sequence[bytes], wire: str, **options: object) -> list[StreamChunk]:
     """Every chunk of a stream, as a list."""
     return list(decode(data, wire=wire, **options))  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- corpus wires
+
+_NATIVE_WIRES = ("anthropic", "gemini", "openai-responses")
+
+
+def fixture_wire(relative: str) -> str:
+    """The wire that decodes the recorded transcript ``relative`` (``provider/name.sse``).
+
+    Provider directories named after a native wire use it; DeepSeek's and OpenRouter's
+    ``responses_api_*`` recordings are the Responses wire; ``openai/`` (legacy completions
+    included) is ``openai-chat``; another directory is its chat dialect when one exists,
+    else ``openai-chat``.
+    """
+    from dshstream.dialects import DIALECTS
+
+    provider, _, name = relative.partition("/")
+    if provider in _NATIVE_WIRES:
+        return provider
+    if provider in ("deepseek", "openrouter") and name.startswith("responses_api_"):
+        return "openai-responses"
+    if provider == "openai":
+        return "openai-chat"
+    return provider if provider in DIALECTS else "openai-chat"
+
+
+def all_fixtures() -> list[str]:
+    """Every recorded transcript, as ``provider/name.sse``, sorted."""
+    return sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.glob("*/*.sse"))

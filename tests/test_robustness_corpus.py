@@ -1,0 +1,211 @@
+"""Robustness over the real fixture corpus: split invariance and cuts anywhere.
+
+Split invariance: every recorded transcript decodes to exactly the same chunks (compared
+as ``chunk_to_dict`` lists) however its bytes are cut into pieces — at every single split
+point for files under 8 KB, at 200 seeded random multi-way splits otherwise, and at
+adversarial multi-way splits for every file (between every CR and LF, inside every
+multi-byte UTF-8 character, after every ``data:``, one event per piece).
+
+Cut anywhere: every transcript truncated at every event boundary (after each blank line,
+LF or CRLF framing, and between the CR and LF of a CRLF blank line) and at 200 seeded
+random byte offsets decodes without raising anything, passes ``check_contract``, and is
+either the complete result or a ``STREAM_CLOSED`` failure whose blocks are a prefix of
+the complete result's blocks (text and reasoning may stop early; a tool call cut short is
+``arguments_truncated``). A finish reason the provider really sent is not invented, so a
+cut after it (before the terminal marker) may complete with that finish. A cut inside an
+event gives exactly the result of a cut just before that event.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+import zlib
+from collections.abc import Iterable, Sequence
+
+import pytest
+
+from dshstream.contract import check_contract
+from dshstream.decode import decode
+from dshstream.types import (
+    Block,
+    BlockEnd,
+    Finish,
+    ReasoningBlock,
+    StreamChunk,
+    TextBlock,
+    ToolCallBlock,
+    chunk_to_dict,
+)
+
+from helpers import all_fixtures, fixture_bytes, fixture_wire, split_at
+
+SMALL = 8 * 1024
+RANDOM_SPLITS = 200
+RANDOM_CUTS = 200
+MAX_BOUNDARIES = 1000  # sample beyond this many event boundaries
+
+CASES = [pytest.param(rel, fixture_wire(rel), id=rel) for rel in all_fixtures()]
+
+
+def _decode(data: bytes | Sequence[bytes], wire: str) -> list[StreamChunk]:
+    return list(decode(data, wire=wire))
+
+
+@functools.lru_cache(maxsize=None)
+def _whole(rel: str) -> tuple[StreamChunk, ...]:
+    chunks = tuple(check_contract(_decode(fixture_bytes(rel), fixture_wire(rel))))
+    assert isinstance(chunks[-1], Finish)
+    return chunks
+
+
+def _seed(rel: str, salt: str) -> int:
+    return zlib.crc32(f"{salt}:{rel}".encode())
+
+
+def _assert_same(actual: Sequence[StreamChunk], expected: Sequence[StreamChunk], context: str) -> None:
+    if list(actual) == list(expected):
+        return
+    assert [chunk_to_dict(c) for c in actual] == [chunk_to_dict(c) for c in expected], context
+
+
+# --------------------------------------------------------------------------- split invariance
+
+
+def _adversarial_splits(data: bytes) -> Iterable[tuple[str, list[int]]]:
+    yield "between every CR and LF", [i + 1 for i in range(len(data) - 1) if data[i : i + 2] == b"\r\n"]
+    # a UTF-8 continuation byte starts no character: cut just before each one
+    yield "inside every UTF-8 character", [i for i, b in enumerate(data) if 0x80 <= b < 0xC0]
+    yield "after every 'data:'", [m.end() for m in re.finditer(rb"data:", data)]
+    yield "before every line end", [m.start() for m in re.finditer(rb"[\r\n]", data)]
+    yield "one event per piece", _boundaries(data)
+
+
+@pytest.mark.parametrize(("rel", "wire"), CASES)
+def test_split_invariance(rel: str, wire: str) -> None:
+    data = fixture_bytes(rel)
+    expected = _whole(rel)
+    if len(data) < SMALL:
+        for k in range(1, len(data)):
+            _assert_same(_decode([data[:k], data[k:]], wire), expected, f"{rel}: split at {k}")
+        _assert_same(
+            _decode([data[i : i + 1] for i in range(len(data))], wire), expected, f"{rel}: byte by byte"
+        )
+    else:
+        rng = random.Random(_seed(rel, "split"))
+        for trial in range(RANDOM_SPLITS):
+            cuts = rng.sample(range(1, len(data)), rng.randint(2, min(64, len(data) - 1)))
+            _assert_same(
+                _decode(split_at(data, cuts), wire), expected, f"{rel}: trial {trial}, cuts {sorted(cuts)}"
+            )
+    for name, cuts in _adversarial_splits(data):
+        _assert_same(_decode(split_at(data, cuts), wire), expected, f"{rel}: {name}")
+
+
+# --------------------------------------------------------------------------- cut anywhere
+
+
+def _boundaries(data: bytes) -> list[int]:
+    """Offsets just after each blank line (the event dispatch points), in order."""
+    out: list[int] = []
+    line_start = 0
+    for m in re.finditer(rb"\r\n|\r|\n", data):
+        if m.start() == line_start:
+            out.append(m.end())
+        line_start = m.end()
+    return out
+
+
+def _cut_points(data: bytes) -> list[int]:
+    """Every event boundary, plus the CR of each CRLF blank line (a trailing CR is a line
+    end, so a cut there dispatches too)."""
+    points = {0, len(data)}
+    for end in _boundaries(data):
+        points.add(end)
+        if data[end - 2 : end] == b"\r\n":
+            points.add(end - 1)
+    ordered = sorted(points)
+    if len(ordered) > MAX_BOUNDARIES:
+        rng = random.Random(_seed(repr(ordered[:3]), "sample"))
+        ordered = sorted({ordered[0], ordered[-1], *rng.sample(ordered, MAX_BOUNDARIES)})
+    return ordered
+
+
+def _ended_blocks(chunks: Sequence[StreamChunk]) -> dict[int, Block]:
+    return {c.index: c.block for c in chunks if isinstance(c, BlockEnd)}
+
+
+def _raw_arguments(block: ToolCallBlock) -> str:
+    return block.raw_arguments if block.raw_arguments is not None else block.arguments
+
+
+def _check_partial_block(index: int, got: Block, full: Block, context: str) -> None:
+    if got == full:
+        return
+    where = f"{context}: block {index}: {got!r} vs full {full!r}"
+    assert type(got) is type(full), where
+    if isinstance(got, (TextBlock, ReasoningBlock)):
+        assert isinstance(full, (TextBlock, ReasoningBlock))
+        assert full.text.startswith(got.text), where
+        if isinstance(got, ReasoningBlock) and isinstance(full, ReasoningBlock):
+            assert got.signature in (None, full.signature), where
+    elif isinstance(got, ToolCallBlock):
+        assert isinstance(full, ToolCallBlock)
+        assert got.arguments_truncated, f"tool call cut short is not marked truncated: {where}"
+        assert _raw_arguments(full).startswith(_raw_arguments(got)), where
+        assert full.name.startswith(got.name), where
+        assert got.id in (full.id, f"call-{index}"), where
+    else:
+        raise AssertionError(where)
+
+
+def _check_cut(got: list[StreamChunk], full: Sequence[StreamChunk], context: str) -> None:
+    """``got`` (a truncated stream's chunks) against ``full`` (the whole stream's)."""
+    list(check_contract(got))
+    if got == list(full):
+        return
+    finish = got[-1]
+    full_finish = full[-1]
+    assert isinstance(finish, Finish) and isinstance(full_finish, Finish)
+    blocks = _ended_blocks(got)
+    full_blocks = _ended_blocks(full)
+    failure = finish.reason.failure
+    if failure is not None and failure.code == "STREAM_CLOSED":
+        assert finish.reason.kind == "error", context
+        assert set(blocks) <= set(full_blocks), f"{context}: blocks {sorted(blocks)} not in the full result"
+        for index, block in blocks.items():
+            _check_partial_block(index, block, full_blocks[index], context)
+        return
+    # Not STREAM_CLOSED: only the provider's own finish, with everything it finished.
+    full_failure = full_finish.reason.failure
+    assert finish.reason.kind == full_finish.reason.kind, (
+        f"{context}: invented finish {finish.reason!r}, the whole stream ends {full_finish.reason!r}"
+    )
+    assert finish.reason.raw == full_finish.reason.raw, context
+    assert (failure and failure.code) == (full_failure and full_failure.code), context
+    assert blocks == full_blocks, f"{context}: a completed cut lost or changed blocks"
+
+
+@pytest.mark.parametrize(("rel", "wire"), CASES)
+def test_cut_anywhere(rel: str, wire: str) -> None:
+    data = fixture_bytes(rel)
+    full = _whole(rel)
+    points = _cut_points(data)
+    at_point: dict[int, list[StreamChunk]] = {}
+    for k in points:
+        got = _decode(data[:k], wire)
+        _check_cut(got, full, f"{rel}: cut at event boundary {k}")
+        at_point[k] = got
+    assert at_point[len(data)] == list(full)
+
+    # A cut inside an event discards that event: same result as the cut just before it.
+    rng = random.Random(_seed(rel, "cut"))
+    all_boundaries = sorted({0, *_boundaries(data), *(p for p in points)})
+    for k in sorted(rng.sample(range(1, len(data)), min(RANDOM_CUTS, len(data) - 1))):
+        got = _decode(data[:k], wire)
+        before = max(p for p in all_boundaries if p <= k)
+        if before in at_point:
+            _assert_same(got, at_point[before], f"{rel}: cut at {k} vs cut at boundary {before}")
+        else:  # a sampled-out boundary: check it on its own
+            _check_cut(got, full, f"{rel}: cut at offset {k}")
