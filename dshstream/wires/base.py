@@ -83,7 +83,7 @@ class ChunkWriter:
         block = _OpenBlock(self.block_count, block_type)
         self.block_count += 1
         self._open[key] = block
-        self.out.append(BlockStart(index=block.index, block_type=block_type))
+        self.out.append(BlockStart(block.index, block_type))
         return block
 
     def is_open(self, key: Hashable) -> bool:
@@ -98,7 +98,7 @@ class ChunkWriter:
         if block is None:
             block = self._start(key, "text")
         block.pieces.append(text)
-        self.out.append(TextDelta(index=block.index, text=text))
+        self.out.append(TextDelta(block.index, text))  # positional: the hot path
 
     def reasoning(self, key: Hashable, text: str, signature: str | None = None) -> None:
         """Reasoning text (and optionally its signature) for the block under ``key``."""
@@ -109,14 +109,13 @@ class ChunkWriter:
             block = self._start(key, "reasoning")
         if text:
             block.pieces.append(text)
-            self.out.append(ReasoningDelta(index=block.index, text=text))
+            self.out.append(ReasoningDelta(block.index, text))
         if signature:
             block.signature = signature
 
     def tool_call(
         self,
         key: Hashable,
-        *,
         call_id: str | None = None,
         name: str | None = None,
         arguments: str = "",
@@ -137,14 +136,7 @@ class ChunkWriter:
                 block.name = name
         if arguments:
             block.pieces.append(arguments)
-        self.out.append(
-            ToolCallDelta(
-                index=block.index,
-                id=block.call_id,
-                name=block.name or None,
-                arguments_delta=arguments,
-            )
-        )
+        self.out.append(ToolCallDelta(block.index, block.call_id, block.name or None, arguments))
 
     def end(self, key: Hashable, *, cut: bool = False, truncated: bool = False) -> Block | None:
         """Close the block under ``key`` and return the finished block (``None`` when it is

@@ -219,32 +219,33 @@ class OpenAIChatTranslator(Translator):
             if isinstance(rid, str) and rid:
                 writer.response_id = rid
         model = payload.get("model")
-        if isinstance(model, str) and model:
+        if model and model != writer.model and type(model) is str:
             writer.model = model
         if writer.serving_provider is None:
             served = payload.get("provider")
             if isinstance(served, str) and served:
                 writer.serving_provider = served
         usage = payload.get("usage")
-        if usage is None:
-            usage = dict_or_empty(payload.get("x_groq")).get("usage")
-        if type(usage) is dict:
+        if usage is None and "x_groq" in payload:
+            usage = dict_or_empty(payload["x_groq"]).get("usage")
+        if usage is not None and type(usage) is dict:
             normalized = openai_chat_usage(usage)
             if normalized is not None:
                 writer.usage = normalized
         choices = payload.get("choices")
-        if type(choices) is list and choices:
-            choice = self._choice_zero(choices)
-            if choice is not None:
-                self._on_choice(choice)
+        if choices and type(choices) is list:
+            first = choices[0]
+            if type(first) is dict and first.get("index", 0) in (0, None):
+                self._on_choice(first)
+            else:
+                choice = self._choice_zero(choices)
+                if choice is not None:
+                    self._on_choice(choice)
         if event.event == "error" or payload.get("error") is not None:
             self._fail(payload)
 
     @staticmethod
     def _choice_zero(choices: list[Any]) -> dict[str, Any] | None:
-        first = choices[0]
-        if type(first) is dict and first.get("index", 0) in (0, None):
-            return first
         for choice in choices:
             if type(choice) is dict and choice.get("index", 0) in (0, None):
                 return choice
@@ -268,6 +269,21 @@ class OpenAIChatTranslator(Translator):
             self._on_finish_reason(reason, raw)
 
     def _on_delta(self, delta: dict[str, Any]) -> None:
+        if len(delta) == 1:
+            # Fast path: most deltas carry exactly one field.
+            ((field, value),) = delta.items()
+            if field == "content" and type(value) is str:
+                if value:
+                    if self._filters is not None:
+                        self._filters.content(value)
+                    else:
+                        self.writer.text(_TEXT, value)
+                return
+            if field == "tool_calls" and type(value) is list:
+                for call in value:
+                    if type(call) is dict:
+                        self._on_tool_call(call)
+                return
         filters = self._filters
         writer = self.writer
         reasoning = delta.get("reasoning_content")
@@ -347,9 +363,11 @@ class OpenAIChatTranslator(Translator):
 
     def _on_tool_call(self, call: dict[str, Any]) -> None:
         call_id = call.get("id")
-        call_id = call_id if isinstance(call_id, str) and call_id else None
+        if not call_id or type(call_id) is not str:
+            call_id = None
         wire_index = call.get("index")
-        wire_index = wire_index if isinstance(wire_index, int) else None
+        if type(wire_index) is not int:
+            wire_index = None
         key: int | None = None
         if call_id is not None:
             key = self._by_id.get(call_id)
@@ -360,29 +378,24 @@ class OpenAIChatTranslator(Translator):
         if key is None:
             key = self._calls
             self._calls += 1
-        if call_id is not None:
+        if call_id is not None and call_id not in self._by_id:
             self._by_id[call_id] = key
-        if wire_index is not None:
+        if wire_index is not None and wire_index not in self._by_index:
             self._by_index[wire_index] = key
         self._last_call = key
-        function = dict_or_empty(call.get("function"))
-        name = function.get("name")
-        arguments = function.get("arguments")
-        if isinstance(arguments, (dict, list)):
-            arguments = json.dumps(arguments)
-        elif not isinstance(arguments, str):
-            arguments = ""
-        self.writer.tool_call(
-            ("tool", key),
-            call_id=call_id,
-            name=name if isinstance(name, str) else None,
-            arguments=arguments,
-        )
-        signature = dict_or_empty(dict_or_empty(call.get("extra_content")).get("google")).get(
-            "thought_signature"
-        )
-        if isinstance(signature, str) and signature:
-            self._tool_signatures[call_id or f"#{key}"] = signature
+        function = call.get("function")
+        name = arguments = None
+        if type(function) is dict:
+            name = function.get("name")
+            arguments = function.get("arguments")
+        if type(arguments) is not str:
+            arguments = json.dumps(arguments) if isinstance(arguments, (dict, list)) else ""
+        self.writer.tool_call(key, call_id, name if type(name) is str else None, arguments)
+        extra = call.get("extra_content")
+        if extra:
+            signature = dict_or_empty(dict_or_empty(extra).get("google")).get("thought_signature")
+            if isinstance(signature, str) and signature:
+                self._tool_signatures[call_id or f"#{key}"] = signature
 
     def _on_finish_reason(self, reason: str, raw: str) -> None:
         kind = _FINISH_KINDS.get(reason)
