@@ -98,9 +98,11 @@ class TextRenderer:
             self.out.write(self._style(f"→ tool call {call.name}({call.arguments}) id={call.id}{flag}", CYAN))
         elif type(chunk) is UsageChunk:
             self._switch("meta")
-            self.out.write(self._style(f"usage: {describe_usage(chunk.usage)}", DIM))
+            self.out.write(self._style(f"usage: {describe_usage(chunk.usage)}", DIM) + "\n")
+            self._mode = None
         elif type(chunk) is Finish:
-            self._switch("meta")
+            if self._mode is not None:
+                self._switch("meta")
             reason = chunk.reason
             raw = f" ({reason.raw})" if reason.raw else ""
             line = f"finish: {reason.kind}{raw}"
