@@ -102,3 +102,25 @@ def test_chat_provider_failure_exits_1() -> None:
         proc = run("chat", "-p", "local", "-m", "x", "--base-url", f"{server.url}/v1", "Hi")
     assert proc.returncode == 1
     assert "AUTH" in proc.stderr
+
+
+def test_chat_sends_system_tools_and_reasoning_effort(tmp_path: "os.PathLike[str]") -> None:
+    from pathlib import Path
+
+    from dshstream.replay_server import ReplayServer
+
+    tools = Path(tmp_path) / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {
+        "name": "get_weather", "description": "Weather", "parameters": {"type": "object", "properties": {}}}}]))
+    body = (FIXTURES / "openai/single_tool_call.sse").read_bytes()
+    with ReplayServer({"/v1/": body}) as server:
+        proc = run("chat", "-p", "deepseek", "-m", "deepseek-reasoner", "--base-url", f"{server.url}/v1",
+                   "--system", "Be brief.", "--tools", str(tools), "--reasoning-effort", "high",
+                   "--max-tokens", "50", "Weather?")
+        assert proc.returncode == 0, proc.stderr
+        assert "→ tool call GetWeatherArgs" in proc.stdout
+        sent = server.requests[-1].body
+    assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert sent["tools"][0]["function"]["name"] == "get_weather"
+    assert sent["thinking"] == {"type": "enabled"} and sent["reasoning_effort"] == "high"
+    assert sent["max_tokens"] == 50
