@@ -178,9 +178,13 @@ class HttpStream:
     def __iter__(self) -> Iterator[bytes]:
         raw = self.response.raw
         read1 = raw.read1
+        # Decode only a compressed body: urllib3's decoding path buffers and copies every
+        # read even for identity bodies.
+        encoding = self.headers.get("content-encoding") or self.headers.get("Content-Encoding")
+        decode = bool(encoding) and encoding.lower() != "identity"
         while True:
             try:
-                data = read1(_READ_SIZE, decode_content=True)
+                data = read1(_READ_SIZE, decode_content=decode)
             except Exception as exc:  # noqa: BLE001 - mapped once, here
                 self.raise_if_aborted()
                 raise self._read_failure(exc) from None

@@ -191,3 +191,12 @@ def test_stream_options_rejection_is_retried_without_it(server: ReplayServer) ->
     assert adapter.include_usage is False
     assert "stream_options" in server.requests[0].body
     assert "stream_options" not in server.requests[1].body
+
+
+def test_gzip_encoded_stream_is_decoded(server: ReplayServer) -> None:
+    import gzip
+
+    body = gzip.compress(chat_event("zipped") + FINISH)
+    server.add("/v1/", Route(body=body, headers={"content-encoding": "gzip"}, piece_size=7))
+    result = service_for(server).stream(request()).result()
+    assert result.text == "zipped" and result.finish.kind == "stop"

@@ -67,6 +67,7 @@ class ChunkWriter:
         self.block_count = 0
         self.tool_call_count = 0
         self.usage: TokenUsage | None = None
+        self._raw_usage: tuple[Callable[[dict[str, Any]], TokenUsage | None], dict[str, Any]] | None = None
         self.finish_kind: FinishKind | None = None
         self.finish_raw: str | None = None
         self.finish_failure: LlmFailure | None = None
@@ -189,7 +190,26 @@ class ChunkWriter:
             request_id=self.request_id,
         )
 
+    def defer_usage(
+        self, parse: Callable[[dict[str, Any]], TokenUsage | None], raw: dict[str, Any]
+    ) -> None:
+        """Remember the latest cumulative usage record; ``parse`` runs once, at the end.
+
+        Providers that repeat usage on every event (Gemini, vLLM continuous stats) would
+        otherwise pay for normalizing thousands of records only the last of which counts.
+        """
+        self._raw_usage = (parse, raw)
+
+    def _resolve_usage(self) -> None:
+        if self._raw_usage is not None:
+            parse, raw = self._raw_usage
+            self._raw_usage = None
+            usage = parse(raw)
+            if usage is not None:
+                self.usage = usage
+
     def _emit_finish(self, reason: FinishReason) -> None:
+        self._resolve_usage()
         if self.usage is not None:
             self.out.append(UsageChunk(usage=self.usage))
         self.out.append(

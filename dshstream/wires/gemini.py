@@ -240,11 +240,11 @@ class GeminiTranslator(Translator):
                     self._on_candidate(candidate)
                     break
         usage = payload.get("usageMetadata")
-        if type(usage) is dict:
-            normalized = gemini_usage(usage)
-            if normalized is not None:
-                writer.usage = normalized
-        feedback = dict_or_empty(payload.get("promptFeedback"))
+        if type(usage) is dict and _USAGE_COUNT_KEYS & usage.keys():
+            writer.defer_usage(gemini_usage, usage)
+        if "promptFeedback" not in payload:
+            return
+        feedback = dict_or_empty(payload["promptFeedback"])
         block_reason = feedback.get("blockReason")
         if isinstance(block_reason, str) and block_reason and block_reason != "BLOCK_REASON_UNSPECIFIED":
             message = feedback.get("blockReasonMessage")
@@ -446,6 +446,10 @@ class GeminiTranslator(Translator):
         self._close_call(truncated=True)
         self._end_text_block()
         self._set_replay()
+
+
+# the fields gemini_usage needs; a record without any of them keeps the previous usage
+_USAGE_COUNT_KEYS = frozenset({"promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount"})
 
 
 def gemini_usage(usage: dict[str, Any]) -> TokenUsage | None:

@@ -228,10 +228,8 @@ class OpenAIChatTranslator(Translator):
         usage = payload.get("usage")
         if usage is None and "x_groq" in payload:
             usage = dict_or_empty(payload["x_groq"]).get("usage")
-        if usage is not None and type(usage) is dict:
-            normalized = openai_chat_usage(usage)
-            if normalized is not None:
-                writer.usage = normalized
+        if usage is not None and type(usage) is dict and ("prompt_tokens" in usage or "completion_tokens" in usage):
+            writer.defer_usage(openai_chat_usage, usage)
         choices = payload.get("choices")
         if choices and type(choices) is list:
             first = choices[0]
