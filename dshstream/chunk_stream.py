@@ -28,12 +28,14 @@ class ChunkStream:
 
     def __init__(
         self,
-        source: Iterator[StreamChunk],
+        batches: Iterator[list[StreamChunk]],
         *,
         options: GenerateOptions | None = None,
         cancel: threading.Event | None = None,
     ) -> None:
-        self._source = source
+        self._source = batches
+        self._batch: list[StreamChunk] = []
+        self._pos = 0
         self.options = options
         self._cancel = cancel
         provider = options.provider if options is not None else None
@@ -54,11 +56,29 @@ class ChunkStream:
         return self
 
     def __next__(self) -> StreamChunk:
+        pos = self._pos
+        batch = self._batch
+        if pos >= len(batch):
+            batch = self._refill()
+            pos = 0
+        chunk = batch[pos]
+        self._pos = pos + 1
+        self._assembler.push(chunk)
+        if type(chunk) is Finish:
+            self._done = True
+            self._batch = []
+            self._source.close()  # type: ignore[attr-defined]
+        return chunk
+
+    def _refill(self) -> list[StreamChunk]:
+        """The next non-empty batch from the source (raises StopIteration at the end)."""
         if self._done:
             raise StopIteration
         self._running = True
         try:
-            chunk = next(self._source)
+            batch: list[StreamChunk] = []
+            while not batch:
+                batch = next(self._source)
         except StopIteration:
             self._done = True
             raise
@@ -68,11 +88,9 @@ class ChunkStream:
             raise
         finally:
             self._running = False
-        self._assembler.push(chunk)
-        if type(chunk) is Finish:
-            self._done = True
-            self._source.close()  # type: ignore[attr-defined]
-        return chunk
+        self._batch = batch
+        self._pos = 0
+        return batch
 
     def __enter__(self) -> ChunkStream:
         return self
@@ -123,9 +141,20 @@ class ChunkStream:
 
     def result(self) -> AssembledResponse:
         """Consume the rest and return the assembled response (partial if it failed)."""
-        for _ in self:
-            pass
-        return self._assembler.result()
+        push = self._assembler.push
+        try:
+            while True:
+                batch = self._batch[self._pos :] if self._pos < len(self._batch) else self._refill()
+                self._batch = []
+                self._pos = 0
+                for chunk in batch:
+                    push(chunk)
+                    if type(chunk) is Finish:
+                        self._done = True
+                        self._source.close()  # type: ignore[attr-defined]
+                        return self._assembler.result()
+        except StopIteration:
+            return self._assembler.result()
 
     def partial(self) -> AssembledResponse:
         """What has been assembled so far, without consuming more."""

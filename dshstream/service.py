@@ -179,34 +179,43 @@ class LlmService:
             options = replace(options, cancel=cancel)
         with self._lock:
             listeners = tuple(self._listeners)
+        if not listeners and not self.check_contract:
+            # Nobody needs single chunks on the way: hand lists through (one per read).
+            return ChunkStream(self._terminal_batches(options), options=options, cancel=cancel)
         chain: Next = self._terminal
         for listener in reversed(listeners):
             chain = _bind(listener, chain)
         source = chain(options)
         if self.check_contract:
             source = _check_contract(source)
-        return ChunkStream(source, options=options, cancel=cancel)
+        return ChunkStream(_singles(source), options=options, cancel=cancel)
 
     def _terminal(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        for batch in self._terminal_batches(options):
+            yield from batch
+
+    def _terminal_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
+        """The end of the waterfall: adapter lookup, replay routing, failure → Finish."""
         finished = False
         try:
             adapter = self.adapter_for(options.provider)
             options = self._route_replay(options, adapter)
             if options.cancel is not None and options.cancel.is_set():
                 raise _config_error("ABORTED", f"{options.provider}: stream cancelled by the caller")
-            chunks = adapter.stream(options)
+            batches = adapter.stream_batches(options)
             try:
-                for chunk in chunks:
-                    if finished:
+                for batch in batches:
+                    if finished or not batch:
                         continue
-                    if type(chunk) is Finish:
+                    last = batch[-1]
+                    if type(last) is Finish:
                         finished = True
-                        assert isinstance(chunk, Finish)
-                        if chunk.reason.failure is not None:
-                            self._report(chunk.reason.failure, options)
-                    yield chunk
+                        assert isinstance(last, Finish)
+                        if last.reason.failure is not None:
+                            self._report(last.reason.failure, options)
+                    yield batch
             finally:
-                close = getattr(chunks, "close", None)
+                close = getattr(batches, "close", None)
                 if close is not None:
                     close()
         except GeneratorExit:
@@ -217,7 +226,7 @@ class LlmService:
             finish = self._finish_for(exc, options)
             assert finish.reason.failure is not None
             self._report(finish.reason.failure, options)
-            yield finish
+            yield [finish]
 
     def _finish_for(self, exc: Exception, options: GenerateOptions) -> Finish:
         failure = _failure_of(exc, options.provider)
@@ -252,6 +261,16 @@ class LlmService:
                     changed = True
             messages.append(message)
         return replace(options, messages=tuple(messages)) if changed else options
+
+
+def _singles(chunks: Iterator[StreamChunk]) -> Iterator[list[StreamChunk]]:
+    try:
+        for chunk in chunks:
+            yield [chunk]
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
 
 
 def _bind(listener: Listener, next_: Next) -> Next:

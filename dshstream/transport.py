@@ -180,8 +180,8 @@ class HttpStream:
         read1 = raw.read1
         # Decode only a compressed body: urllib3's decoding path buffers and copies every
         # read even for identity bodies.
-        encoding = self.headers.get("content-encoding") or self.headers.get("Content-Encoding")
-        decode = bool(encoding) and encoding.lower() != "identity"
+        encoding = self.headers.get("content-encoding") or self.headers.get("Content-Encoding") or ""
+        decode = encoding.lower() not in ("", "identity")
         while True:
             try:
                 data = read1(_READ_SIZE, decode_content=decode)

@@ -28,7 +28,7 @@ from ..log import get_logger
 from ..redact import redact, register_secret
 from ..request import GenerateOptions
 from ..transport import DEFAULT_IDLE_TIMEOUT, Session, Transport
-from ..types import Finish, LlmFailure, StreamChunk
+from ..types import Finish, LlmFailure, StreamChunk, UsageChunk
 from ..wires.base import Translator
 
 log = get_logger("dshstream.adapters")
@@ -38,6 +38,7 @@ RETRY_AFTER_CAP = 60.0
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 10.0
 # Failures that point at a defect (ours or the provider's wire), not an expected outcome.
+_NOT_CONTENT = (UsageChunk, Finish)
 _DEFECT_CODES = frozenset({"MALFORMED_RESPONSE", "CONTRACT_VIOLATION", "EVENT_TOO_LARGE", "UNKNOWN"})
 
 
@@ -63,6 +64,16 @@ class LlmAdapter:
     def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
         """Stream one response as chunks."""
         raise NotImplementedError
+
+    def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
+        """The same chunks in lists, as they are decoded (one list per network read).
+
+        The service consumes this when no listener needs single chunks: a list per read
+        instead of a generator hop per chunk. Override it for speed; the default wraps
+        :meth:`stream`.
+        """
+        for chunk in self.stream(options):
+            yield [chunk]
 
     def provider_info(self, provider: str) -> ProviderInfo:
         """Describe the route ``provider`` this adapter serves."""
@@ -146,6 +157,10 @@ class HttpAdapter(LlmAdapter):
     # ------------------------------------------------------------------ streaming
 
     def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        for batch in self.stream_batches(options):
+            yield from batch
+
+    def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
         started = time.monotonic()
         deadline = started + options.timeout if options.timeout else None
         retries = self.max_retries if options.max_retries is None else options.max_retries
@@ -155,22 +170,24 @@ class HttpAdapter(LlmAdapter):
             produced = 0
             failure: LlmFailure | None = None
             try:
-                with closing(self._attempt(options, deadline)) as chunks:
+                with closing(self._attempt(options, deadline)) as batches:
                     retry = False
-                    for chunk in chunks:
-                        if type(chunk) is Finish and chunk.reason.failure is not None:
-                            assert isinstance(chunk, Finish)
-                            failure = chunk.reason.failure
+                    for batch in batches:
+                        last = batch[-1]
+                        if type(last) is Finish and last.reason.failure is not None:
+                            assert isinstance(last, Finish)
+                            failure = last.reason.failure
                             self._report(failure, options, attempt, produced, started)
                             if (
                                 produced == 0
-                                and chunk.reason.kind == "error"
+                                and all(type(c) in _NOT_CONTENT for c in batch)
+                                and last.reason.kind == "error"
                                 and self._can_retry(failure, attempt, retries, deadline)
                             ):
-                                retry = True
+                                retry = True  # failed before any content: try again
                                 break
-                        produced += 1
-                        yield chunk
+                        produced += len(batch)
+                        yield batch
                     if not retry:
                         return
             except LlmError as exc:
@@ -185,7 +202,7 @@ class HttpAdapter(LlmAdapter):
 
     def _attempt(
         self, options: GenerateOptions, deadline: float | None
-    ) -> Generator[StreamChunk, None, None]:
+    ) -> Generator[list[StreamChunk], None, None]:
         request = self.build_request(options)
         idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
         http = self.transport.open(
@@ -204,13 +221,15 @@ class HttpAdapter(LlmAdapter):
                 chunks = decoder.feed(piece)
                 if chunks:
                     http.touch()
-                    yield from chunks
+                    yield chunks
                     if decoder.done:
                         return
                 if cancel is not None and cancel.is_set():
                     http.abort("ABORTED", f"{options.provider}: stream cancelled by the caller")
                     http.raise_if_aborted()
-            yield from decoder.close()
+            chunks = decoder.close()
+            if chunks:
+                yield chunks
 
     def _can_retry(
         self, failure: LlmFailure, attempt: int, retries: int, deadline: float | None
