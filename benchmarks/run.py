@@ -386,6 +386,18 @@ def workload_c(n: int, tool_size: int) -> Workload:
     )
 
 
+def workload_c_part(n: int, tool_size: int, part: str) -> Workload:
+    """(c) split in two, to check the per-kind targets: ``ct`` = only the thinking/text
+    deltas, ``cj`` = only the input_json tool input."""
+    if part == "ct":
+        body, events, expect = _anthropic_body(n // 2, n // 2, 0, 0)
+        title = f"Anthropic, text part of (c): {n:,} thinking/text deltas"
+    else:
+        body, events, expect = _anthropic_body(0, 0, n, tool_size)
+        title = f"Anthropic, tool part of (c): {tool_size / 1e6:.2f} MB input_json in {n:,} deltas"
+    return Workload(part, title, "anthropic", body, events, expect, expect, chunks=n)
+
+
 def workload_d(n: int) -> Workload:
     rnd = random.Random(6)
     ev = []
@@ -434,6 +446,8 @@ def build_workload(key: str, scale: float = 1.0, n: int | None = None) -> Worklo
         return workload_b(k, int(1_000_000 * k / 20_000))
     if key == "c":
         return workload_c(n or s(20_000), int(1_000_000 * scale))
+    if key in ("ct", "cj"):
+        return workload_c_part(n or s(20_000), int(1_000_000 * scale), key)
     if key == "d":
         return workload_d(n or s(5_000))
     if key == "e":
@@ -1171,7 +1185,7 @@ def measure(
     profile: bool = False,
     timeout: float = 900,
 ) -> Result:
-    res = Result(w.key if not w.key.startswith("scale") else w.key, consumer.name, framing, events=w.events, nbytes=len(w.body))
+    res = Result(w.key, consumer.name, framing, events=w.events, nbytes=len(w.body))
     if w.wire not in consumer.wires:
         res.status = "n/a: wire not supported"
         return res
@@ -1507,7 +1521,7 @@ def summarize(results: list[Result], ttfc: list[dict[str, Any]], scaling: list[d
     lines.append("(verdicts use the CPU-time ratio of the consumer processes, which the load of a shared")
     lines.append(" machine hardly moves; the median wall-time ratio is shown next to it)")
     for wl in sorted({r.workload for r in results}):
-        target = 1.3 if wl in ("a", "b") else 1.5
+        target = 1.3 if wl in ("a", "b") else 1.5  # (c)-(e), ct and cj: 1.5
         parts, oks = [], []
         for fr in framings:
             d, f = get(wl, "dshstream", fr), get(wl, "floor", fr)
@@ -1518,7 +1532,7 @@ def summarize(results: list[Result], ttfc: list[dict[str, Any]], scaling: list[d
         lines.append(f"{verdict(ok)}  ({wl}) dshstream <= {target}x floor: " + (", ".join(parts) or "not measured"))
     peer_targets = [
         ("a", "openai", 10), ("a", "openai-acc", 25), ("b", "openai", 10), ("b", "openai-acc", 25),
-        ("c", "anthropic", 7), ("e", "openai", 10), ("e", "openai-acc", 25),
+        ("c", "anthropic", 7), ("ct", "anthropic", 7), ("cj", "anthropic", 40), ("e", "openai", 10), ("e", "openai-acc", 25),
     ]
     for wl, peer, target in peer_targets:
         parts, oks = [], []
@@ -1537,19 +1551,25 @@ def summarize(results: list[Result], ttfc: list[dict[str, Any]], scaling: list[d
             + (", ".join(f"{r['framing']} median {r['after_bytes_ms']:.2f} ms (max {r['after_bytes_max_ms']:.2f})" for r in dsh) or "not measured")
         )
     if scaling:
-        worst_t, worst_m = 0.0, 0.0
-        by: dict[str, list[Result]] = {}
+        # Per-chunk cost at the largest size over the smallest (8x the chunks): linear ~1.0,
+        # quadratic ~8. Timer noise on a shared machine moves single doublings by +-20 %.
+        by: dict[str, list[dict[str, Any]]] = {}
         for row in scaling:
             if row["dsh"].ok:
-                by.setdefault(row["key"], []).append(row["dsh"])
-        for rs in by.values():
-            for p, q in zip(rs, rs[1:]):
-                worst_t = max(worst_t, q.wall / p.wall)
-                if p.tracemalloc_mb and q.tracemalloc_mb:
-                    worst_m = max(worst_m, q.tracemalloc_mb / p.tracemalloc_mb)
-        # 2.2 leaves room for timer noise; quadratic cost shows up as >= 3-4 per doubling
-        ok = (worst_t <= 2.2 and worst_m <= 2.2) if by else None
-        lines.append(f"{verdict(ok)}  linear scaling (per doubling): worst time x{worst_t:.2f}, worst memory x{worst_m:.2f}")
+                by.setdefault(row["key"], []).append(row)
+        parts, oks = [], []
+        for key, rows in by.items():
+            lo, hi = rows[0], rows[-1]
+            k = hi["n"] / lo["n"]
+            t = hi["dsh"].wall / lo["dsh"].wall
+            m = (hi["dsh"].tracemalloc_mb or 0) / (lo["dsh"].tracemalloc_mb or 1)
+            doublings = [q["dsh"].wall / p["dsh"].wall for p, q in zip(rows, rows[1:])]
+            parts.append(
+                f"({key}) {k:.0f}x chunks: time x{t:.2f}, memory x{m:.2f}; doublings "
+                + "/".join(f"{d:.2f}" for d in doublings)
+            )
+            oks.append(t <= k * 1.25 and m <= k * 1.25)
+        lines.append(f"{verdict(all(oks) if oks else None)}  linear scaling: " + "; ".join(parts))
     if imp:
         ok = imp["own_ms"] < 15 and "requests" not in imp["third_party"]
         lines.append(
@@ -1559,11 +1579,31 @@ def summarize(results: list[Result], ttfc: list[dict[str, Any]], scaling: list[d
     return lines
 
 
+def code_state() -> str:
+    """Which dshstream was measured: the commit, and whether dshstream/ had local edits
+    (read-only git queries)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "dshstream"], capture_output=True, text=True, cwd=ROOT, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "dshstream: git state unknown"
+    if head.returncode != 0:
+        return "dshstream: not a git checkout"
+    edits = len(dirty.stdout.splitlines())
+    return f"dshstream at commit {head.stdout.strip()}" + (f" + uncommitted edits in {edits} files" if edits else "")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1/4-size workloads, slow peers on chunked only, smaller scaling (< 60 s)")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement after one warm-up (default 5)")
-    ap.add_argument("--workloads", default="a,b,c,d,e", help="comma list of a,b,c,d,e (default all)")
+    ap.add_argument(
+        "--workloads",
+        default="",
+        help="comma list of a,b,c,d,e,ct,cj (default: all; --quick: a,b,c,d,e); ct/cj = (c)'s text and tool halves",
+    )
     ap.add_argument(
         "--consumers",
         default="",
@@ -1584,7 +1624,9 @@ def main() -> int:
     started = time.perf_counter()
     scale = 0.25 if args.quick else 1.0
     runs = max(1, args.runs)
-    keys = [k.strip() for k in args.workloads.split(",") if k.strip()]
+    keys = [k.strip() for k in args.workloads.split(",") if k.strip()] or (
+        ["a", "b", "c", "d", "e"] if args.quick else ["a", "b", "c", "ct", "cj", "d", "e"]
+    )
     names = [c.strip() for c in args.consumers.split(",") if c.strip()]
     if not names:
         names = [c for c in CONSUMERS if not (args.quick and c in ("dsh-decode", "litellm"))]
@@ -1607,6 +1649,7 @@ def main() -> int:
         except Exception:  # noqa: BLE001
             versions.append(f"{mod} -")
     print("  " + ", ".join(versions))
+    print("  " + code_state())
     print("  load average at start: %.2f %.2f %.2f (a busy machine inflates wall times, not CPU times)" % os.getloadavg())
 
     if args.profile:
@@ -1625,8 +1668,8 @@ def main() -> int:
         rows = []
         for fi, framing in enumerate(framings):
             for c in consumers:
-                if args.quick and c.slow and fi > 0:
-                    continue
+                if args.quick and c.slow and (fi > 0 or key == "e"):
+                    continue  # --quick: slow peers once, on the first framing, not on (e) (= (a) for them)
                 if c.name == "litellm" and (fi > 0 or key not in ("a", "c")):
                     continue  # 100-400x the floor: first framing of (a) and (c) only
                 if w.wire not in c.wires:

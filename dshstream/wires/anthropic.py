@@ -32,14 +32,13 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
 from ..classify import classify_error_payload
 from ..sse import ServerSentEvent
 from ..types import FailureCategory, FinishKind, LlmFailure, ReasoningBlock, TextBlock, TokenUsage, ToolCallBlock
-from .base import Translator, dict_or_empty, int_or_none, parse_json_object
+from .base import Translator, dict_or_empty, dump_json, int_or_none, parse_json_object
 
 WIRE = "anthropic"
 
@@ -244,9 +243,12 @@ class AnthropicTranslator(Translator):
                 entry = None
         elif kind == "tool_use":
             initial = entry.get("input")
+            unserializable = False
             if not pending.saw_args and type(initial) is dict and initial:
-                writer.tool_call(key, arguments=json.dumps(initial, ensure_ascii=False))
-            done = writer.end(key, cut=cut)
+                arguments = dump_json(initial)
+                unserializable = arguments is None
+                writer.tool_call(key, arguments=arguments or "")
+            done = writer.end(key, cut=cut, truncated=unserializable)
             if isinstance(done, ToolCallBlock):
                 entry["input"] = parse_json_object(done.arguments)
         else:

@@ -16,6 +16,7 @@ the input (``close``); both return the chunks produced so far.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
@@ -348,6 +349,26 @@ class Translator:
 # The C scanner behind json.loads, called directly: the payloads of a stream are compact
 # objects, so the two whitespace regex passes json.loads makes per call are pure overhead.
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def dump_json(value: Any) -> str | None:
+    """Compact JSON text of a parsed wire value, or ``None`` when JSON can't carry it
+    (nesting too deep to serialize, NaN from a huge exponent...)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def cost_or_none(value: Any) -> float | None:
+    """A finite, non-negative cost in USD, or ``None`` (huge, NaN or non-numeric values)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if math.isfinite(cost) and cost >= 0 else None
 
 
 def int_or_none(value: Any) -> int | None:

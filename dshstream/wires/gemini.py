@@ -36,7 +36,6 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -45,7 +44,7 @@ from ..classify import classify_error_payload
 from ..redact import redact
 from ..sse import ServerSentEvent
 from ..types import FinishKind, LlmFailure, TokenUsage
-from .base import Translator, dict_or_empty, int_or_none
+from .base import Translator, dict_or_empty, dump_json, int_or_none
 
 WIRE = "gemini"
 
@@ -66,9 +65,7 @@ _TEXT_PART_KEYS = frozenset({"text", "thought", "thoughtSignature"})
 _PATH_TOKEN = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
 
 
-def compact_json(value: Any) -> str:
-    """The compact JSON text of ``value`` (non-ASCII kept as is)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+_MAX_PATH_INDEX_DIGITS = 6  # an array index beyond this is not a real argument path
 
 
 def parse_json_path(path: str) -> list[str | int] | None:
@@ -83,6 +80,8 @@ def parse_json_path(path: str) -> list[str | int] | None:
             return None
         name, number, single, double = match.groups()
         if number is not None:
+            if len(number) > _MAX_PATH_INDEX_DIGITS:
+                return None
             out.append(int(number))
         else:
             raw = name if name is not None else single if single is not None else double
@@ -173,9 +172,11 @@ def _get(container: Any, step: str | int) -> Any:
 def _put(container: Any, step: str | int, value: Any) -> None:
     if isinstance(step, int):
         if isinstance(container, list):
-            while len(container) <= step:
-                container.append(None)
-            container[step] = value
+            # Members arrive in order; a step past the end would pad with invented nulls.
+            if step == len(container):
+                container.append(value)
+            elif step < len(container):
+                container[step] = value
     elif isinstance(container, dict):
         container[step] = value
 
@@ -360,10 +361,10 @@ class GeminiTranslator(Translator):
         self._seq += 1
         key = ("call", self._seq)
         args = call.get("args")
-        arguments = compact_json(args) if isinstance(args, (dict, list)) else ""
+        arguments = dump_json(args) if isinstance(args, (dict, list)) else ""
         writer = self.writer
-        writer.tool_call(key, call_id=call_id, name=name, arguments=arguments)
-        writer.end(key)
+        writer.tool_call(key, call_id=call_id, name=name, arguments=arguments or "")
+        writer.end(key, truncated=arguments is None)
         self._parts.append(dict(part))
         self._call_ids.append(call_id)
 
@@ -383,9 +384,15 @@ class GeminiTranslator(Translator):
         if streamed is None:
             return
         self._call = None
-        args = _settle(streamed.args)
+        try:
+            args = _settle(streamed.args)
+            arguments = dump_json(args)
+        except RecursionError:
+            args, arguments = {}, None
+        if arguments is None:  # nesting JSON can't carry: keep the call, flag it
+            args, arguments, truncated = {}, "", True
         writer = self.writer
-        writer.tool_call(streamed.key, arguments=compact_json(args))
+        writer.tool_call(streamed.key, arguments=arguments)
         writer.end(streamed.key, cut=truncated, truncated=truncated)
         function_call: dict[str, Any] = {"name": streamed.name, "args": args}
         if streamed.wire_id is not None:
@@ -470,4 +477,4 @@ def gemini_usage(usage: dict[str, Any]) -> TokenUsage | None:
     )
 
 
-__all__ = ["GeminiTranslator", "compact_json", "gemini_usage", "parse_json_path"]
+__all__ = ["GeminiTranslator", "gemini_usage", "parse_json_path"]

@@ -39,7 +39,16 @@ from ..filters.think_tags import ThinkTagStripper
 from ..filters.verbatim_tools import VerbatimToolCallParser
 from ..sse import ServerSentEvent
 from ..types import FinishKind, TokenUsage, ToolCallBlock
-from .base import ChunkWriter, Translator, dict_or_empty, first_str, int_or_none, list_or_empty
+from .base import (
+    ChunkWriter,
+    Translator,
+    cost_or_none,
+    dict_or_empty,
+    dump_json,
+    first_str,
+    int_or_none,
+    list_or_empty,
+)
 
 _REASONING = "reasoning"
 _TEXT = "text"
@@ -74,14 +83,10 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
     output = completion
     if reasoning and total is not None and total == prompt + completion + reasoning:
         output = completion + reasoning  # reasoning billed outside completion_tokens (xAI)
-    cost: float | None = None
-    raw_cost = usage.get("cost")
-    if isinstance(raw_cost, (int, float)) and not isinstance(raw_cost, bool):
-        cost = float(raw_cost)
-    else:
-        ticks = usage.get("cost_in_usd_ticks")
-        if isinstance(ticks, (int, float)) and not isinstance(ticks, bool):
-            cost = ticks / _USD_TICKS
+    cost = cost_or_none(usage.get("cost"))
+    if cost is None:
+        ticks = cost_or_none(usage.get("cost_in_usd_ticks"))
+        cost = ticks / _USD_TICKS if ticks is not None else None
     return TokenUsage(
         input_tokens=max(0, prompt - (cache_read or 0) - (cache_write or 0)),
         output_tokens=output,
@@ -340,7 +345,10 @@ class OpenAIChatTranslator(Translator):
         for entry in details:
             if type(entry) is not dict:
                 continue
-            key = (entry.get("type"), entry.get("index", len(self._reasoning_details)))
+            kind, position = entry.get("type"), entry.get("index", len(self._reasoning_details))
+            if not isinstance(kind, (str, type(None))) or not isinstance(position, (str, int, type(None))):
+                continue  # not a reasoning-details entry we can merge
+            key = (kind, position)
             merged = self._details_by_index.get(key)
             if merged is None:
                 merged = dict(entry)
@@ -387,7 +395,7 @@ class OpenAIChatTranslator(Translator):
             name = function.get("name")
             arguments = function.get("arguments")
         if type(arguments) is not str:
-            arguments = json.dumps(arguments) if isinstance(arguments, (dict, list)) else ""
+            arguments = (dump_json(arguments) or "") if isinstance(arguments, (dict, list)) else ""
         self.writer.tool_call(key, call_id, name if type(name) is str else None, arguments)
         extra = call.get("extra_content")
         if extra:

@@ -34,7 +34,7 @@ from typing import Any
 from ..classify import classify_error_payload
 from ..sse import ServerSentEvent
 from ..types import LlmFailure, TokenUsage
-from .base import Translator, dict_or_empty, first_str, int_or_none, list_or_empty
+from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none, list_or_empty
 
 WIRE = "openai-responses"
 _MAX_TOKENS_REASONS = frozenset({"max_output_tokens", "max_tokens", "length"})
@@ -48,10 +48,7 @@ def responses_usage(usage: dict[str, Any]) -> TokenUsage | None:
         return None
     cached = int_or_none(dict_or_empty(usage.get("input_tokens_details")).get("cached_tokens"))
     reasoning = int_or_none(dict_or_empty(usage.get("output_tokens_details")).get("reasoning_tokens"))
-    cost: float | None = None
-    raw_cost = usage.get("cost")
-    if isinstance(raw_cost, (int, float)) and not isinstance(raw_cost, bool):
-        cost = float(raw_cost)
+    cost = cost_or_none(usage.get("cost"))
     return TokenUsage(
         input_tokens=max(0, (input_tokens or 0) - (cached or 0)),
         output_tokens=output_tokens or 0,
