@@ -55,6 +55,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        with self.server.owner.lock:
+            self.server.owner.connections += 1
+
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self._answer(None)
 
@@ -135,7 +140,11 @@ def _pieces(body: bytes, size: int) -> list[bytes]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # many clients may connect at once in concurrency tests
     owner: ReplayServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hangs up early is normal here, not worth a traceback
 
 
 class ReplayServer:
@@ -148,6 +157,8 @@ class ReplayServer:
             self.add(prefix, route)
         self.requests: list[RecordedRequest] = []
         self.disconnects = 0
+        self.connections = 0
+        self.lock = threading.Lock()
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.owner = self
         self._thread: threading.Thread | None = None

@@ -40,6 +40,7 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 _READ_SIZE = 65536
 _ERROR_BODY_LIMIT = 65536
 _WATCH_INTERVAL = 0.05
+_RELEASE_WAIT = 0.05
 
 
 class _Watchdog:
@@ -155,6 +156,41 @@ class HttpStream:
                     request_id=self.request_id,
                 )
             )
+
+    def release(self) -> None:
+        """The stream reached its terminal marker: hand the connection back to the session's
+        pool for the next request when the rest of the body (usually just the chunked
+        terminator) is already here; otherwise close it. Never waits more than a moment."""
+        if self._closed:
+            return
+        raw: Any = self.response.raw
+        sock = _socket_of(raw)
+        if sock is None or self._abort_code is not None:
+            self.close()
+            return
+        try:
+            # A server that keeps the body open after its end marker must not hold the
+            # caller: a short socket timeout ends the wait (and that connection).
+            sock.settimeout(_RELEASE_WAIT)
+            drained = 0
+            while drained <= _ERROR_BODY_LIMIT:
+                data = raw.read1(_READ_SIZE)
+                if not data:
+                    break
+                drained += len(data)
+            else:
+                self.close()
+                return
+            sock.settimeout(None)
+        except Exception:  # noqa: BLE001 - any trouble: just close
+            self.close()
+            return
+        self._closed = True
+        _watchdog.remove(self)
+        try:
+            raw.release_conn()
+        except Exception:  # noqa: BLE001
+            self.response.close()
 
     def close(self) -> None:
         """Release the connection (idempotent)."""

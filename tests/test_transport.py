@@ -200,3 +200,18 @@ def test_gzip_encoded_stream_is_decoded(server: ReplayServer) -> None:
     server.add("/v1/", Route(body=body, headers={"content-encoding": "gzip"}, piece_size=7))
     result = service_for(server).stream(request()).result()
     assert result.text == "zipped" and result.finish.kind == "stop"
+
+
+def test_connections_are_reused_across_streams(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=chat_event("again") + FINISH))
+    service = service_for(server)
+    for _ in range(5):
+        assert service.stream(request()).result().text == "again"
+    assert server.connections == 1
+
+
+def test_a_body_held_open_after_done_does_not_delay_the_result(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=b"", script=[chat_event("x"), FINISH, 5.0]))
+    started = time.monotonic()
+    assert service_for(server).stream(request()).result().text == "x"
+    assert time.monotonic() - started < 1.0

@@ -221,9 +221,11 @@ class HttpAdapter(LlmAdapter):
                 chunks = decoder.feed(piece)
                 if chunks:
                     http.touch()
-                    yield chunks
                     if decoder.done:
+                        http.release()  # before the last yield: the caller may stop here
+                        yield chunks
                         return
+                    yield chunks
                 if cancel is not None and cancel.is_set():
                     http.abort("ABORTED", f"{options.provider}: stream cancelled by the caller")
                     http.raise_if_aborted()
