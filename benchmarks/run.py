@@ -82,6 +82,10 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
+# Where dshstream is imported from: the runner copies ROOT/dshstream to a temporary
+# directory first, so that every measurement of one run sees the same code even while the
+# working tree is being edited.
+SRC = Path(os.environ.get("DSHSTREAM_BENCH_SRC") or ROOT)
 PIECE_DEFAULT = 16384
 
 # --------------------------------------------------------------------------- workloads
@@ -947,7 +951,7 @@ def _check(consumer: Consumer, spec: dict[str, Any], got: dict[str, int]) -> Non
 
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Measure one consumer on one workload/framing in this (fresh) process."""
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(SRC))
     consumer = CONSUMERS[spec["consumer"]]
     out: dict[str, Any] = {}
     t_import = time.perf_counter()
@@ -1136,7 +1140,7 @@ def dsh_support(wire: str) -> str | None:
     """None if dshstream has an adapter for ``wire`` here, else why not."""
     import importlib.util
 
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(SRC))
     if wire == "openai":
         return None
     mod = {"anthropic": "dshstream.adapters.anthropic", "gemini": "dshstream.adapters.gemini"}[wire]
@@ -1156,7 +1160,7 @@ def dsh_wire_support(wire: str) -> str | None:
 
 def spawn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     env.pop("DSHSTREAM_DEBUG", None)  # no contract checker in the measured path
     proc = subprocess.run(
@@ -1373,7 +1377,7 @@ def print_scaling(rows: list[dict[str, Any]]) -> None:
 
 def run_importtime(repeats: int) -> dict[str, Any]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
     own, cum, wall = [], [], []
     third: set[str] = set()
     per_module: dict[str, list[int]] = {}
@@ -1381,7 +1385,7 @@ def run_importtime(repeats: int) -> dict[str, Any]:
     for i in range(repeats + 1):
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "import dshstream"], capture_output=True, text=True, env=env, cwd=str(ROOT)
+            [sys.executable, "-X", "importtime", "-c", "import dshstream"], capture_output=True, text=True, env=env, cwd=str(SRC)
         )
         dt = time.perf_counter() - t0
         if i == 0:
@@ -1435,7 +1439,7 @@ def print_importtime(r: dict[str, Any]) -> None:
 def layer_costs(w: Workload, repeats: int = 5) -> list[tuple[str, float]]:
     """In-process cost of each layer on the pre-rendered body (no HTTP, no server): best
     of ``repeats`` runs, fed in 64 KiB pieces like ``raw.read1(65536)``."""
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(SRC))
     from dshstream.assembler import BlockAssembler
     from dshstream.decode import StreamDecoder, translator_for
     from dshstream.sse import SSEDecoder
@@ -1579,6 +1583,29 @@ def summarize(results: list[Result], ttfc: list[dict[str, Any]], scaling: list[d
     return lines
 
 
+def snapshot_source() -> Path:
+    """Copy dshstream/ to a temporary directory and import it from there from now on."""
+    global SRC
+    import shutil
+    import tempfile
+
+    target = Path(tempfile.mkdtemp(prefix="dshstream-bench-"))
+    shutil.copytree(ROOT / "dshstream", target / "dshstream", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    SRC = target
+    os.environ["DSHSTREAM_BENCH_SRC"] = str(target)
+    return target
+
+
+def source_digest(root: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted((root / "dshstream").rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def code_state() -> str:
     """Which dshstream was measured: the commit, and whether dshstream/ had local edits
     (read-only git queries)."""
@@ -1649,7 +1676,8 @@ def main() -> int:
         except Exception:  # noqa: BLE001
             versions.append(f"{mod} -")
     print("  " + ", ".join(versions))
-    print("  " + code_state())
+    snapshot = snapshot_source()
+    print(f"  {code_state()}; measuring a snapshot of it (sha256 {source_digest(snapshot)[:12]}) in {snapshot}")
     print("  load average at start: %.2f %.2f %.2f (a busy machine inflates wall times, not CPU times)" % os.getloadavg())
 
     if args.profile:
@@ -1659,6 +1687,9 @@ def main() -> int:
             r = measure(server, w, CONSUMERS["dshstream"], "chunked", 1, profile=True)
             print_profile(key, r)
             print_layers(w, layer_costs(w))
+        import shutil
+
+        shutil.rmtree(snapshot, ignore_errors=True)
         return 0
 
     results: list[Result] = []
@@ -1697,6 +1728,11 @@ def main() -> int:
     print("\nSummary against the targets (issues #2 and #9)")
     for line in summarize(results, ttfc, scaling, imp):
         print("  " + line)
+    import shutil
+
+    if source_digest(ROOT) != source_digest(snapshot):
+        print("\nnote: dshstream/ was edited during the run; every number above is for the snapshot taken at the start")
+    shutil.rmtree(snapshot, ignore_errors=True)
     print(f"\ntotal benchmark time {time.perf_counter() - started:.0f} s; load average at end: %.2f %.2f %.2f" % os.getloadavg())
     if args.json:
         data = {

@@ -10,7 +10,7 @@ round-trip losslessly through JSON.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypeAlias, final
 
 BlockType: TypeAlias = Literal["text", "reasoning", "tool-call", "tool-result"]
@@ -132,7 +132,8 @@ class LlmFailure:
 
     ``message`` is a headline safe to show an end user: it never contains upstream
     response text. ``detail`` is the upstream text, redacted, at most 2,000 characters.
-    ``retry_after`` is in seconds.
+    ``retry_after`` is in seconds. ``diagnostics`` summarizes the failed request without
+    any prompt text (it takes no part in equality).
     """
 
     code: str
@@ -145,6 +146,9 @@ class LlmFailure:
     provider: str | None = None
     serving_provider: str | None = None
     detail: str | None = None
+    #: a bounded, prompt-free summary of the request that failed (model, recent roles,
+    #: part counts, chunks received, elapsed time), set by the adapter engine
+    diagnostics: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not self.code:
@@ -351,6 +355,7 @@ _FAILURE_FIELDS = (
     "provider",
     "serving_provider",
     "detail",
+    "diagnostics",
 )
 _METADATA_FIELDS = ("response_id", "model", "serving_provider", "request_id")
 

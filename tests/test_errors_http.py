@@ -172,3 +172,26 @@ def test_cancel_during_retry_backoff_aborts(server: ReplayServer) -> None:
     result = make_service(f"{server.url}/v1").stream(request(cancel=cancel)).result()
     assert time.monotonic() - started < 2
     assert result.finish.kind == "aborted"
+
+
+def test_gemini_failure_carries_a_prompt_free_diagnostic_summary(server: ReplayServer) -> None:
+    from dshstream import GeminiAdapter
+
+    cut = (b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"par"}]}}],'
+           b'"modelVersion":"gemini-2.5-flash"}\r\n\r\n')
+    server.add("/g/", Route(body=cut, chunked=False))
+    service = LlmService()
+    service.register_adapter(["gemini"], GeminiAdapter(api_key=CANARY, base_url=f"{server.url}/g", max_retries=0))
+    history = (Message.user("SECRET PROMPT one"), Message.assistant("SECRET ANSWER"), Message.user("SECRET PROMPT two"))
+    result = service.stream(GenerateOptions(provider="gemini", model="gemini-2.5-flash", messages=history)).result()
+    failure = result.failure
+    assert failure is not None and failure.code == "STREAM_CLOSED"
+    diagnostics = failure.diagnostics
+    assert diagnostics is not None
+    assert diagnostics["request_model"] == "gemini-2.5-flash"
+    assert diagnostics["last_roles"] == ["user", "model", "user"]
+    assert diagnostics["final_turn_parts"] == {"text": 1}
+    assert diagnostics["has_tool_history"] is False
+    assert diagnostics["chunks_received"] == 2 and diagnostics["elapsed_s"] >= 0
+    assert "SECRET" not in repr(diagnostics) and "CANARY" not in repr(diagnostics)
+    assert result.text == "par"

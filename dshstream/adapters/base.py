@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..attribution import AppIdentity, merge_headers
@@ -176,8 +176,8 @@ class HttpAdapter(LlmAdapter):
                         last = batch[-1]
                         if type(last) is Finish and last.reason.failure is not None:
                             assert isinstance(last, Finish)
-                            failure = last.reason.failure
-                            self._report(failure, options, attempt, produced, started)
+                            failure = self._report(last.reason.failure, options, attempt, produced, started)
+                            batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
                             if (
                                 produced == 0
                                 and all(type(c) in _NOT_CONTENT for c in batch)
@@ -191,12 +191,11 @@ class HttpAdapter(LlmAdapter):
                     if not retry:
                         return
             except LlmError as exc:
-                failure = exc.failure
-                self._report(failure, options, attempt, produced, started)
+                failure = self._report(exc.failure, options, attempt, produced, started)
                 if produced or not self._can_retry(failure, attempt, retries, deadline):
                     if self.should_retry_request(exc, options) and not produced:
                         continue
-                    raise
+                    raise error_for(failure) from None
             assert failure is not None
             self._backoff(failure, attempt, options, deadline)
 
@@ -274,11 +273,10 @@ class HttpAdapter(LlmAdapter):
         attempt: int,
         chunks: int,
         started: float,
-    ) -> None:
+    ) -> LlmFailure:
+        """Log and report one failed attempt; returns the failure carrying its diagnostics."""
         level = log.error if failure.code in _DEFECT_CODES else log.warning
         level("%s: attempt %d failed: %s", options.provider, attempt, failure.code)
-        if self.failure_reporter is None:
-            return
         record = {
             "provider": options.provider,
             "model": options.model,
@@ -288,10 +286,13 @@ class HttpAdapter(LlmAdapter):
             "base_url": redact(self.base_url, self.secrets),
             **self.diagnostics(options),
         }
-        try:
-            self.failure_reporter(failure, record)
-        except Exception:  # noqa: BLE001 - a reporter must never break the stream
-            log.exception("failure_reporter raised")
+        failure = replace(failure, diagnostics=record)
+        if self.failure_reporter is not None:
+            try:
+                self.failure_reporter(failure, record)
+            except Exception:  # noqa: BLE001 - a reporter must never break the stream
+                log.exception("failure_reporter raised")
+        return failure
 
     def diagnostics(self, options: GenerateOptions) -> dict[str, Any]:
         """A bounded, prompt-free summary of the request for failure reports."""
