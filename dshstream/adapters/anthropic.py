@@ -20,7 +20,6 @@ it). The stream is decoded by :class:`~dshstream.wires.anthropic.AnthropicTransl
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,10 +67,9 @@ class AnthropicAdapter(HttpAdapter):
         connect_timeout: float = 10.0,
         max_event_size: int = 16 * 1024 * 1024,
     ) -> None:
-        if api_key is None:
-            api_key = os.environ.get("ANTHROPIC_API_KEY") or None
         super().__init__(
             api_key=api_key,
+            key_env=("ANTHROPIC_API_KEY",),
             base_url=base_url,
             session=session,
             identity=identity,

@@ -12,6 +12,7 @@ decision. Keys are registered for log redaction and never appear in a repr.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -94,6 +95,7 @@ class HttpAdapter(LlmAdapter):
         *,
         api_key: str | None,
         base_url: str,
+        key_env: tuple[str, ...] = (),
         session: Session | None = None,
         identity: AppIdentity | None = None,
         headers: Mapping[str, str] | None = None,
@@ -103,6 +105,9 @@ class HttpAdapter(LlmAdapter):
         max_event_size: int = 16 * 1024 * 1024,
         title: str | None = None,
     ) -> None:
+        if api_key is None:
+            # The first non-empty of the provider's key variables (read once, here).
+            api_key = next((os.environ[name] for name in key_env if os.environ.get(name)), None)
         self._api_key = api_key or None
         if self._api_key:
             register_secret(self._api_key)

@@ -25,7 +25,6 @@ A failed stream is reported to ``failure_reporter`` with a bounded, prompt-free 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -73,10 +72,9 @@ class GeminiAdapter(HttpAdapter):
         connect_timeout: float = 10.0,
         max_event_size: int = 16 * 1024 * 1024,
     ) -> None:
-        if api_key is None:
-            api_key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or None
         super().__init__(
             api_key=api_key,
+            key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
             base_url=base_url,
             session=session,
             identity=identity,

@@ -13,7 +13,6 @@ and the adapter remembers that.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,10 +48,9 @@ class OpenAIChatAdapter(HttpAdapter):
         max_event_size: int = 16 * 1024 * 1024,
     ) -> None:
         self.dialect: Dialect = get_dialect(dialect)
-        if api_key is None and self.dialect.key_env:
-            api_key = os.environ.get(self.dialect.key_env) or None
         super().__init__(
             api_key=api_key,
+            key_env=(self.dialect.key_env,) if self.dialect.key_env else (),
             base_url=base_url or self.dialect.base_url,
             session=session,
             identity=identity,

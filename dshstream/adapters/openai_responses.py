@@ -21,7 +21,6 @@ Responses has no ``stop`` parameter; ``options.stop`` is not sent.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -63,10 +62,9 @@ class OpenAIResponsesAdapter(HttpAdapter):
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
     ) -> None:
-        if api_key is None and key_env:
-            api_key = os.environ.get(key_env) or None
         super().__init__(
             api_key=api_key,
+            key_env=(key_env,) if key_env else (),
             base_url=base_url,
             session=session,
             identity=identity,
