@@ -2,8 +2,8 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/run.py                 # full run (several minutes)
-    .venv/bin/python benchmarks/run.py --quick         # < 60 s: 1/4-size workloads, 5 runs
+    .venv/bin/python benchmarks/run.py                 # full run (about 12 minutes on 2 CPUs)
+    .venv/bin/python benchmarks/run.py --quick         # < 60 s: 1/4-size workloads, slow peers once
     .venv/bin/python benchmarks/run.py --workloads a,b --runs 7
     .venv/bin/python benchmarks/run.py --profile a,b,c # cProfile of dshstream, top hot spots
     .venv/bin/python benchmarks/run.py --json out.json # also save every number
@@ -21,9 +21,11 @@ What it does
   expected text / reasoning / tool-argument lengths), then ``--runs`` timed streams.
   Reported: the median wall time, events/s and MB/s at that median, the median
   ``time.process_time()`` of the consumer process (CPU s; includes its helper threads),
-  ``ru_maxrss`` of that process (peak RSS, includes interpreter + imports) and dRSS
-  (``ru_maxrss`` minus the RSS measured after imports and set-up, before the first stream:
-  the memory the streaming itself needed at its peak).
+  the peak RSS of that process (``VmHWM``; not ``ru_maxrss``, which Linux carries across
+  ``execve`` from the runner) and dRSS (peak RSS minus the RSS measured after imports and
+  set-up, before the first stream: the memory the streaming itself needed at its peak).
+  dshstream is imported from a copy of ``dshstream/`` taken when the run starts, so one run
+  measures one version even while the tree is being edited.
 * ``x floor``: the consumer's median time / the floor's median time on the same workload and
   framing. ``x dsh``: the consumer's time / dshstream's time (a peer 14x slower reads 14.0).
 
@@ -52,6 +54,7 @@ c  Anthropic: 10,000 thinking + 10,000 text deltas and a 1 MB ``input_json_delta
 d  Gemini: 5,000 whole-part events (thought parts, then text), CRLF framing
 e  (a) with ``<think>...</think>`` at the start of the content, think-tag stripping on
    (``OpenAIChatAdapter(dialect="llamacpp")``)
+ct, cj  (c)'s text/thinking half and its tool-input half alone (full runs only by default)
 
 Extra sections: time to first text chunk with a 200 ms server pause after the first event
 (both framings; latency measured from the server's send of that event to its delivery by
@@ -1722,7 +1725,7 @@ def main() -> int:
         print_scaling(scaling)
     imp = None
     if "import" not in skip:
-        imp = run_importtime(5)
+        imp = run_importtime(10)
         print_importtime(imp)
 
     print("\nSummary against the targets (issues #2 and #9)")
