@@ -140,13 +140,15 @@ class BlockAssembler:
             if part.block is None:
                 part.pieces.append(chunk.text)  # type: ignore[union-attr]
         elif kind is ToolCallDelta:
-            assert isinstance(chunk, ToolCallDelta)
-            part = self._part(chunk.index, "tool-call")
+            part = self._parts.get(chunk.index)  # type: ignore[union-attr]
+            if part is None:
+                part = self._part(chunk.index, "tool-call")  # type: ignore[union-attr]
             if part.block is None:
-                part.call_id = chunk.id
-                if chunk.name:
-                    part.name = chunk.name
-                part.pieces.append(chunk.arguments_delta)
+                part.call_id = chunk.id  # type: ignore[union-attr]
+                name = chunk.name  # type: ignore[union-attr]
+                if name:
+                    part.name = name
+                part.pieces.append(chunk.arguments_delta)  # type: ignore[union-attr]
         elif kind is BlockStart:
             assert isinstance(chunk, BlockStart)
             self._part(chunk.index, chunk.block_type)

@@ -146,6 +146,9 @@ class ThinkTagStripper:
         """Consume one delta; return ``(visible, reasoning)`` that is now certain."""
         if not text:
             return "", ""
+        if not self._partial and not self._carry and "<" not in text:
+            # Fast path: nothing held and no tag can start in this delta.
+            return ("", text) if self._inside else (text, "")
         shape = self._shape
         s = self._partial + text if self._partial else text
         self._partial = ""

@@ -368,6 +368,17 @@ class OpenAIChatTranslator(Translator):
                 self.writer.reasoning(_REASONING, text or "", signature=signature)
 
     def _on_tool_call(self, call: dict[str, Any]) -> None:
+        if len(call) == 2 and "function" in call:
+            # Fast path for the continuation shape {"index": i, "function": {"arguments": s}}.
+            index = call.get("index")
+            known = self._by_index.get(index) if type(index) is int else None
+            function = call["function"]
+            if known is not None and type(function) is dict and len(function) == 1:
+                fragment = function.get("arguments")
+                if type(fragment) is str:
+                    self._last_call = known
+                    self.writer.tool_call(known, None, None, fragment)
+                    return
         call_id = call.get("id")
         if not call_id or type(call_id) is not str:
             call_id = None
