@@ -1,8 +1,9 @@
 """dshstream: stream LLM responses from every provider as one typed chunk protocol.
 
-The sans-IO core (chunk types, SSE, translators, filters, assembler) is imported eagerly
-and needs only the standard library; everything that touches ``requests`` (adapters, the
-service, the transport) is imported on first use, so ``import dshstream`` stays fast.
+Only the vocabulary (the chunk, block and failure types and the exception tree) is imported
+with the package; everything else — the assembler, decoders, filters, and all that touches
+``requests`` (adapters, the service, the transport) — is imported on first use, so
+``import dshstream`` stays fast.
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .assembler import AssembledResponse, BlockAssembler, assemble
-from .attribution import AppIdentity, attribution_headers
-from .contract import check_contract
 from .errors import (
     AbortedError,
     AuthenticationError,
@@ -34,7 +32,6 @@ from .errors import (
     ToolArgumentsError,
     TransportError,
 )
-from .request import GenerateOptions, Message, ToolSpec
 from .types import (
     Block,
     BlockEnd,
@@ -58,6 +55,10 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .assembler import AssembledResponse, BlockAssembler, assemble
+    from .attribution import AppIdentity, attribution_headers
+    from .contract import check_contract
+    from .request import GenerateOptions, Message, ToolSpec
     from .adapters.anthropic import AnthropicAdapter
     from .adapters.base import LlmAdapter, ModelInfo, ProviderInfo
     from .adapters.custom import CustomAdapter
@@ -77,6 +78,15 @@ if TYPE_CHECKING:
     from .chunk_stream import ChunkStream
 
 _LAZY: dict[str, str] = {
+    "AppIdentity": ".attribution",
+    "AssembledResponse": ".assembler",
+    "BlockAssembler": ".assembler",
+    "GenerateOptions": ".request",
+    "Message": ".request",
+    "ToolSpec": ".request",
+    "assemble": ".assembler",
+    "attribution_headers": ".attribution",
+    "check_contract": ".contract",
     "AnthropicAdapter": ".adapters.anthropic",
     "CustomAdapter": ".adapters.custom",
     "GeminiAdapter": ".adapters.gemini",
