@@ -17,7 +17,7 @@ from dshstream.service import LlmService
 from dshstream.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
 from helpers import fixture_bytes
 
-KEY = "sk-ant-api03-loopback-test-key-0123456789"
+KEY = "sk-ant-api03-loopback-test-key-0123456789"  # CANARY: a fake key for the test
 WEATHER = ToolSpec(
     name="fixed_version",
     description="Returns the version",

@@ -18,7 +18,7 @@ from dshstream.service import LlmService
 from dshstream.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
 from helpers import fixture_bytes
 
-KEY = "AIzaSyLoopbackTestKey0123456789abcdefghi"
+KEY = "AIzaSyLoopbackTestKey0123456789abcdefghi"  # CANARY: a fake key for the test
 COUNTRY = ToolSpec(
     name="get_country",
     description="The user's country",

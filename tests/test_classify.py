@@ -524,7 +524,7 @@ def test_http_fallback_codes_defaults() -> None:
 
 
 def test_unsafe_provider_name_left_out_of_headline() -> None:
-    failure = classify_http_error(500, "", provider="evil <@&42> sk-abcdefghijklmnopqrstu")
+    failure = classify_http_error(500, "", provider="evil <@&42> sk-abcdefghijklmnopqrstu")  # CANARY: a fake key for the test
     assert failure.message == "server error (SERVER, HTTP 500)"
     assert classify_http_error(500, "").message == "server error (SERVER, HTTP 500)"
 

@@ -17,7 +17,7 @@ def test_default_service_registers_keyed_and_local_providers(monkeypatch: pytest
     for key in KEYS:
         monkeypatch.delenv(key, raising=False)
     assert [p.id for p in default_service().list_providers()] == ["ollama", "llamacpp", "vllm"]
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000000000000000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000000000000000")  # CANARY: a fake key for the test
     monkeypatch.setenv("GOOGLE_API_KEY", "AIza-test-000000000000000000000")
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-deepseek-000000000000")
     service = default_service()

@@ -114,11 +114,11 @@ def test_unicode_secret_percent_encoded() -> None:
         ("Authorization: Bearer abc.def-ghi_jkl", "abc.def-ghi_jkl"),
         ("authorization: bearer eyJabc123", "eyJabc123"),
         ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
-        ("key sk-abcdefghijklmnopqrstuv used", "sk-abcdefghijklmnopqrstuv"),
-        ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv-wx_yz used", "AbCdEfGhIjKlMnOpQrStUv"),
+        ("key sk-abcdefghijklmnopqrstuv used", "sk-abcdefghijklmnopqrstuv"),  # CANARY: a fake key for the test
+        ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv-wx_yz used", "AbCdEfGhIjKlMnOpQrStUv"),  # CANARY: a fake key for the test
         ("key sk-proj-AbCdEfGhIjKlMnOpQrStUv1234 used", "AbCdEfGhIjKlMnOpQrStUv1234"),
         ("key sk-or-v1-0123456789abcdef0123456789abcdef used", "0123456789abcdef0123456789abcdef"),
-        ("google AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456 end", "AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456"),
+        ("google AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456 end", "AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456"),  # CANARY: a fake key for the test
         ("groq gsk_abcdefghijklmnopqrstuvwxyz012345 end", "gsk_abcdefghijklmnopqrstuvwxyz012345"),
         ("xai xai-abcdefghijklmnopqrstuvwxyz012345 end", "xai-abcdefghijklmnopqrstuvwxyz012345"),
         ("hf hf_abcdefghijklmnopqrstuvwxyz end", "hf_abcdefghijklmnopqrstuvwxyz"),
@@ -176,7 +176,7 @@ def test_patterns_leave_ordinary_text_alone(text: str) -> None:
 
 
 def test_redaction_is_idempotent() -> None:
-    text = 'Bearer abc {"api_key": "x1"} https://u:p@h/?key=k sk-abcdefghijklmnopqrstu'
+    text = 'Bearer abc {"api_key": "x1"} https://u:p@h/?key=k sk-abcdefghijklmnopqrstu'  # CANARY: a fake key for the test
     once = redact(text, ["x1-not-there"])
     assert redact(once) == once
 

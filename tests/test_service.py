@@ -194,13 +194,13 @@ def test_adapter_errors_become_one_error_finish_keeping_partial_output() -> None
 
 def test_foreign_exception_is_unknown_with_redacted_detail() -> None:
     service = LlmService()
-    service.register_adapter(["p"], Raising(ValueError("plain provider failure key=sk-abcdefghijklmnopqrstuvwx")))
+    service.register_adapter(["p"], Raising(ValueError("plain provider failure key=sk-abcdefghijklmnopqrstuvwx")))  # CANARY: a fake key for the test
     result = service.stream(options()).result()
     failure = result.failure
     assert failure is not None and failure.code == "UNKNOWN"
     assert "ValueError" in failure.message and "plain" not in failure.message
     assert failure.detail is not None and "plain provider failure" in failure.detail
-    assert "sk-abcdefghijklmnopqrstuvwx" not in failure.detail
+    assert "sk-abcdefghijklmnopqrstuvwx" not in failure.detail  # CANARY: a fake key for the test
 
 
 def test_cancelled_request_or_aborted_code_is_an_aborted_finish() -> None:
