@@ -359,3 +359,34 @@ def test_list_models(server: ReplayServer) -> None:
     assert recorded.method == "GET" and recorded.headers["x-api-key"] == KEY
     assert recorded.headers["anthropic-version"] == "2023-06-01"
     assert_no_key_in_urls(server)
+
+
+def test_thinking_mode_follows_the_model_generation() -> None:
+    from dshstream import AnthropicAdapter, GenerateOptions, Message
+
+    adapter = AnthropicAdapter(api_key="k-1234567")
+    cases = {
+        "claude-opus-4-7": True,
+        "claude-sonnet-4-6": True,
+        "claude-mythos-preview": True,
+        "claude-sonnet-4-5-20250929": False,
+        "claude-sonnet-4-20250514": False,
+        "claude-3-7-sonnet-20250219": False,
+        "claude-haiku-4-5": False,
+    }
+    for model, adaptive in cases.items():
+        body = adapter.build_body(
+            GenerateOptions(provider="anthropic", model=model, messages=(Message.user("hi"),),
+                            reasoning_effort="medium", temperature=0.3)
+        )
+        assert "temperature" not in body
+        if adaptive:
+            assert body["thinking"] == {"type": "adaptive"}, model
+            assert body["output_config"] == {"effort": "medium"}
+        else:
+            assert body["thinking"]["type"] == "enabled" and body["thinking"]["budget_tokens"] >= 1024, model
+            assert "output_config" not in body
+    forced = AnthropicAdapter(api_key="k-1234567", thinking_mode="enabled")
+    body = forced.build_body(GenerateOptions(provider="anthropic", model="claude-opus-4-7",
+                                             messages=(Message.user("hi"),), reasoning_effort="high"))
+    assert body["thinking"]["type"] == "enabled"

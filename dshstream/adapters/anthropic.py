@@ -4,9 +4,11 @@ Contract: builds the body from :class:`GenerateOptions` — system messages join
 ``system``; ``max_tokens`` always sent (the API requires it: ``default_max_tokens``, plus
 the thinking budget when thinking is on); tools as ``input_schema``; tool results as
 ``tool_result`` blocks in a user turn (consecutive tool results and user text merged into
-one user message); ``reasoning_effort`` as ``thinking: {type: "enabled", budget_tokens}``
-(``off`` omits it; ``temperature`` is not sent with thinking, which only accepts the
-default); ``stop`` as ``stop_sequences``; ``extra_body`` last. Headers: ``x-api-key``,
+one user message); ``reasoning_effort`` as adaptive thinking (``thinking: {type:
+"adaptive"}`` plus ``output_config.effort``) on models that have it — Claude 4.6 and later,
+where budgets are deprecated, and required from Opus 4.7 — else as ``thinking: {type:
+"enabled", budget_tokens}`` (``thinking_mode=`` forces either; ``off`` omits thinking;
+``temperature`` is not sent with thinking, which only accepts the default); ``stop`` as ``stop_sequences``; ``extra_body`` last. Headers: ``x-api-key``,
 ``anthropic-version`` and attribution; the key never goes into a URL.
 
 History replay: an assistant turn that carries this wire's replay state goes back as the
@@ -20,8 +22,10 @@ it). The stream is decoded by :class:`~dshstream.wires.anthropic.AnthropicTransl
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..attribution import AppIdentity, merge_headers
 from ..errors import error_for, make_failure
@@ -37,6 +41,9 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
+# Claude model ids name the version after the family: claude-opus-4-7, claude-sonnet-4-6-...
+_CLAUDE_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)")
+_ADAPTIVE_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "max": "max"}
 THINKING_BUDGETS: dict[str, int] = {
     "minimal": 1024,
     "low": 2048,
@@ -63,6 +70,7 @@ class AnthropicAdapter(HttpAdapter):
         anthropic_version: str = DEFAULT_VERSION,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
+        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
         failure_reporter: FailureReporter | None = None,
         connect_timeout: float = 10.0,
         max_event_size: int = 16 * 1024 * 1024,
@@ -85,6 +93,19 @@ class AnthropicAdapter(HttpAdapter):
         self.anthropic_version = anthropic_version
         self.default_max_tokens = default_max_tokens
         self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
+        self.thinking_mode = thinking_mode
+
+    def adaptive_thinking(self, model: str) -> bool:
+        """Whether ``model`` takes adaptive thinking (Claude 4.6 and later, Mythos)."""
+        if self.thinking_mode != "auto":
+            return self.thinking_mode == "adaptive"
+        if "mythos" in model:
+            return True
+        match = _CLAUDE_VERSION.search(model)
+        if match is None:
+            return False
+        major, minor = int(match.group(1)), int(match.group(2) or 0)
+        return (major, minor) >= (4, 6)
 
     # ------------------------------------------------------------------ request
 
@@ -131,7 +152,12 @@ class AnthropicAdapter(HttpAdapter):
                 for tool in options.tools
             ]
         if budget is not None:
-            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            if self.adaptive_thinking(options.model):
+                body["thinking"] = {"type": "adaptive"}
+                effort = options.reasoning_effort
+                body["output_config"] = {"effort": _ADAPTIVE_EFFORT.get(effort or "", "high")}
+            else:
+                body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         elif options.temperature is not None:
             body["temperature"] = options.temperature
         if options.stop:
