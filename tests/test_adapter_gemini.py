@@ -107,7 +107,7 @@ def test_first_turn_request_and_headers(server: ReplayServer) -> None:
             "maxOutputTokens": 1000,
             "temperature": 0.4,
             "stopSequences": ["END"],
-            "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 16384},
+            "thinkingConfig": {"includeThoughts": True, "thinkingLevel": "high"},
         },
         "safetySettings": [],
     }
@@ -256,7 +256,7 @@ def test_history_without_replay_state_is_built_from_blocks(server: ReplayServer)
             ],
         },
     ]
-    assert body["generationConfig"] == {"thinkingConfig": {"thinkingBudget": 0}}
+    assert body["generationConfig"] == {"thinkingConfig": {"includeThoughts": True, "thinkingLevel": "low"}}
 
 
 def test_wire_call_ids_go_back_on_function_responses(server: ReplayServer) -> None:
@@ -349,3 +349,20 @@ def test_list_models(server: ReplayServer) -> None:
     recorded = server.requests[-1]
     assert recorded.method == "GET" and recorded.headers["x-goog-api-key"] == KEY
     assert_no_key_in_urls(server)
+
+
+def test_thinking_config_follows_the_model_generation() -> None:
+    from dshstream import GeminiAdapter, GenerateOptions, Message
+
+    adapter = GeminiAdapter(api_key="k-1234567")
+
+    def config(model: str, effort: str) -> object:
+        options = GenerateOptions(provider="gemini", model=model, messages=(Message.user("hi"),),
+                                  reasoning_effort=effort)  # type: ignore[arg-type]
+        return adapter.build_body(options)["generationConfig"]["thinkingConfig"]
+
+    assert config("gemini-3-pro-preview", "high") == {"includeThoughts": True, "thinkingLevel": "high"}
+    assert config("gemini-3-flash", "off") == {"includeThoughts": True, "thinkingLevel": "low"}
+    assert config("gemini-2.5-flash", "off") == {"thinkingBudget": 0}
+    budget = config("gemini-2.5-pro", "high")
+    assert isinstance(budget, dict) and budget["includeThoughts"] is True and budget["thinkingBudget"] > 0

@@ -7,8 +7,11 @@ one role merged), system messages joined into ``systemInstruction``, tools as on
 (the function name looked up from the matching call earlier in the history; a result that
 is a JSON object is sent as is, anything else as ``{"result": ...}`` or, for an error,
 ``{"error": ...}``), and ``generationConfig`` (maxOutputTokens, temperature,
-stopSequences, ``thinkingConfig``: ``off`` is ``thinkingBudget: 0``, other efforts
-``includeThoughts`` with a budget); ``extra_body`` last.
+stopSequences, ``thinkingConfig``: on Gemini 3 and later ``includeThoughts`` with a
+``thinkingLevel`` (``low`` for off/minimal/low, ``high`` above: those models can't turn
+thinking off and reject a level together with a budget); on earlier models ``off`` is
+``thinkingBudget: 0`` and other efforts ``includeThoughts`` with a budget); ``extra_body``
+last.
 
 History replay: a model turn that carries this wire's replay state goes back as the parts
 exactly as received, every ``thoughtSignature`` on the part it came with, minus any
@@ -23,6 +26,8 @@ A failed stream is reported to ``failure_reporter`` with a bounded, prompt-free 
 """
 
 from __future__ import annotations
+
+import re
 
 import json
 from collections.abc import Mapping, Sequence
@@ -49,6 +54,15 @@ THINKING_BUDGETS: dict[str, int] = {
 }
 _FLAG_KEYS = frozenset({"thought", "thoughtSignature"})
 _MAX_PART_KINDS = 12
+
+
+_GEMINI_GENERATION = re.compile(r"gemini-(\d+)(?:\.\d+)?-")
+
+
+def _thinking_levels(model: str) -> bool:
+    """Gemini 3 and later take ``thinkingLevel`` instead of a token budget."""
+    match = _GEMINI_GENERATION.search(model)
+    return match is not None and int(match.group(1)) >= 3
 
 
 class GeminiAdapter(HttpAdapter):
@@ -135,7 +149,10 @@ class GeminiAdapter(HttpAdapter):
         if options.stop:
             config["stopSequences"] = list(options.stop)
         effort = options.reasoning_effort
-        if effort == "off":
+        if effort is not None and _thinking_levels(options.model):
+            level = "low" if effort in ("off", "minimal", "low") else "high"
+            config["thinkingConfig"] = {"includeThoughts": True, "thinkingLevel": level}
+        elif effort == "off":
             config["thinkingConfig"] = {"thinkingBudget": 0}
         elif effort is not None:
             budget = self.thinking_budgets.get(effort, THINKING_BUDGETS["medium"])
