@@ -126,6 +126,8 @@ class ChunkStream:
             if self._done:
                 return
             self._done = True
+            self._batch = []  # chunks decoded but not yet handed out are dropped with the stream
+            self._pos = 0
         if self._cancel is not None:
             self._cancel.set()
         try:

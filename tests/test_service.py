@@ -282,3 +282,19 @@ def test_service_reporter_hears_each_failed_stream_once() -> None:
     service.stream(options("ok")).result()
     service.stream(options("missing")).result()
     assert reports == ["SERVER", "NO_ADAPTER"]
+
+
+class Batching(FakeAdapter):
+    def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
+        yield text_stream(self.text)
+
+
+def test_close_mid_batch_hands_out_nothing_more() -> None:
+    service = LlmService()
+    service.register_adapter(["p"], Batching("hello"))
+    stream = service.stream(options())
+    first = next(stream)
+    assert isinstance(first, BlockStart)
+    stream.close()
+    assert list(stream) == []
+    assert stream.partial().finish.kind == "aborted"
