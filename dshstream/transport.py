@@ -16,6 +16,7 @@ Contract:
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -24,7 +25,7 @@ from typing import Any
 
 import requests
 
-from .classify import classify_http_error, request_id_from
+from .classify import classify_error_payload, classify_http_error, request_id_from
 from .errors import LlmError, error_for, make_failure
 from .http_request import HttpRequest
 from .log import get_logger
@@ -106,6 +107,8 @@ class HttpStream:
         self._deadline = deadline
         self._last_content = started
         self._abort_code: str | None = None
+        #: bytes read ahead (while checking what the body is), handed out first
+        self.prefix = b""
         self._abort_message = ""
         self._closed = False
         self._lock = threading.Lock()
@@ -212,6 +215,9 @@ class HttpStream:
     # ------------------------------------------------------------------ reading
 
     def __iter__(self) -> Iterator[bytes]:
+        if self.prefix:
+            prefix, self.prefix = self.prefix, b""
+            yield prefix
         raw = self.response.raw
         read1 = raw.read1
         # Decode only a compressed body: urllib3's decoding path buffers and copies every
@@ -363,6 +369,9 @@ class Transport:
                     secrets=request.secrets,
                 )
             )
+        content_type = (stream.headers.get("content-type") or stream.headers.get("Content-Type") or "").lower()
+        if "json" in content_type and "event-stream" not in content_type:
+            _refuse_json_body(stream, request, provider)
         return stream
 
     def get_json(
@@ -411,6 +420,49 @@ class Transport:
         detail = redact(f"{type(exc).__name__}: {exc}", request.secrets, limit=1900)
         log.warning("%s: %s (%s)", provider, what, code)
         return error_for(make_failure(code, f"{provider}: {what} ({code})", provider=provider, detail=detail))
+
+
+def _refuse_json_body(stream: HttpStream, request: HttpRequest, provider: str) -> None:
+    """A 2xx answer labelled JSON: some servers report errors that way, others ignore
+    ``stream: true``. Raise a classified error for a JSON document; hand anything else
+    (an event stream with a wrong label) on to the reader unchanged."""
+    pieces = iter(stream)
+    head = next(pieces, b"")  # one read: a mislabelled event stream must not be delayed
+    if head.lstrip()[:1] not in (b"{", b"["):
+        stream.prefix = head
+        return
+    size = len(head)
+    rest = [head]
+    for piece in pieces:
+        rest.append(piece)
+        size += len(piece)
+        if size >= _ERROR_BODY_LIMIT:
+            break
+    head = b"".join(rest)
+    try:
+        payload = json.loads(head)
+    except ValueError:
+        stream.prefix = head
+        return
+    stream.close()
+    if _has_error(payload):
+        raise error_for(classify_error_payload(payload, provider=provider, secrets=request.secrets))
+    raise error_for(
+        make_failure(
+            "MALFORMED_RESPONSE",
+            f"{provider}: the server answered with a JSON document instead of an event stream "
+            "(MALFORMED_RESPONSE)",
+            provider=provider,
+            request_id=stream.request_id,
+            detail=redact(head.decode("utf-8", "replace"), request.secrets, limit=1900),
+        )
+    )
+
+
+def _has_error(payload: Any) -> bool:
+    if isinstance(payload, list) and payload:
+        payload = payload[0]
+    return isinstance(payload, dict) and (payload.get("error") is not None or payload.get("type") == "error")
 
 
 def _read_bounded(stream: HttpStream) -> bytes:

@@ -215,3 +215,30 @@ def test_a_body_held_open_after_done_does_not_delay_the_result(server: ReplaySer
     started = time.monotonic()
     assert service_for(server).stream(request()).result().text == "x"
     assert time.monotonic() - started < 1.0
+
+
+def test_a_json_error_with_status_200_is_classified(server: ReplayServer) -> None:
+    body = b'{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}'
+    server.add("/v1/", Route(body=body, content_type="application/json"))
+    result = service_for(server, max_retries=0).stream(request()).result()
+    assert result.failure is not None and result.failure.code == "RATE_LIMIT"
+
+
+def test_a_non_streamed_json_answer_is_malformed_not_a_hang(server: ReplayServer) -> None:
+    body = b'{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}'
+    server.add("/v1/", Route(body=body, content_type="application/json"))
+    result = service_for(server, max_retries=0).stream(request()).result()
+    assert result.failure is not None and result.failure.code == "MALFORMED_RESPONSE"
+    assert result.failure.detail is not None and "chat.completion" in result.failure.detail
+
+
+def test_an_event_stream_labelled_json_is_still_decoded(server: ReplayServer) -> None:
+    server.add("/v1/", Route(body=b"", content_type="application/json", script=[chat_event("Hel"), 0.5, chat_event("lo"), FINISH]))
+    started = time.monotonic()
+    first_at = None
+    stream = service_for(server).stream(request())
+    for chunk in stream:
+        if isinstance(chunk, TextDelta) and first_at is None:
+            first_at = time.monotonic() - started
+    assert stream.result().text == "Hello"
+    assert first_at is not None and first_at < 0.4
