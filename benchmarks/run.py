@@ -35,7 +35,7 @@ floor       requests + ``response.raw.read1`` + bytes line split + ``json.loads`
             line (no accumulation: the minimum any Python SSE client must do)
 dshstream   ``LlmService.stream(options).result()``: transport, SSE, wire translator,
             chunk objects, ``ChunkStream`` + ``BlockAssembler`` (decode + assemble)
-dsh-decode  diagnostic: requests + ``raw.read1`` -> ``dshstream.decode.StreamDecoder`` ->
+dsh-decode  diagnostic: requests + ``raw.read1`` -> ``dshstream.decoding.StreamDecoder`` ->
             ``BlockAssembler`` (dshstream's sans-IO core without service/adapter/transport)
 openai      ``client.chat.completions.create(stream=True)``, joining content and tool
             argument deltas
@@ -721,7 +721,7 @@ def c_dsh_decode(base: str, spec: dict[str, Any]) -> Callable[[], dict[str, int]
     import requests
 
     from dshstream.assembler import BlockAssembler
-    from dshstream.decode import StreamDecoder, translator_for
+    from dshstream.decoding import StreamDecoder, translator_for
 
     wire = {"openai": spec["dialect"], "anthropic": "anthropic", "gemini": "gemini"}[spec["wire"]]
     translator_for(wire)  # fails now (not per run) when the wire does not exist yet
@@ -1444,7 +1444,7 @@ def layer_costs(w: Workload, repeats: int = 5) -> list[tuple[str, float]]:
     of ``repeats`` runs, fed in 64 KiB pieces like ``raw.read1(65536)``."""
     sys.path.insert(0, str(SRC))
     from dshstream.assembler import BlockAssembler
-    from dshstream.decode import StreamDecoder, translator_for
+    from dshstream.decoding import StreamDecoder, translator_for
     from dshstream.sse import SSEDecoder
 
     wire = {"openai": w.dialect, "anthropic": "anthropic", "gemini": "gemini"}[w.wire]

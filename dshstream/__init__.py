@@ -66,13 +66,13 @@ if TYPE_CHECKING:
     from .adapters.openai_responses import OpenAIResponsesAdapter
     from .adapters.openai_chat import OpenAIChatAdapter
     from .classify import format_error_code_for_display
-    from .decode import decode
+    from .decoding import decode
     from .defaults import default_service, stream
     from .filters.json_repair import parse_tool_arguments, repair_incomplete_json
     from .filters.spill_guard import ReasoningSpillGuard
     from .filters.think_tags import ThinkTagStripper
     from .filters.verbatim_tools import VerbatimToolCallParser
-    from .redact import redact
+    from .redaction import redact
     from .service import LlmService, Registration
     from .sse import ServerSentEvent, SSEComment, SSEDecoder
     from .chunk_stream import ChunkStream
@@ -104,12 +104,12 @@ _LAZY: dict[str, str] = {
     "ServerSentEvent": ".sse",
     "ThinkTagStripper": ".filters.think_tags",
     "VerbatimToolCallParser": ".filters.verbatim_tools",
-    "decode": ".decode",
+    "decode": ".decoding",
     "default_service": ".defaults",
     "stream": ".defaults",
     "format_error_code_for_display": ".classify",
     "parse_tool_arguments": ".filters.json_repair",
-    "redact": ".redact",
+    "redact": ".redaction",
     "repair_incomplete_json": ".filters.json_repair",
 }
 

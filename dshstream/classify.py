@@ -12,7 +12,7 @@ Every result is an :class:`~dshstream.types.LlmFailure` built with
 :func:`~dshstream.errors.make_failure`. ``message`` is a headline built here from the
 provider name, the code and the status (``"openai: rate limited (RATE_LIMIT, HTTP 429)"``)
 and never contains upstream text. ``detail`` is the upstream text (the error message with
-its type/code, or the raw body) after :func:`~dshstream.redact.redact` with the given
+its type/code, or the raw body) after :func:`~dshstream.redaction.redact` with the given
 secrets **and** every registered secret, at most 2,000 characters.
 
 Precedence (first match wins; "wording" means the predicates below applied to the error
@@ -57,7 +57,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import make_failure
-from .redact import known_secrets, redact, truncate
+from .redaction import known_secrets, redact, truncate
 from .types import LlmFailure
 
 __all__ = [

@@ -116,7 +116,7 @@ def _emit(chunks: Iterable[StreamChunk], fmt_json: bool, out: TextIO, err: TextI
 
 
 def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .decode import decode, detect_wire
+    from .decoding import decode, detect_wire
 
     if args.file == "-":
         data = sys.stdin.buffer.read()

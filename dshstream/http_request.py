@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .redact import redact
+from .redaction import redact
 
 SENSITIVE_HEADERS = frozenset(
     {"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization", "cookie"}

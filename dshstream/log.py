@@ -5,8 +5,8 @@ under ``"dshstream"`` (other names are prefixed with ``"dshstream."``) with one
 :class:`RedactingFilter` attached. Logger filters only run on the logger a record is
 created on (a parent's filters never see a child's records), so every dshstream logger
 gets its own filter. The filter formats ``record.msg % record.args``, redacts it with
-every secret registered through :func:`dshstream.redact.register_secret` (plus the
-credential patterns of :func:`dshstream.redact.redact`), stores the result in
+every secret registered through :func:`dshstream.redaction.register_secret` (plus the
+credential patterns of :func:`dshstream.redaction.redact`), stores the result in
 ``record.msg`` and clears ``record.args``; it renders ``exc_info`` into ``exc_text`` and
 redacts that and ``stack_info`` too (``exc_info`` itself is left for handlers that need
 the exception object; standard formatters use the redacted ``exc_text``).
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from .redact import known_secrets, redact
+from .redaction import known_secrets, redact
 
 __all__ = ["ROOT_LOGGER_NAME", "RedactingFilter", "get_logger"]
 

@@ -24,7 +24,7 @@ from .adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
 from .contract import check_contract as _check_contract
 from .errors import LlmError, error_for, make_failure
 from .log import get_logger
-from .redact import redact
+from .redaction import redact
 from .request import GenerateOptions, Message
 from .chunk_stream import ChunkStream
 from .types import Finish, FinishKind, FinishReason, LlmFailure, StreamChunk

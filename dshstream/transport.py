@@ -29,7 +29,7 @@ from .classify import classify_error_payload, classify_http_error, request_id_fr
 from .errors import LlmError, error_for, make_failure
 from .http_request import HttpRequest
 from .log import get_logger
-from .redact import redact
+from .redaction import redact
 
 log = get_logger("dshstream.transport")
 

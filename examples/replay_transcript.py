@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from dshstream import assemble, chunk_to_dict, decode
-from dshstream.decode import detect_wire
+from dshstream.decoding import detect_wire
 
 
 def main(path: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from dshstream.decode import decode
+from dshstream.decoding import decode
 from dshstream.types import StreamChunk
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"

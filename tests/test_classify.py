@@ -41,7 +41,7 @@ from dshstream.errors import (
     error_class_for,
     error_for,
 )
-from dshstream.redact import register_secret, unregister_secret
+from dshstream.redaction import register_secret, unregister_secret
 from dshstream.types import LlmFailure
 
 HEADLINE = re.compile(r"^(?:[a-z][a-z0-9._\-]*: )?[a-zA-Z ]+ \([A-Z_0-9]+(?:, HTTP \d{3})?\)$")

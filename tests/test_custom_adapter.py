@@ -54,7 +54,7 @@ def test_prose_tool_call_becomes_a_block_and_history_round_trips() -> None:
 
 
 def test_unknown_names_and_unbalanced_calls_stay_text() -> None:
-    from dshstream.decode import decode
+    from dshstream.decoding import decode
 
     data = sse("Try other_tool({\"a\": 1}) or get_weather(", '"Paris"')
     chunks = list(check_contract(decode(data, wire="custom", verbatim_tools=[WEATHER.to_openai()])))

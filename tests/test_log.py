@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from dshstream.log import ROOT_LOGGER_NAME, RedactingFilter, get_logger
-from dshstream.redact import REDACTED, register_secret, unregister_secret
+from dshstream.redaction import REDACTED, register_secret, unregister_secret
 
 SECRET = "registered-secret-XYZ-0987654321"
 

@@ -14,8 +14,8 @@ PACKAGE = Path(dshstream.__file__).parent
 # Imports only point down this list (same level allowed). DESIGN §1.
 LAYERS: dict[str, int] = {
     "_version": 1, "types": 1, "errors": 1, "request": 1, "attribution": 1, "dialects": 1,
-    "sse": 2, "redact": 2, "log": 2, "filters": 2, "http_request": 2,
-    "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decode": 3, "render": 3,
+    "sse": 2, "redaction": 2, "log": 2, "filters": 2, "http_request": 2,
+    "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decoding": 3, "render": 3,
     "replay_server": 3,
     "transport": 4,
     "adapters": 5, "service": 5, "chunk_stream": 5, "defaults": 5, "cli": 5, "demo": 5, "notebook": 5,
@@ -93,3 +93,19 @@ def test_import_does_not_pull_in_requests() -> None:
 
 def test_py_typed_marker_ships() -> None:
     assert (PACKAGE / "py.typed").exists()
+
+
+def test_no_public_name_is_shadowed_by_a_submodule() -> None:
+    """Importing a submodule sets it as a package attribute: a submodule named like a
+    public function (``decode``, ``redact``, ``stream``) would replace that function."""
+
+    code = (
+        "import importlib, pkgutil, types, dshstream\n"
+        "for m in pkgutil.walk_packages(dshstream.__path__, 'dshstream.'):\n"
+        "    if not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "bad = [n for n in dshstream.__all__ if isinstance(getattr(dshstream, n), types.ModuleType)]\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

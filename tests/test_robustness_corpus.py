@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from dshstream.contract import check_contract
-from dshstream.decode import decode
+from dshstream.decoding import decode
 from dshstream.types import (
     Block,
     BlockEnd,

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 
 from dshstream.assembler import BlockAssembler
 from dshstream.contract import check_contract
-from dshstream.decode import WIRES, decode
+from dshstream.decoding import WIRES, decode
 from dshstream.dialects import DIALECTS
 from dshstream.errors import LlmError, ProtocolError
 from dshstream.sse import ServerSentEvent, SSEDecoder

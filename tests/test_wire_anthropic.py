@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from dshstream.assembler import AssembledResponse, assemble
 from dshstream.contract import check_contract
-from dshstream.decode import decode
+from dshstream.decoding import decode
 from dshstream.types import (
     BlockEnd,
     Finish,

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..attribution import AppIdentity, merge_headers
-from ..decode import StreamDecoder
+from ..decoding import StreamDecoder
 from ..errors import LlmError, error_for, make_failure
 from ..http_request import HttpRequest
 from ..log import get_logger
-from ..redact import redact, register_secret
+from ..redaction import redact, register_secret
 from ..request import GenerateOptions
 from ..transport import DEFAULT_IDLE_TIMEOUT, Session, Transport
 from ..types import Finish, LlmFailure, StreamChunk, UsageChunk

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import error_for, make_failure
 from ..filters.json_repair import finalize_tool_arguments
-from ..redact import redact
+from ..redaction import redact
 from ..sse import ServerSentEvent
 from ..types import (
     Block,

@@ -41,7 +41,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..classify import classify_error_payload
-from ..redact import redact
+from ..redaction import redact
 from ..sse import ServerSentEvent
 from ..types import FinishKind, LlmFailure, TokenUsage
 from .base import Translator, dict_or_empty, dump_json, int_or_none
