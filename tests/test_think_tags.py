@@ -331,3 +331,12 @@ def test_balanced_blocks_any_split(parts: list[tuple[str, bool]], cuts: list[int
     ):
         assert run(cut(text, cuts)) == expected
         assert run(list(text)) == expected
+
+
+def test_a_cut_stream_drops_a_fragment_that_could_still_become_a_tag() -> None:
+    stripper = ThinkTagStripper()
+    assert stripper.feed("Hello <th") == ("Hello ", "")
+    assert stripper.flush(cut=True) == ("", "")
+    stripper = ThinkTagStripper()
+    stripper.feed("Hello <th")
+    assert stripper.flush() == ("<th", "")  # a stream that ended cleanly keeps it visible

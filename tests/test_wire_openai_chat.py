@@ -10,6 +10,7 @@ finish). Then the seed vectors and the per-dialect specifics, with synthetic str
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,8 +191,14 @@ def test_fixture_matches_raw_events(rel: str) -> None:
     data = fixture_bytes(rel)
     result = assemble(decode_checked(data, wire_of(rel)))
     ref = read_chat(data)
-    assert result.text == ref.text
-    assert result.reasoning == ref.reasoning
+    text, reasoning = ref.text, ref.reasoning
+    if "<think>" in text:  # a server without a reasoning parser: the dialect strips the tags
+        inside = re.findall(r"<think>(.*?)</think>", text, flags=re.S)
+        text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
+        reasoning += "".join(inside)
+        assert inside and result.reasoning.strip()
+    assert result.text == text
+    assert result.reasoning == reasoning
     calls = [(c.id, c.name) for c in result.tool_calls]
     assert calls == [(c["id"], c["name"]) for c in ref.calls]
     for call, raw in zip(result.tool_calls, ref.calls):

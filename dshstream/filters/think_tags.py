@@ -203,13 +203,20 @@ class ThinkTagStripper:
             break
         return "".join(visible), "".join(reasoning)
 
-    def flush(self) -> tuple[str, str]:
-        """End the stream: release held text (see the module docstring) and reset."""
+    def flush(self, *, cut: bool = False) -> tuple[str, str]:
+        """End the stream: release held text (see the module docstring) and reset.
+
+        ``cut=True`` says the stream broke off rather than ended: a held fragment that
+        could still have become a tag (``<th``) is then dropped instead of shown, so a cut
+        stream yields a prefix of what the whole stream would have.
+        """
         partial, carry, inside = self._partial, self._carry, self._inside
         self._partial = ""
         self._carry = ""
         self._inside = self._starts_in_reasoning
         truncated_closer = self._shape.is_truncated_closer(partial)
+        if cut:
+            partial = ""
         if inside:
             return "", ("" if truncated_closer else partial)
         if truncated_closer:

@@ -152,9 +152,9 @@ class ContentFilters:
             self.writer.tool_call(key, call_id=item.id, name=item.name, arguments=item.arguments)
             self.writer.end(key)
 
-    def flush(self) -> None:
+    def flush(self, *, cut: bool = False) -> None:
         if self.stripper is not None:
-            visible, thought = self.stripper.flush()
+            visible, thought = self.stripper.flush(cut=cut)
             if thought:
                 self.reasoning(thought)
             self._visible(visible)
@@ -441,13 +441,13 @@ class OpenAIChatTranslator(Translator):
         failure = classify_error_payload(payload, provider=self.writer.provider)
         if self.writer.serving_provider and failure.serving_provider is None:
             failure = replace(failure, serving_provider=self.writer.serving_provider)
-        self._flush_filters()
+        self._flush_filters(cut=True)
         self._set_replay()
         self.writer.fail(failure)
 
-    def _flush_filters(self) -> None:
+    def _flush_filters(self, *, cut: bool = False) -> None:
         if self._filters is not None:
-            self._filters.flush()
+            self._filters.flush(cut=cut)
 
     def _set_replay(self) -> None:
         state: dict[str, Any] = {}
@@ -464,5 +464,6 @@ class OpenAIChatTranslator(Translator):
         self.writer.complete()
 
     def on_close(self) -> None:
-        self._flush_filters()
+        # EOF before [DONE] is a cut unless a finish reason already arrived.
+        self._flush_filters(cut=self.writer.finish_kind is None)
         self._set_replay()
