@@ -263,18 +263,12 @@ class AnthropicAdapter(HttpAdapter):
         return AnthropicTranslator(provider=options.provider, request_id=request_id)
 
     def list_models(self, provider: str) -> list[ModelInfo]:
-        payload = self.transport.get_json(
+        return self.fetch_models(
             f"{self.base_url}/v1/models?limit=1000",
             self.request_headers(streaming=False),
-            provider=provider,
-            secrets=self.secrets,
+            provider,
+            name_key="display_name",
         )
-        data = payload.get("data") if isinstance(payload, dict) else None
-        models = []
-        for entry in data if isinstance(data, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-                models.append(ModelInfo(id=entry["id"], name=str(entry.get("display_name") or entry["id"])))
-        return models
 
 
 __all__ = ["AnthropicAdapter", "THINKING_BUDGETS"]

@@ -156,8 +156,33 @@ class HttpAdapter(LlmAdapter):
         }
         return merge_headers(base, self.extra_headers, auth, identity=self.identity)
 
+    def bearer_auth(self) -> dict[str, str] | None:
+        """``authorization: Bearer <key>`` when a key is set (OpenAI-style APIs)."""
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else None
+
     def provider_info(self, provider: str) -> ProviderInfo:
         return ProviderInfo(id=provider, name=self.title)
+
+    def fetch_models(
+        self,
+        url: str,
+        headers: dict[str, str],
+        provider: str,
+        *,
+        list_key: str = "data",
+        id_key: str = "id",
+        name_key: str = "name",
+        id_prefix: str = "",
+    ) -> list[ModelInfo]:
+        """GET a provider's model list and read ``{list_key: [{id_key, name_key}...]}``."""
+        payload = self.transport.get_json(url, headers, provider=provider, secrets=self.secrets)
+        entries = payload.get(list_key) if isinstance(payload, dict) else None
+        models = []
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get(id_key), str):
+                model_id = entry[id_key].removeprefix(id_prefix)
+                models.append(ModelInfo(id=model_id, name=str(entry.get(name_key) or model_id)))
+        return models
 
     # ------------------------------------------------------------------ streaming
 

@@ -284,19 +284,15 @@ class GeminiAdapter(HttpAdapter):
         return GeminiTranslator(provider=options.provider, request_id=request_id)
 
     def list_models(self, provider: str) -> list[ModelInfo]:
-        payload = self.transport.get_json(
+        return self.fetch_models(
             f"{self.base_url}/{self.api_version}/models?pageSize=1000",
             self.headers(self._auth()),
-            provider=provider,
-            secrets=self.secrets,
+            provider,
+            list_key="models",
+            id_key="name",
+            name_key="displayName",
+            id_prefix="models/",
         )
-        data = payload.get("models") if isinstance(payload, dict) else None
-        models = []
-        for entry in data if isinstance(data, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-                model_id = entry["name"].removeprefix("models/")
-                models.append(ModelInfo(id=model_id, name=str(entry.get("displayName") or model_id)))
-        return models
 
 
 def _part_kind(part: Mapping[str, Any]) -> str:

@@ -67,10 +67,9 @@ class OpenAIChatAdapter(HttpAdapter):
     # ------------------------------------------------------------------ request
 
     def build_request(self, options: GenerateOptions) -> HttpRequest:
-        auth = {"authorization": f"Bearer {self._api_key}"} if self._api_key else None
         return HttpRequest(
             url=f"{self.base_url}/chat/completions",
-            headers=self.headers(auth),
+            headers=self.headers(self.bearer_auth()),
             body=self.build_body(options),
             secrets=self.secrets,
         )
@@ -174,13 +173,4 @@ class OpenAIChatAdapter(HttpAdapter):
         )
 
     def list_models(self, provider: str) -> list[ModelInfo]:
-        auth = {"authorization": f"Bearer {self._api_key}"} if self._api_key else None
-        payload = self.transport.get_json(
-            f"{self.base_url}/models", self.headers(auth), provider=provider, secrets=self.secrets
-        )
-        data = payload.get("data") if isinstance(payload, dict) else None
-        models = []
-        for entry in data if isinstance(data, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-                models.append(ModelInfo(id=entry["id"], name=str(entry.get("name") or entry["id"])))
-        return models
+        return self.fetch_models(f"{self.base_url}/models", self.headers(self.bearer_auth()), provider)
