@@ -61,3 +61,25 @@ def fixture_wire(relative: str) -> str:
 def all_fixtures() -> list[str]:
     """Every recorded transcript, as ``provider/name.sse``, sorted."""
     return sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.glob("*/*.sse"))
+
+
+def routed_session(real_base_url: str, loopback_url: str) -> object:
+    """A ``requests.Session`` that sends requests for ``real_base_url``'s host to
+    ``loopback_url`` instead (the URL the adapter builds, headers and all, stay as they
+    would be for the real host; only the connection goes to 127.0.0.1)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import requests
+
+    real = urlsplit(real_base_url)
+    target = urlsplit(loopback_url)
+
+    class _Reroute(requests.adapters.HTTPAdapter):
+        def send(self, request, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+            parts = urlsplit(request.url)
+            request.url = urlunsplit((target.scheme, target.netloc, parts.path, parts.query, ""))
+            return super().send(request, *args, **kwargs)
+
+    session = requests.Session()
+    session.mount(f"{real.scheme}://{real.netloc}", _Reroute())
+    return session

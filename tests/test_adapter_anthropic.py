@@ -15,7 +15,7 @@ from dshstream.replay_server import ReplayServer, Route
 from dshstream.request import GenerateOptions, Message, ToolSpec
 from dshstream.service import LlmService
 from dshstream.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
-from helpers import fixture_bytes
+from helpers import fixture_bytes, routed_session
 
 KEY = "sk-ant-api03-loopback-test-key-0123456789"  # CANARY: a fake key for the test
 WEATHER = ToolSpec(
@@ -284,8 +284,11 @@ def test_key_from_environment_and_identity(server: ReplayServer, monkeypatch: py
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     serve(server, "text.sse")
     identity = AppIdentity("pelican-app", "1.0", "https://example.com/pelican")
+    # The environment key goes to Anthropic's own host (routed to loopback here) ...
     adapter = AnthropicAdapter(
-        base_url=server.url, identity=identity, headers={"User-Agent": "mine", "anthropic-beta": "x-2025"}
+        identity=identity,
+        headers={"User-Agent": "mine", "anthropic-beta": "x-2025"},
+        session=routed_session("https://api.anthropic.com", server.url),  # type: ignore[arg-type]
     )
     assert KEY not in repr(adapter)
     service = LlmService()
@@ -295,6 +298,11 @@ def test_key_from_environment_and_identity(server: ReplayServer, monkeypatch: py
     assert headers["x-api-key"] == KEY
     assert headers["user-agent"] == "pelican-app/1.0 (+https://example.com/pelican)"
     assert headers["anthropic-beta"] == "x-2025"
+    # ... and never to a base_url pointed elsewhere, unless passed as api_key=.
+    service = LlmService()
+    service.register_adapter(["anthropic"], AnthropicAdapter(base_url=server.url))
+    service.stream(options([Message.user("x")])).result()
+    assert "x-api-key" not in server.requests[-1].headers
 
 
 def test_no_key_sends_no_key_header(server: ReplayServer, monkeypatch: pytest.MonkeyPatch) -> None:

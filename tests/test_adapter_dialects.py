@@ -20,7 +20,7 @@ from dshstream.replay_server import ReplayServer, Route
 from dshstream.request import GenerateOptions, Message, ToolSpec
 from dshstream.service import LlmService
 from dshstream.types import ReasoningBlock, TextBlock, ToolCallBlock
-from helpers import fixture_bytes
+from helpers import fixture_bytes, routed_session
 
 KEY = "sk-test-dialects-0123456789"
 WEATHER = ToolSpec(
@@ -74,9 +74,15 @@ def test_key_comes_from_the_dialect_environment_variable(monkeypatch: pytest.Mon
     monkeypatch.setenv("GROQ_API_KEY", "gsk-from-env-123456")
     server.add("/v1/", TEXT_BODY)
     service = LlmService()
-    service.register_adapter(["groq"], OpenAIChatAdapter(dialect="groq", base_url=f"{server.url}/v1"))
+    session = routed_session("https://api.groq.com", server.url)
+    service.register_adapter(["groq"], OpenAIChatAdapter(dialect="groq", session=session))  # type: ignore[arg-type]
     service.stream(request("groq", Message.user("hi"))).result()
     assert server.requests[0].headers["authorization"] == "Bearer gsk-from-env-123456"
+    # A base_url pointed elsewhere gets no environment key.
+    service = LlmService()
+    service.register_adapter(["groq"], OpenAIChatAdapter(dialect="groq", base_url=f"{server.url}/v1"))
+    service.stream(request("groq", Message.user("hi"))).result()
+    assert "authorization" not in server.requests[1].headers
 
 
 # --------------------------------------------------------------------------- bodies per dialect

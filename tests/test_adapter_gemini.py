@@ -16,7 +16,7 @@ from dshstream.replay_server import ReplayServer, Route
 from dshstream.request import GenerateOptions, Message, ToolSpec
 from dshstream.service import LlmService
 from dshstream.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
-from helpers import fixture_bytes
+from helpers import fixture_bytes, routed_session
 
 KEY = "AIzaSyLoopbackTestKey0123456789abcdefghi"  # CANARY: a fake key for the test
 COUNTRY = ToolSpec(
@@ -317,9 +317,12 @@ def test_key_from_environment(server: ReplayServer, monkeypatch: pytest.MonkeyPa
     serve(server, "text.sse")
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.setenv("GOOGLE_API_KEY", "google-key-0123456789")
-    assert GeminiAdapter(base_url=server.url)._api_key == "google-key-0123456789"
+    assert GeminiAdapter()._api_key == "google-key-0123456789"
+    assert GeminiAdapter(base_url=server.url)._api_key is None  # not Google's host
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    adapter = GeminiAdapter(base_url=server.url)
+    adapter = GeminiAdapter(
+        session=routed_session("https://generativelanguage.googleapis.com", server.url)  # type: ignore[arg-type]
+    )
     assert KEY not in repr(adapter)
     service = LlmService()
     service.register_adapter(["gemini"], adapter)

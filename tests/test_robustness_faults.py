@@ -391,7 +391,8 @@ def test_reset_in_the_middle_of_the_body_keeps_partial_output(chunked: bool) -> 
         assert_released(raw.port)
 
 
-def test_reset_before_any_content_is_retried() -> None:
+def test_reset_after_a_2xx_before_any_content_is_never_retried() -> None:
+    """The provider accepted the request (200) and may bill it: no second attempt."""
     def behave(srv: RawServer, conn: socket.socket) -> None:
         srv.send(conn, CHUNKED_HEADERS + chunk(b": hello\n\n"))
         time.sleep(0.1)
@@ -401,8 +402,8 @@ def test_reset_before_any_content_is_retried() -> None:
         adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1", max_retries=1)
         result, elapsed = stream_once(adapter, idle_timeout=10.0)
         assert result.failure is not None and result.failure.code in ("TRANSPORT", "STREAM_CLOSED"), result.failure
-        assert raw.accepted == 2
-        assert elapsed < 1.0 + 2 * SLACK  # one backoff of at most 0.5 s
+        assert raw.accepted == 1
+        assert elapsed < 0.5 + 2 * SLACK  # no backoff, no second attempt
         assert_released(raw.port)
 
 

@@ -78,6 +78,7 @@ class AnthropicAdapter(HttpAdapter):
         super().__init__(
             api_key=api_key,
             key_env=("ANTHROPIC_API_KEY",),
+            key_host_url=DEFAULT_BASE_URL,
             base_url=base_url,
             session=session,
             identity=identity,
@@ -262,12 +263,13 @@ class AnthropicAdapter(HttpAdapter):
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return AnthropicTranslator(provider=options.provider, request_id=request_id)
 
-    def list_models(self, provider: str) -> list[ModelInfo]:
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
         return self.fetch_models(
             f"{self.base_url}/v1/models?limit=1000",
             self.request_headers(streaming=False),
             provider,
             name_key="display_name",
+            timeout=timeout,
         )
 
 

@@ -3,9 +3,11 @@
 Contract: :class:`LlmAdapter` is the interface the service calls (``stream``,
 ``provider_info``, ``list_models``). :class:`HttpAdapter` implements ``stream`` once for
 every HTTP provider: build the request (subclass), open it through the transport, decode
-the body with the subclass's translator, and retry — only before the first chunk, only
-for retryable failures, with exponential backoff and jitter, honouring ``Retry-After``
-(capped at 60 s; a longer wait, or one past the total timeout, fails now). The
+the body with the subclass's translator, and retry — only before a 2xx status arrived
+(an accepted request may be billed, so it is never resent), only for retryable failures,
+with exponential backoff and jitter, honouring ``Retry-After`` (capped at 60 s; a longer
+wait, or one that would end past the total timeout, fails now: no attempt starts after
+the deadline). An environment key goes only to the provider's own host. The
 ``failure_reporter`` hears about every failed attempt exactly once, before the retry
 decision. Keys are registered for log redaction and never appear in a repr.
 """
@@ -20,6 +22,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..attribution import AppIdentity, merge_headers
 from ..decoding import StreamDecoder
@@ -28,8 +31,8 @@ from ..http_request import HttpRequest
 from ..log import get_logger
 from ..redaction import redact, register_secret
 from ..request import GenerateOptions
-from ..transport import DEFAULT_IDLE_TIMEOUT, Session, Transport
-from ..types import Finish, LlmFailure, StreamChunk, UsageChunk
+from ..transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, Session, Transport
+from ..types import Finish, LlmFailure, StreamChunk
 from ..wires.base import Translator
 
 log = get_logger("dshstream.adapters")
@@ -39,7 +42,6 @@ RETRY_AFTER_CAP = 60.0
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 10.0
 # Failures that point at a defect (ours or the provider's wire), not an expected outcome.
-_NOT_CONTENT = (UsageChunk, Finish)
 _DEFECT_CODES = frozenset({"MALFORMED_RESPONSE", "CONTRACT_VIOLATION", "EVENT_TOO_LARGE", "UNKNOWN"})
 
 
@@ -57,6 +59,15 @@ class ModelInfo:
 
     id: str
     name: str
+
+
+def same_host(url: str, other: str) -> bool:
+    """Whether ``url`` and ``other`` name the same scheme, host and port."""
+    try:
+        a, b = urlsplit(url), urlsplit(other)
+        return (a.scheme.lower(), a.hostname, a.port) == (b.scheme.lower(), b.hostname, b.port)
+    except ValueError:
+        return False
 
 
 class LlmAdapter:
@@ -80,8 +91,9 @@ class LlmAdapter:
         """Describe the route ``provider`` this adapter serves."""
         return ProviderInfo(id=provider, name=provider)
 
-    def list_models(self, provider: str) -> list[ModelInfo]:
-        """Models available on ``provider`` (advisory: others are still accepted)."""
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
+        """Models available on ``provider`` (advisory: others are still accepted), fetched
+        within ``timeout`` seconds in all (default 30)."""
         return []
 
 
@@ -96,6 +108,7 @@ class HttpAdapter(LlmAdapter):
         api_key: str | None,
         base_url: str,
         key_env: tuple[str, ...] = (),
+        key_host_url: str | None = None,
         session: Session | None = None,
         identity: AppIdentity | None = None,
         headers: Mapping[str, str] | None = None,
@@ -105,13 +118,23 @@ class HttpAdapter(LlmAdapter):
         max_event_size: int = 16 * 1024 * 1024,
         title: str | None = None,
     ) -> None:
-        if api_key is None:
-            # The first non-empty of the provider's key variables (read once, here).
-            api_key = next((os.environ[name] for name in key_env if os.environ.get(name)), None)
+        self.base_url = base_url.rstrip("/")
+        if api_key is None and key_env:
+            # The first non-empty of the provider's key variables (read once, here), and
+            # only for the provider's own host: an environment key never goes to a
+            # base_url the caller pointed elsewhere (they pass api_key= for that).
+            if key_host_url is None or same_host(self.base_url, key_host_url):
+                api_key = next((os.environ[name] for name in key_env if os.environ.get(name)), None)
+            elif any(os.environ.get(name) for name in key_env):
+                log.info(
+                    "%s: not sending %s to %s (not the provider's own host); pass api_key= to send a key",
+                    self.default_name,
+                    "/".join(key_env),
+                    redact(self.base_url),
+                )
         self._api_key = api_key or None
         if self._api_key:
             register_secret(self._api_key)
-        self.base_url = base_url.rstrip("/")
         self.transport = Transport(session, connect_timeout=connect_timeout)
         self.identity = identity
         self.extra_headers = dict(headers or {})
@@ -173,9 +196,17 @@ class HttpAdapter(LlmAdapter):
         id_key: str = "id",
         name_key: str = "name",
         id_prefix: str = "",
+        timeout: float | None = None,
     ) -> list[ModelInfo]:
-        """GET a provider's model list and read ``{list_key: [{id_key, name_key}...]}``."""
-        payload = self.transport.get_json(url, headers, provider=provider, secrets=self.secrets)
+        """GET a provider's model list and read ``{list_key: [{id_key, name_key}...]}``,
+        within ``timeout`` seconds in all (default :data:`DEFAULT_JSON_TIMEOUT`)."""
+        payload = self.transport.get_json(
+            url,
+            headers,
+            provider=provider,
+            secrets=self.secrets,
+            timeout=DEFAULT_JSON_TIMEOUT if timeout is None else timeout,
+        )
         entries = payload.get(list_key) if isinstance(payload, dict) else None
         models = []
         for entry in entries if isinstance(entries, list) else []:
@@ -198,39 +229,33 @@ class HttpAdapter(LlmAdapter):
         while True:
             attempt += 1
             produced = 0
-            failure: LlmFailure | None = None
+            accepted: list[bool] = []  # gets an entry once a 2xx status has arrived
             try:
-                with closing(self._attempt(options, deadline)) as batches:
-                    retry = False
+                with closing(self._attempt(options, deadline, accepted)) as batches:
                     for batch in batches:
                         last = batch[-1]
                         if type(last) is Finish and last.reason.failure is not None:
                             assert isinstance(last, Finish)
                             failure = self._report(last.reason.failure, options, attempt, produced, started)
                             batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
-                            if (
-                                produced == 0
-                                and all(type(c) in _NOT_CONTENT for c in batch)
-                                and last.reason.kind == "error"
-                                and self._can_retry(failure, attempt, retries, deadline)
-                            ):
-                                retry = True  # failed before any content: try again
-                                break
                         produced += len(batch)
                         yield batch
-                    if not retry:
-                        return
+                    return
             except LlmError as exc:
                 failure = self._report(exc.failure, options, attempt, produced, started)
-                if produced or not self._can_retry(failure, attempt, retries, deadline):
-                    if self.should_retry_request(exc, options) and not produced:
-                        continue
+                # Never resend once the provider accepted the request (a 2xx status): it
+                # may be billed, even if the body broke before the first chunk.
+                if produced or accepted:
                     raise error_for(failure) from None
-            assert failure is not None
-            self._backoff(failure, attempt, options, deadline)
+                if self.should_retry_request(exc, options):
+                    continue
+                delay = self._retry_delay(failure, attempt, retries, deadline)
+                if delay is None:
+                    raise error_for(failure) from None
+            self._sleep(delay, failure, attempt, options)
 
     def _attempt(
-        self, options: GenerateOptions, deadline: float | None
+        self, options: GenerateOptions, deadline: float | None, accepted: list[bool]
     ) -> Generator[list[StreamChunk], None, None]:
         request = self.build_request(options)
         idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
@@ -241,6 +266,7 @@ class HttpAdapter(LlmAdapter):
             idle_timeout=idle,
             deadline=deadline,
         )
+        accepted.append(True)
         with http:
             decoder = StreamDecoder(
                 self.make_translator(options, http.request_id), max_event_size=self.max_event_size
@@ -262,28 +288,26 @@ class HttpAdapter(LlmAdapter):
             if chunks:
                 yield chunks
 
-    def _can_retry(
+    def _retry_delay(
         self, failure: LlmFailure, attempt: int, retries: int, deadline: float | None
-    ) -> bool:
+    ) -> float | None:
+        """Seconds to wait before the next attempt, or None for no retry: not retryable,
+        out of attempts, a Retry-After over the cap, or a wait that would end past the
+        deadline (no attempt starts after it)."""
         if not failure.retryable or attempt > retries or failure.code == "ABORTED":
-            return False
+            return None
         if failure.retry_after is not None:
             if failure.retry_after > RETRY_AFTER_CAP:
-                return False
-            if deadline is not None and time.monotonic() + failure.retry_after >= deadline:
-                return False
-        return True
-
-    def _backoff(
-        self, failure: LlmFailure, attempt: int, options: GenerateOptions, deadline: float | None
-    ) -> None:
-        if failure.retry_after is not None:
+                return None
             delay = failure.retry_after
         else:
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
             delay *= 0.5 + random.random() / 2  # noqa: S311 - jitter, not crypto
-        if deadline is not None:
-            delay = min(delay, max(0.0, deadline - time.monotonic()))
+        if deadline is not None and time.monotonic() + delay >= deadline:
+            return None
+        return delay
+
+    def _sleep(self, delay: float, failure: LlmFailure, attempt: int, options: GenerateOptions) -> None:
         log.warning(
             "%s: retrying after %s in %.2fs (attempt %d)", options.provider, failure.code, delay, attempt + 1
         )

@@ -89,6 +89,7 @@ class GeminiAdapter(HttpAdapter):
         super().__init__(
             api_key=api_key,
             key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            key_host_url=DEFAULT_BASE_URL,
             base_url=base_url,
             session=session,
             identity=identity,
@@ -283,7 +284,7 @@ class GeminiAdapter(HttpAdapter):
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return GeminiTranslator(provider=options.provider, request_id=request_id)
 
-    def list_models(self, provider: str) -> list[ModelInfo]:
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
         return self.fetch_models(
             f"{self.base_url}/{self.api_version}/models?pageSize=1000",
             self.headers(self._auth()),
@@ -292,6 +293,7 @@ class GeminiAdapter(HttpAdapter):
             id_key="name",
             name_key="displayName",
             id_prefix="models/",
+            timeout=timeout,
         )
 
 

@@ -51,6 +51,7 @@ class OpenAIChatAdapter(HttpAdapter):
         super().__init__(
             api_key=api_key,
             key_env=(self.dialect.key_env,) if self.dialect.key_env else (),
+            key_host_url=self.dialect.base_url,
             base_url=base_url or self.dialect.base_url,
             session=session,
             identity=identity,
@@ -172,5 +173,7 @@ class OpenAIChatAdapter(HttpAdapter):
             think_tags=self.think_tags,
         )
 
-    def list_models(self, provider: str) -> list[ModelInfo]:
-        return self.fetch_models(f"{self.base_url}/models", self.headers(self.bearer_auth()), provider)
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
+        return self.fetch_models(
+            f"{self.base_url}/models", self.headers(self.bearer_auth()), provider, timeout=timeout
+        )

@@ -35,6 +35,8 @@ from ..wires.base import Translator
 from ..wires.openai_responses import WIRE, OpenAIResponsesTranslator
 from .base import FailureReporter, HttpAdapter, ModelInfo
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
 _EFFORTS = {"off": "none", "minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "max": "high"}
 _INCLUDE_REJECTED = ("encrypted content", "encrypted_content", "'include'", "include[")
 
@@ -47,7 +49,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
     def __init__(
         self,
         api_key: str | None = None,
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str = DEFAULT_BASE_URL,
         session: Session | None = None,
         identity: AppIdentity | None = None,
         headers: Mapping[str, str] | None = None,
@@ -65,6 +67,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
         super().__init__(
             api_key=api_key,
             key_env=(key_env,) if key_env else (),
+            # the default variable goes only to OpenAI; one the caller named goes anywhere
+            key_host_url=DEFAULT_BASE_URL if key_env == "OPENAI_API_KEY" else None,
             base_url=base_url,
             session=session,
             identity=identity,
@@ -249,5 +253,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return OpenAIResponsesTranslator(provider=options.provider, request_id=request_id)
 
-    def list_models(self, provider: str) -> list[ModelInfo]:
-        return self.fetch_models(f"{self.base_url}/models", self.headers(self.bearer_auth()), provider)
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
+        return self.fetch_models(
+            f"{self.base_url}/models", self.headers(self.bearer_auth()), provider, timeout=timeout
+        )
