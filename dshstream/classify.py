@@ -13,7 +13,11 @@ Every result is an :class:`~dshstream.types.LlmFailure` built with
 provider name, the code and the status (``"openai: rate limited (RATE_LIMIT, HTTP 429)"``)
 and never contains upstream text. ``detail`` is the upstream text (the error message with
 its type/code, or the raw body) after :func:`~dshstream.redaction.redact` with the given
-secrets **and** every registered secret, at most 2,000 characters.
+secrets **and** every registered secret, at most 2,000 characters. The other fields that
+come from upstream are cleaned the same way: ``request_id`` (from headers or the payload)
+is kept only when it is a short plain token that redaction leaves unchanged (else the
+next candidate, else ``None``), and ``serving_provider`` is redacted, stripped of control
+characters and bounded to 100 characters.
 
 Precedence (first match wins; "wording" means the predicates below applied to the error
 message together with its type, code, status and reasons):
@@ -379,22 +383,31 @@ _REQUEST_ID_HEADERS = (
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.:/=+\-]{1,200}")
 
 
-def request_id_from(headers: Mapping[str, str] | None) -> str | None:
+def request_id_from(headers: Mapping[str, str] | None, secrets: Iterable[str] = ()) -> str | None:
     """The provider's request id from ``headers``, checking in order ``x-request-id``,
     ``request-id``, ``x-amzn-requestid``, ``x-amz-request-id``, ``x-deepseek-request-id``,
     ``x-groq-id``, ``x-goog-request-id``, ``mistral-correlation-id``, ``x-kong-request-id``,
     ``apim-request-id``, ``x-ms-request-id``, ``x-correlation-id`` and finally ``cf-ray``.
-    Values that are not short plain tokens are skipped."""
+
+    Values that are not short plain tokens (at most 200 characters of
+    ``[A-Za-z0-9_.:/=+-]``) are skipped, and so is any value that redaction would change:
+    one that contains ``secrets``, a registered secret (:func:`known_secrets`) or its
+    encodings, or looks like a credential. A server reflecting the API key in a header
+    therefore never puts it in ``failure.request_id``."""
     lowered = _lower_headers(headers)
+    all_secrets = _all_secrets(secrets)
     for name in _REQUEST_ID_HEADERS:
         value = lowered.get(name, "").strip()
-        if _safe_id(value):
+        if _safe_id(value, all_secrets):
             return value
     return None
 
 
-def _safe_id(value: object) -> bool:
-    return isinstance(value, str) and bool(_SAFE_ID.fullmatch(value)) and redact(value) == value
+def _safe_id(value: object, secrets: tuple[str, ...] | None = None) -> bool:
+    """Whether ``value`` is a plain token that redaction leaves alone."""
+    if not isinstance(value, str) or not _SAFE_ID.fullmatch(value):
+        return False
+    return redact(value, _all_secrets(()) if secrets is None else secrets) == value
 
 
 # --------------------------------------------------------------------------- payload extraction
@@ -783,10 +796,13 @@ def _all_secrets(secrets: Iterable[str]) -> tuple[str, ...]:
     return (*(s for s in given if isinstance(s, str)), *known_secrets())
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _detail(text: str | None, secrets: tuple[str, ...]) -> str | None:
     if text is None or not text.strip():
         return None
-    cleaned = redact(text.strip(), secrets)
+    cleaned = _LONE_SURROGATE.sub("\ufffd", redact(text.strip(), secrets))
     if len(cleaned) > _DETAIL_MAX:
         cleaned = truncate(cleaned, _DETAIL_KEEP)
     return cleaned
@@ -834,6 +850,9 @@ def _retry_from_text(text: str) -> float | None:
     return total if math.isfinite(total) and total > 0 else None
 
 
+_CONTROL_CHARS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _build(
     code: str,
     *,
@@ -846,7 +865,10 @@ def _build(
     secrets: tuple[str, ...],
 ) -> LlmFailure:
     if serving_provider is not None:
-        serving_provider = redact(serving_provider, secrets)[:100] or None
+        serving_provider = _CONTROL_CHARS.sub(" ", redact(serving_provider, secrets, limit=100))
+        serving_provider = _LONE_SURROGATE.sub("\ufffd", serving_provider).strip() or None
+    if request_id is not None and not _safe_id(request_id, secrets):
+        request_id = None
     return make_failure(
         code,
         _headline(provider, code, status),
@@ -921,7 +943,7 @@ def classify_http_error(
         status=reported,
         detail=detail,
         retry_after=retry_after,
-        request_id=request_id_from(lowered) or (info.request_id if info else None),
+        request_id=request_id_from(lowered, all_secrets) or (info.request_id if info else None),
         serving_provider=info.serving_provider if info else None,
         secrets=all_secrets,
     )

@@ -25,7 +25,13 @@ lives in ``failure.detail``.
     ├── EmptyResponseError            EMPTY_RESPONSE
     ├── ProtocolError                 MALFORMED_RESPONSE, EVENT_TOO_LARGE, CONTRACT_VIOLATION
     ├── ToolArgumentsError            TRUNCATED_TOOL_ARGUMENTS, INVALID_TOOL_ARGUMENTS
-    └── ConfigurationError            NO_ADAPTER, INVALID_ADAPTER, DUPLICATE_ADAPTER, ...
+    └── ConfigurationError            NO_ADAPTER, INVALID_ADAPTER, DUPLICATE_ADAPTER, INVALID_OPTIONS ...
+        └── ConfigurationTypeError    INVALID_OPTIONS_TYPE (a value of the wrong type)
+
+``ConfigurationError`` is also a :class:`ValueError` and ``ConfigurationTypeError`` also a
+:class:`TypeError`, so caller mistakes can be caught the usual Python way too. Their
+messages name the field, the type of the value given and what is expected; they never
+echo a credential.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ CODE_DEFAULTS: dict[str, tuple[FailureCategory, bool]] = {
     "DUPLICATE_ADAPTER": ("api_error", False),
     "REGISTRATION_DISPOSED": ("api_error", False),
     "INVALID_OPTIONS": ("api_error", False),
+    "INVALID_OPTIONS_TYPE": ("api_error", False),
     "UNKNOWN": ("unknown", False),
 }
 
@@ -239,6 +246,13 @@ class ConfigurationError(LlmError, ValueError):
     )
 
 
+class ConfigurationTypeError(ConfigurationError, TypeError):
+    """Raised when a caller passes a value of the wrong type (``messages="hello"``,
+    ``cancel=True``, ``ToolSpec(parameters="x")``); also a :class:`TypeError`."""
+
+    codes = frozenset({"INVALID_OPTIONS_TYPE"})
+
+
 _CLASSES: tuple[type[LlmError], ...] = (
     AuthenticationError,
     RateLimitError,
@@ -257,6 +271,7 @@ _CLASSES: tuple[type[LlmError], ...] = (
     ProtocolError,
     ToolArgumentsError,
     ConfigurationError,
+    ConfigurationTypeError,
 )
 _BY_CODE: dict[str, type[LlmError]] = {code: cls for cls in _CLASSES for code in cls.codes}
 

@@ -4,8 +4,10 @@ Contract: IPython is imported lazily, only when :func:`display` runs; outside a 
 the stream is rendered as plain text by :class:`~dshstream.render.TextRenderer`. In a
 notebook the answer is shown as Markdown, updated at most ``max_updates_per_second``
 times (default 15), reasoning in a collapsible section, tool calls as a small table,
-usage and finish at the end. The stop button (``KeyboardInterrupt``) closes the stream
-and keeps the partial result, which is returned.
+usage and finish at the end. The stop button (``KeyboardInterrupt``) ends the current
+stream — its partial output stays on screen, marked aborted, and stays available as
+``stream.partial()`` — and then propagates, so the cell stops (a cell looping over
+prompts needs one Stop, not one per stream). The plain-text fallback does the same.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class MarkdownView:
         self.reasoning: list[str] = []
         self.tool_calls: list[ToolCallBlock] = []
         self.footer = ""
+        self.finished = False
 
     def feed(self, chunk: object) -> None:
         if type(chunk) is TextDelta:
@@ -47,6 +50,7 @@ class MarkdownView:
         elif type(chunk) is UsageChunk:
             self.footer = f"*usage: {describe_usage(chunk.usage)}*"
         elif type(chunk) is Finish:
+            self.finished = True
             reason = chunk.reason
             line = f"*finish: {reason.kind}{f' ({reason.raw})' if reason.raw else ''}*"
             if reason.failure is not None:
@@ -108,15 +112,26 @@ def display(
     max_updates_per_second: float = 15.0,
     display_factory: Callable[[str], DisplayHandle] | None = None,
 ) -> AssembledResponse:
-    """Render ``stream`` live; returns the (possibly partial) assembled response."""
+    """Render ``stream`` live; returns the assembled response (an error finish included).
+
+    ``KeyboardInterrupt`` (the notebook's Stop) closes the stream, shows the partial
+    output marked aborted and propagates; ``stream.partial()`` keeps that result.
+    """
     factory = display_factory or _ipython_display()
     if factory is None:
         renderer = TextRenderer()
+        finished = False
         try:
             for chunk in stream:
                 renderer.feed(chunk)
+                finished = type(chunk) is Finish
         except KeyboardInterrupt:
             stream.close()
+            if not finished:
+                renderer.feed(Finish(reason=stream.partial().finish))
+            renderer.close()
+            raise
+        renderer.close()
         return stream.partial()
     view = MarkdownView()
     handle = factory("")
@@ -133,9 +148,12 @@ def display(
                 last = now
                 dirty = False
     except KeyboardInterrupt:
+        # Stop: end this stream, show what came marked aborted, then stop the cell.
         stream.close()
-        view.feed(Finish(reason=stream.partial().finish))
-        dirty = True
+        if not view.finished:
+            view.feed(Finish(reason=stream.partial().finish))
+        handle.update(view.render())
+        raise
     if dirty:
         handle.update(view.render())
     return stream.partial()

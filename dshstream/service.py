@@ -6,9 +6,22 @@ Contract:
   its routes atomically or ``dispose`` of them.
 - Listeners wrap ``stream``: ``fn(options, next) -> Iterator[chunk]``; each may yield its
   own chunks, call ``next`` with a rewritten request, or observe. Adapter lookup happens
-  at the end of the chain, so rerouting works. Listener errors propagate.
-- Anything raised by adapter lookup or iteration becomes one terminal ``Finish``:
-  ``aborted`` if the request was cancelled or the code is ``ABORTED``, else ``error``.
+  at the end of the chain, so rerouting works.
+- ``stream`` checks its options first (:func:`~dshstream.request.check_options`, which also
+  catches a ``GenerateOptions`` altered behind the dataclass's back) and raises
+  :class:`~dshstream.errors.ConfigurationError` (``INVALID_OPTIONS``) or
+  :class:`~dshstream.errors.ConfigurationTypeError` (``INVALID_OPTIONS_TYPE``, also for an
+  object that is not a ``GenerateOptions``) synchronously; that is the only exception it
+  raises. Everything else surfaces as chunks.
+- Anything raised by a listener, by adapter lookup or by iteration — an ``LlmError`` or any
+  other ``Exception`` — becomes one terminal ``Finish``: ``aborted`` if the request was
+  cancelled or the code is ``ABORTED``, else ``error`` (a foreign exception is ``UNKNOWN``
+  with its redacted text in ``detail``; options a listener passes on that fail the checks
+  are ``INVALID_OPTIONS``/``INVALID_OPTIONS_TYPE``). A listener that yields something that
+  is not a chunk ends the stream with ``CONTRACT_VIOLATION``. An exception after the
+  ``Finish`` is logged and dropped. Only ``KeyboardInterrupt``/``SystemExit`` propagate, and
+  ``CONTRACT_VIOLATION`` from ``check_contract=True`` (a debugging aid) is raised while
+  iterating.
 - Replay state in history is kept only when the message's provider and the target
   provider are registered to the very same adapter instance; requests are never mutated.
 """
@@ -25,9 +38,9 @@ from .contract import check_contract as _check_contract
 from .errors import LlmError, error_for, make_failure
 from .log import get_logger
 from .redaction import redact
-from .request import GenerateOptions, Message
+from .request import GenerateOptions, Message, check_options
 from .chunk_stream import ChunkStream
-from .types import Finish, FinishKind, FinishReason, LlmFailure, StreamChunk
+from .types import CHUNK_TYPES, Finish, FinishKind, FinishReason, LlmFailure, StreamChunk
 
 log = get_logger("dshstream.service")
 
@@ -172,7 +185,12 @@ class LlmService:
     # ------------------------------------------------------------------ streaming
 
     def stream(self, options: GenerateOptions) -> ChunkStream:
-        """Start a stream; iterate the result, or call ``.result()``."""
+        """Start a stream; iterate the result, or call ``.result()``.
+
+        Raises only ``ConfigurationError`` (bad options, see the module docstring); every
+        other failure is the stream's terminal ``Finish``.
+        """
+        options = check_options(options)
         cancel = options.cancel
         if cancel is None:
             cancel = threading.Event()
@@ -182,25 +200,64 @@ class LlmService:
         if not listeners and not self.check_contract:
             # Nobody needs single chunks on the way: hand lists through (one per read).
             return ChunkStream(self._terminal_batches(options), options=options, cancel=cancel)
-        chain: Next = self._terminal
-        for listener in reversed(listeners):
-            chain = _bind(listener, chain)
-        source = chain(options)
+        source = self._guarded(listeners, options)
         if self.check_contract:
             source = _check_contract(source)
         return ChunkStream(_singles(source), options=options, cancel=cancel)
 
+    def _guarded(self, listeners: tuple[Listener, ...], options: GenerateOptions) -> Iterator[StreamChunk]:
+        """The listener chain, with every exception it raises turned into the ``Finish``."""
+        finished = False
+        source: Iterator[StreamChunk] | None = None
+        try:
+            chain: Next = self._terminal
+            for listener in reversed(listeners):
+                chain = _bind(listener, chain)
+            source = iter(chain(options))
+            for chunk in source:
+                if type(chunk) not in CHUNK_TYPES:
+                    raise error_for(
+                        make_failure(
+                            "CONTRACT_VIOLATION",
+                            f"{options.provider}: a listener yielded {type(chunk).__name__}, not a chunk",
+                            provider=options.provider,
+                        )
+                    )
+                if type(chunk) is Finish:
+                    finished = True
+                yield chunk
+        except GeneratorExit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish
+            if finished:
+                log.error("%s: listener raised %s after the finish", options.provider, type(exc).__name__)
+                return
+            finish = self._finish_for(exc, options, who="listener")
+            assert finish.reason.failure is not None
+            self._report(finish.reason.failure, options)
+            yield finish
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - closing never raises
+                    log.exception("closing a listener's stream raised")
+
     def _terminal(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        for batch in self._terminal_batches(options):
+        """The end of the listener chain: the options a listener passes on are checked."""
+        for batch in self._terminal_batches(options, check=True):
             yield from batch
 
-    def _terminal_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
+    def _terminal_batches(self, options: GenerateOptions, *, check: bool = False) -> Iterator[list[StreamChunk]]:
         """The end of the waterfall: adapter lookup, replay routing, failure → Finish."""
         finished = False
         try:
+            if check:
+                options = check_options(options)
             adapter = self.adapter_for(options.provider)
             options = self._route_replay(options, adapter)
-            if options.cancel is not None and options.cancel.is_set():
+            if _cancelled(options):
                 raise _config_error("ABORTED", f"{options.provider}: stream cancelled by the caller")
             batches = adapter.stream_batches(options)
             try:
@@ -228,16 +285,15 @@ class LlmService:
             self._report(finish.reason.failure, options)
             yield [finish]
 
-    def _finish_for(self, exc: Exception, options: GenerateOptions) -> Finish:
-        failure = _failure_of(exc, options.provider)
-        cancelled = options.cancel is not None and options.cancel.is_set()
+    def _finish_for(self, exc: Exception, options: GenerateOptions, who: str = "adapter") -> Finish:
+        provider = _provider_of(options)
+        failure = _failure_of(exc, provider, who)
+        cancelled = _cancelled(options)
         if cancelled and failure.code != "ABORTED":
-            failure = make_failure(
-                "ABORTED", f"{options.provider}: stream cancelled by the caller", provider=options.provider
-            )
+            failure = make_failure("ABORTED", f"{provider}: stream cancelled by the caller", provider=provider)
         kind: FinishKind = "aborted" if cancelled or failure.code == "ABORTED" else "error"
         if not isinstance(exc, LlmError):
-            log.error("%s: adapter raised %s", options.provider, type(exc).__name__)
+            log.error("%s: %s raised %s", provider, who, type(exc).__name__)
         return Finish(reason=FinishReason(kind=kind, failure=failure))
 
     def _report(self, failure: LlmFailure, options: GenerateOptions) -> None:
@@ -246,7 +302,10 @@ class LlmService:
         if self.failure_reporter is None:
             return
         try:
-            self.failure_reporter(failure, {"provider": options.provider, "model": options.model})
+            model = getattr(options, "model", None)
+            self.failure_reporter(
+                failure, {"provider": _provider_of(options), "model": model if isinstance(model, str) else None}
+            )
         except Exception:  # noqa: BLE001 - a reporter must never break the stream
             log.exception("failure_reporter raised")
 
@@ -280,7 +339,31 @@ def _bind(listener: Listener, next_: Next) -> Next:
     return call
 
 
-def _failure_of(exc: BaseException, provider: str) -> LlmFailure:
+def _provider_of(options: object) -> str:
+    """The request's provider name, or ``"service"`` for options too broken to have one."""
+    provider = getattr(options, "provider", None)
+    return provider if isinstance(provider, str) and provider else "service"
+
+
+def _cancelled(options: object) -> bool:
+    """Whether the request's cancel event is set (``False`` when it can't be asked)."""
+    cancel = getattr(options, "cancel", None)
+    if cancel is None:
+        return False
+    try:
+        return bool(cancel.is_set())
+    except Exception:  # noqa: BLE001 - a broken cancel object is not a cancellation
+        return False
+
+
+def _exception_text(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - a hostile __str__ must not break the boundary
+        return type(exc).__name__
+
+
+def _failure_of(exc: BaseException, provider: str, who: str = "adapter") -> LlmFailure:
     if isinstance(exc, LlmError):
         failure = exc.failure
         if failure.provider is None:
@@ -288,7 +371,7 @@ def _failure_of(exc: BaseException, provider: str) -> LlmFailure:
         return failure
     return make_failure(
         "UNKNOWN",
-        f"{provider}: adapter failed with {type(exc).__name__}",
+        f"{provider}: {who} failed with {type(exc).__name__}",
         provider=provider,
-        detail=redact(f"{type(exc).__name__}: {exc}", limit=1900) or None,
+        detail=redact(_exception_text(exc), limit=1900) or None,
     )

@@ -226,10 +226,8 @@ class HttpStream:
         self.response = outcome
         self.status = outcome.status_code
         self.headers = dict(outcome.headers)
-        request_id = request_id_from(self.headers)
-        if request_id is not None and redact(request_id, self._request.secrets) != request_id:
-            request_id = None  # a server echoing the key back must not put it in a repr
-        self.request_id = request_id
+        # a server echoing the key back must not put it in a repr
+        self.request_id = request_id_from(self.headers, self._request.secrets)
         self._read = _reader_for(outcome, self.headers)
 
     def _work(self, session: requests.Session, method: str, kwargs: dict[str, Any]) -> None:

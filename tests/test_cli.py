@@ -124,3 +124,150 @@ def test_chat_sends_system_tools_and_reasoning_effort(tmp_path: "os.PathLike[str
     assert sent["tools"][0]["function"]["name"] == "get_weather"
     assert sent["thinking"] == {"type": "enabled"} and sent["reasoning_effort"] == "high"
     assert sent["max_tokens"] == 50
+
+
+# --------------------------------------------------------------------------- rough edges
+
+PROVIDER_KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "xai": "XAI_API_KEY",
+    "together": "TOGETHER_API_KEY",
+}
+ALL_KEYS = {*PROVIDER_KEYS.values(), "GOOGLE_API_KEY", "VLLM_API_KEY"}
+
+
+def run_env(*args: str, env: dict[str, str] | None = None, drop: set[str] = ALL_KEYS) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in ENV.items() if k not in drop}
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "dshstream", *args],
+        capture_output=True, text=True, env=environment, timeout=120, stdin=subprocess.DEVNULL,
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDER_KEYS))
+def test_a_missing_key_names_the_variable_to_set(provider: str) -> None:
+    line = one_error_line(run_env("chat", "-p", provider, "-m", "some-model", "x"))
+    assert PROVIDER_KEYS[provider] in line and "--base-url" in line
+    assert "no adapter" not in line
+
+
+def test_models_without_a_key_names_the_variable() -> None:
+    line = one_error_line(run_env("models", "-p", "groq"))
+    assert "GROQ_API_KEY" in line
+
+
+def test_an_unknown_provider_is_a_usage_error() -> None:
+    line = one_error_line(run_env("chat", "-p", "nope", "-m", "m", "x"))
+    assert "'nope'" in line and "openai" in line
+
+
+def test_replay_of_a_missing_file_names_the_path() -> None:
+    line = one_error_line(run("replay", "/nonexistent/file.sse"))
+    assert "/nonexistent/file.sse" in line
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://127.0.0.1/v1", "http://", "http://:80/v1", "127.0.0.1:8080/v1"])
+def test_an_invalid_base_url_is_a_usage_error(url: str) -> None:
+    line = one_error_line(run_env("chat", "-p", "local", "-m", "m", "--base-url", url, "hi"))
+    assert "not a valid URL" in line and "TRANSPORT" not in line
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "No such file"),
+        ("[{", "not valid JSON"),
+        ('[{"type": "function", "function": {"description": "no name"}}]', 'no "name"'),
+        ('["get_weather"]', "not an object"),
+        ('[{"name": "f", "parameters": [1, 2]}]', '"parameters" must be'),
+        ("[]", "empty"),
+    ],
+)
+def test_a_bad_tools_file_is_one_line_and_exit_2(tmp_path: "os.PathLike[str]", content: str | None, says: str) -> None:
+    from pathlib import Path
+
+    path = Path(tmp_path) / "tools.json"
+    if content is not None:
+        path.write_text(content)
+    line = one_error_line(run_env("chat", "-p", "local", "-m", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                  "--tools", str(path), "hi"))
+    assert str(path) in line and says in line
+
+
+def _authorization(*args: str, env: dict[str, str], provider: str = "openai") -> str | None:
+    from dshstream.replay_server import ReplayServer
+
+    body = (FIXTURES / "openai/text_include_usage.sse").read_bytes()
+    with ReplayServer({"/v1/": body}) as server:
+        proc = run_env("chat", "-p", provider, "-m", "m", "--base-url", f"{server.url}/v1", *args, "Hi", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert len(server.requests) == 1
+        return server.requests[0].headers.get("authorization")
+
+
+@pytest.mark.parametrize("provider", ["openai", "deepseek", "local"])
+def test_base_url_gets_no_environment_key_unless_named(provider: str) -> None:
+    keys = {name: f"sk-env-secret-{n:04d}" for n, name in enumerate(sorted(ALL_KEYS))}
+    assert _authorization(env=keys, provider=provider) is None
+    assert _authorization("--api-key-env", "MY_GATEWAY_KEY", env={**keys, "MY_GATEWAY_KEY": "gw-key-1234"},
+                          provider=provider) == "Bearer gw-key-1234"
+
+
+def test_a_named_but_unset_key_variable_is_a_usage_error() -> None:
+    line = one_error_line(run_env("chat", "-p", "local", "-m", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                  "--api-key-env", "NOT_SET_ANYWHERE", "hi"))
+    assert "NOT_SET_ANYWHERE" in line
+
+
+def test_a_closed_pipe_is_a_quiet_successful_exit() -> None:
+    from dshstream.replay_server import ReplayServer, Route
+
+    data = (FIXTURES / "openai/text_include_usage.sse").read_bytes()
+    events = [event + b"\n\n" for event in data.split(b"\n\n") if event.strip()]
+    # A few events, then a pause while the reader goes away, then the rest.
+    route = Route(body=b"", script=[*events[:5], 0.5, *events[5:]])
+    with ReplayServer({"/v1/": route}) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dshstream", "chat", "-p", "local", "-m", "m", "--base-url", f"{server.url}/v1",
+             "--json", "Hi"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=ENV,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        assert first.startswith(b"{")
+        proc.stdout.close()  # like `| head -1`
+        stderr = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0
+    assert stderr == b""
+
+
+def test_demo_into_head_is_quiet() -> None:
+    command = f"{sys.executable} -m dshstream demo | head -2"
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, env=ENV,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert len(proc.stdout.splitlines()) == 2
+
+
+def test_a_failure_goes_to_stderr_once_when_piped() -> None:
+    proc = run("replay", str(FIXTURES / "openrouter/midstream_error_chunk.sse"), "--wire", "openrouter")
+    assert proc.returncode == 1
+    headline = proc.stderr.removeprefix("error: ").strip()
+    assert proc.stderr.count("error: ") == 1
+    assert f"finish: error (length) — {headline}" in proc.stdout  # the record on stdout is whole

@@ -24,6 +24,7 @@ from dshstream import (
     UsageChunk,
 )
 from dshstream.adapters.base import LlmAdapter, ProviderInfo
+from dshstream.chunk_stream import ChunkStream
 from dshstream.notebook import display
 from dshstream.service import LlmService
 
@@ -65,14 +66,15 @@ def many_chunks() -> list[StreamChunk]:
     return chunks
 
 
-def run(adapter: LlmAdapter) -> tuple[FakeHandle, Any]:
+def open_stream(adapter: LlmAdapter) -> ChunkStream:
     service = LlmService()
     service.register_adapter(["p"], adapter)
+    return service.stream(GenerateOptions(provider="p", model="m", messages=(Message.user("hi"),)))
+
+
+def run(adapter: LlmAdapter) -> tuple[FakeHandle, Any]:
     handle = FakeHandle()
-    result = display(
-        service.stream(GenerateOptions(provider="p", model="m", messages=(Message.user("hi"),))),
-        display_factory=lambda initial: handle,
-    )
+    result = display(open_stream(adapter), display_factory=lambda initial: handle)
     return handle, result
 
 
@@ -89,11 +91,43 @@ def test_renders_throttled_markdown_with_reasoning_tools_usage_and_finish() -> N
     assert result.tool_calls[0].name == "get_weather"
 
 
-def test_stop_button_closes_and_keeps_the_partial_result() -> None:
-    handle, result = run(Scripted(many_chunks(), interrupt_at=500))
+def test_stop_button_ends_the_stream_shows_it_aborted_and_stops_the_cell() -> None:
+    stream = open_stream(Scripted(many_chunks(), interrupt_at=500))
+    handle = FakeHandle()
+    with pytest.raises(KeyboardInterrupt):
+        display(stream, display_factory=lambda initial: handle)
+    assert stream.done
+    result = stream.partial()
     assert result.finish.kind == "aborted"
     assert result.text.count("word") == 497
+    assert handle.updates[-1].count("word") == 497  # the partial answer stays on screen
     assert "finish: aborted" in handle.updates[-1]
+
+
+def test_stop_during_a_display_update_also_ends_the_stream() -> None:
+    class Interrupting(FakeHandle):
+        def update(self, obj: Any) -> None:
+            super().update(obj)
+            if len(self.updates) == 1:
+                raise KeyboardInterrupt
+
+    stream = open_stream(Scripted(many_chunks()))
+    handle = Interrupting()
+    with pytest.raises(KeyboardInterrupt):
+        display(stream, display_factory=lambda initial: handle)
+    assert stream.done and stream.partial().finish.kind == "aborted"
+    assert "finish: aborted" in handle.updates[-1]
+    assert handle.updates[-1].count("finish:") == 1
+
+
+def test_stop_in_the_plain_text_fallback_propagates(capsys: pytest.CaptureFixture[str]) -> None:
+    stream = open_stream(Scripted(many_chunks(), interrupt_at=10))
+    with pytest.raises(KeyboardInterrupt):
+        stream.display()
+    out = capsys.readouterr().out
+    assert "word word" in out
+    assert "finish: aborted" in out
+    assert stream.partial().finish.kind == "aborted"
 
 
 def test_plain_text_fallback_outside_a_kernel(capsys: pytest.CaptureFixture[str]) -> None:
@@ -104,10 +138,37 @@ def test_plain_text_fallback_outside_a_kernel(capsys: pytest.CaptureFixture[str]
     assert "word word" in capsys.readouterr().out
 
 
-def test_in_a_real_kernel() -> None:
+def execute_notebook(*cells: str, allow_errors: bool = False) -> Any:
+    """Run ``cells`` in a real python3 kernel; returns the executed notebook."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
+    notebook = nbformat.v4.new_notebook()
+    for cell in cells:
+        notebook.cells.append(nbformat.v4.new_code_cell(textwrap.dedent(cell)))
+    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=allow_errors)
+    try:
+        client.execute()
+    except Exception as exc:  # noqa: BLE001 - a missing kernelspec is an environment problem
+        if "No such kernel" in str(exc):
+            pytest.skip(f"no python3 kernel: {exc}")
+        raise
+    return notebook
+
+
+def markdown_of(outputs: list[Any]) -> list[str]:
+    return [
+        o["data"]["text/markdown"]
+        for o in outputs
+        if o.get("output_type") in ("display_data", "update_display_data") and "text/markdown" in o.get("data", {})
+    ]
+
+
+def streams_of(outputs: list[Any]) -> str:
+    return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+
+
+def test_in_a_real_kernel() -> None:
     code = textwrap.dedent(
         """
         from dshstream import LlmService, OpenAIChatAdapter, GenerateOptions, Message
@@ -123,17 +184,51 @@ def test_in_a_real_kernel() -> None:
         print("TEXT=" + result.text)
         """
     )
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells.append(nbformat.v4.new_code_cell(code))
-    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3")
-    try:
-        client.execute()
-    except Exception as exc:  # noqa: BLE001 - a missing kernelspec is an environment problem
-        if "No such kernel" in str(exc):
-            pytest.skip(f"no python3 kernel: {exc}")
-        raise
+    notebook = execute_notebook(code)
     outputs = notebook.cells[0].outputs
-    markdown = [o["data"]["text/markdown"] for o in outputs if o.get("output_type") in ("display_data", "update_display_data") and "text/markdown" in o.get("data", {})]
-    streams = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
-    assert "TEXT=Hello from the kernel" in streams
-    assert any("Hello from the kernel" in m for m in markdown)
+    assert "TEXT=Hello from the kernel" in streams_of(outputs)
+    assert any("Hello from the kernel" in m for m in markdown_of(outputs))
+
+
+def test_stop_in_a_real_kernel_stops_the_cell_not_just_the_stream() -> None:
+    # The cell interrupts itself (as the Stop button does: SIGINT to the kernel) while
+    # the first of two streams is stalled on a slow loopback server.
+    start = """
+        import os, signal, threading
+        from dshstream import LlmService, OpenAIChatAdapter, GenerateOptions, Message
+        from dshstream.replay_server import ReplayServer, Route
+        event = lambda text: ('data: {"id":"x","choices":[{"index":0,"delta":{"content":"%s"}}]}\\n\\n' % text).encode()
+        route = Route(body=b"", script=[event("Partial "), event("answer"), 30.0, event(" never shown"),
+                                        b'data: {"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\\n\\n',
+                                        b"data: [DONE]\\n\\n"])
+        server = ReplayServer({"/v1/": route}).start()
+        service = LlmService()
+        service.register_adapter(["local"], OpenAIChatAdapter(api_key="k", base_url=server.url + "/v1"))
+        started, streams = [], []
+        """
+    loop = """
+        threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        for prompt in ("first", "second"):
+            started.append(prompt)
+            streams.append(service.stream(GenerateOptions(provider="local", model="m",
+                                                          messages=(Message.user(prompt),))))
+            streams[-1].display()
+        """
+    after = """
+        partial = streams[0].partial()
+        print("STARTED=" + ",".join(started))
+        print("REQUESTS=%d" % len(server.requests))
+        print("PARTIAL=%s|%s" % (partial.text, partial.finish.kind))
+        server.stop()
+        """
+    notebook = execute_notebook(start, loop, after, allow_errors=True)
+    outputs = notebook.cells[1].outputs
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    assert [e["ename"] for e in errors] == ["KeyboardInterrupt"], outputs
+    final = markdown_of(outputs)[-1]
+    assert "Partial answer" in final and "never shown" not in final
+    assert "finish: aborted" in final
+    after_out = streams_of(notebook.cells[2].outputs)
+    assert "STARTED=first\n" in after_out  # the second stream never started
+    assert "REQUESTS=1\n" in after_out
+    assert "PARTIAL=Partial answer|aborted" in after_out

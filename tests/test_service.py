@@ -158,7 +158,7 @@ def test_listener_can_short_circuit_and_reroute() -> None:
     assert service.stream(options("initial")).result().text == "cached"
 
 
-def test_listener_errors_propagate() -> None:
+def test_listener_errors_become_one_error_finish() -> None:
     service = LlmService()
     service.register_adapter(["p"], FakeAdapter())
 
@@ -166,8 +166,12 @@ def test_listener_errors_propagate() -> None:
         raise RuntimeError("listener bug")
 
     service.add_listener(broken)
-    with pytest.raises(RuntimeError, match="listener bug"):
-        list(service.stream(options()))
+    chunks = list(service.stream(options()))
+    assert len(chunks) == 1 and isinstance(chunks[0], Finish)
+    failure = chunks[0].reason.failure
+    assert chunks[0].reason.kind == "error" and failure is not None and failure.code == "UNKNOWN"
+    assert "listener" in failure.message and "RuntimeError" in failure.message
+    assert failure.detail is not None and "listener bug" in failure.detail
 
 
 class Raising(FakeAdapter):

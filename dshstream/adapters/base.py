@@ -33,6 +33,14 @@ from ..redaction import redact, register_secret
 from ..request import GenerateOptions
 from ..transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, Session, Transport
 from ..types import Finish, LlmFailure, StreamChunk
+from ..validate import (
+    check_api_key,
+    check_base_url,
+    check_headers,
+    check_nonneg_int,
+    check_positive_int,
+    check_timeout,
+)
 from ..wires.base import Translator
 
 log = get_logger("dshstream.adapters")
@@ -118,13 +126,22 @@ class HttpAdapter(LlmAdapter):
         max_event_size: int = 16 * 1024 * 1024,
         title: str | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        # Caller mistakes fail here, naming the setting (never echoing a key).
+        api_key = check_api_key(api_key)
+        self.base_url = check_base_url(base_url).rstrip("/")
+        connect_timeout = check_timeout(connect_timeout, "connect_timeout", allow_none=False) or 0.0
+        max_retries = check_nonneg_int(max_retries, "max_retries")
+        max_event_size = check_positive_int(max_event_size, "max_event_size")
+        headers = check_headers(headers) if headers is not None else None
         if api_key is None and key_env:
             # The first non-empty of the provider's key variables (read once, here), and
             # only for the provider's own host: an environment key never goes to a
             # base_url the caller pointed elsewhere (they pass api_key= for that).
             if key_host_url is None or same_host(self.base_url, key_host_url):
-                api_key = next((os.environ[name] for name in key_env if os.environ.get(name)), None)
+                api_key = check_api_key(
+                    next((os.environ[name] for name in key_env if os.environ.get(name)), None),
+                    "/".join(key_env),
+                )
             elif any(os.environ.get(name) for name in key_env):
                 log.info(
                     "%s: not sending %s to %s (not the provider's own host); pass api_key= to send a key",

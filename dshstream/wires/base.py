@@ -10,13 +10,16 @@ marker: ``STREAM_CLOSED`` unless a finish reason already arrived, open tool call
 truncated). A ``stop`` with no block at all becomes ``EMPTY_RESPONSE``.
 
 A :class:`Translator` is fed one SSE event at a time (``feed``) and told about the end of
-the input (``close``); both return the chunks produced so far.
+the input (``close``); both return the chunks produced so far. ``Translator.parse_json``
+replaces lone surrogate escapes with U+FFFD, so every text a translator emits is valid
+UTF-8.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
@@ -321,19 +324,28 @@ class Translator:
     # ------------------------------------------------------------------ helpers
 
     def parse_json(self, data: str) -> Any:
-        """Parse an event's JSON; raises ``MALFORMED_RESPONSE`` instead of ``ValueError``."""
+        """Parse an event's JSON; raises ``MALFORMED_RESPONSE`` instead of ``ValueError``.
+
+        A lone surrogate escape (``"\\ud800"`` without its pair) becomes U+FFFD, so every
+        string handed on is valid UTF-8; escaped pairs decode to their character.
+        """
         try:
             value, end = _scan_once(data, 0)
             if end == len(data):
+                if "\\ud" in data or "\\uD" in data:  # cheap gate: most events have none
+                    return fix_surrogates(value)
                 return value
         except StopIteration:
             pass
         except (ValueError, RecursionError):
             raise self._malformed(data) from None
         try:
-            return json.loads(data)  # leading/trailing whitespace, or the precise error
+            value = json.loads(data)  # leading/trailing whitespace, or the precise error
         except (ValueError, RecursionError):
             raise self._malformed(data) from None
+        if "\\ud" in data or "\\uD" in data:
+            return fix_surrogates(value)
+        return value
 
     def _malformed(self, data: str) -> Exception:
         who = self.writer.provider
@@ -349,6 +361,45 @@ class Translator:
 # The C scanner behind json.loads, called directly: the payloads of a stream are compact
 # objects, so the two whitespace regex passes json.loads makes per call are pure overhead.
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def fix_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with every lone surrogate in its strings — dict keys too —
+    replaced by U+FFFD. Containers are fixed in place (iteratively: any depth); a string
+    comes back as a new string. Surrogate pairs never reach here: the JSON decoder joins
+    ``"\\ud83d\\ude00"`` into one character."""
+    if type(value) is str:
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    search = _LONE_SURROGATE.search
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            renamed = False
+            for key, item in node.items():
+                if type(item) is str:
+                    if search(item):
+                        node[key] = _LONE_SURROGATE.sub("\ufffd", item)
+                elif type(item) is dict or type(item) is list:
+                    stack.append(item)
+                if search(key):
+                    renamed = True
+            if renamed:
+                pairs = list(node.items())
+                node.clear()
+                for key, item in pairs:
+                    node[_LONE_SURROGATE.sub("\ufffd", key)] = item
+        elif type(node) is list:
+            for i, item in enumerate(node):
+                if type(item) is str:
+                    if search(item):
+                        node[i] = _LONE_SURROGATE.sub("\ufffd", item)
+                elif type(item) is dict or type(item) is list:
+                    stack.append(item)
+    return value
 
 
 def dump_json(value: Any) -> str | None:

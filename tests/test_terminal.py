@@ -1,0 +1,281 @@
+"""The command line on a real terminal: ``dshstream chat`` runs in a pseudo-terminal
+against a loopback server replaying a recorded transcript (paced, so the live status line
+is drawn while the answer streams), and everything it writes is fed to a terminal emulator
+(``pyte``). The final screen must show the whole answer, then usage, finish and the
+summary — never a status line left over or drawn over the answer."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from dshstream.assembler import assemble
+from dshstream.decoding import decode
+from dshstream.replay_server import ReplayServer, Route
+
+from helpers import FIXTURES
+
+pyte = pytest.importorskip("pyte")
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+COLUMNS, LINES = 120, 60
+#: the live status line (the final summary reads ``1.2s · 30 tokens · 25.0 tok/s``)
+LIVE_STATUS = re.compile(r"\d\.\ds · (~ *[\d.]+ tok/s|waiting for the answer)")
+
+
+@dataclass
+class Run:
+    screen_lines: list[str]
+    raw: bytes
+    returncode: int
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.screen_lines).rstrip()
+
+    def shows(self, expected: str) -> bool:
+        """Whether ``expected`` is on the screen, in order, whole (line wrapping and
+        trailing blanks don't matter)."""
+        return _squash(expected) in _squash("".join(self.screen_lines))
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def events(body: bytes) -> list[bytes]:
+    """The transcript split into its SSE events."""
+    return [event + b"\n\n" for event in body.replace(b"\r\n", b"\n").split(b"\n\n") if event.strip()]
+
+
+def paced(body: bytes, pause: float, *, stall_after: int | None = None, stall: float = 0.0) -> Route:
+    """``body`` one event at a time with ``pause`` seconds between events (and one long
+    ``stall`` after event number ``stall_after``)."""
+    script: list[bytes | float] = []
+    for number, event in enumerate(events(body), 1):
+        script.append(event)
+        script.append(pause)
+        if number == stall_after:
+            script.append(stall)
+    return Route(body=b"", script=script)
+
+
+def run_in_pty(
+    args: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    until: Callable[[pyte.Screen], bool] | None = None,
+    then: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    timeout: float = 20.0,
+) -> Run:
+    """Run ``python -m dshstream ARGS`` with stdin, stdout and stderr on one pty; when
+    ``until(screen)`` first holds, call ``then(process)``."""
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "OPENAI_API_KEY")}
+    environment.update({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(LINES)})
+    environment.update(env or {})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dshstream", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=environment,
+        close_fds=True,
+    )
+    os.close(slave)
+    screen = pyte.Screen(COLUMNS, LINES)
+    stream = pyte.ByteStream(screen)
+    raw = bytearray()
+    deadline = time.monotonic() + timeout
+    fired = False
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: every writer closed the slave
+                    data = b""
+                if not data:
+                    break
+                raw += data
+                stream.feed(data)
+            if until is not None and not fired and until(screen):
+                fired = True
+                if then is not None:
+                    then(process)
+        returncode = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+    if until is not None:
+        assert fired, "the condition never held:\n" + "\n".join(screen.display).rstrip()
+    return Run(list(screen.display), bytes(raw), returncode)
+
+
+def chat(server: ReplayServer, *extra: str, provider: str = "local") -> list[str]:
+    return ["chat", "-p", provider, "-m", "m", "--base-url", f"{server.url}/v1", *extra, "hello"]
+
+
+def expected(relative: str, wire: str) -> tuple[str, str]:
+    result = assemble(decode((FIXTURES / relative).read_bytes(), wire=wire))
+    return result.text, result.reasoning
+
+
+def assert_no_status(run: Run) -> None:
+    left = [line for line in run.screen_lines if LIVE_STATUS.search(line)]
+    assert not left, run.text
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def test_a_short_answer_stays_whole_with_usage_finish_and_summary() -> None:
+    fixture = "openai/text_include_usage.sse"
+    text, _ = expected(fixture, "openai-chat")
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.03)}) as server:
+        run = run_in_pty(chat(server))
+    assert run.returncode == 0, run.text
+    assert run.shows(text), run.text
+    lines = [line.rstrip() for line in run.screen_lines if line.strip()]
+    usage_at = lines.index("usage: in 14 · out 30")
+    assert _squash("".join(lines[:usage_at])) == _squash(text)  # nothing but the answer above
+    assert lines[usage_at + 1] == "finish: stop (stop)"
+    assert re.fullmatch(r"\d+\.\ds · 30 tokens · \d+\.\d tok/s", lines[usage_at + 2]), run.text
+    assert len(lines) == usage_at + 3, run.text
+    assert b"\x1b[2K" in run.raw  # a live status line was drawn (and cleared) on the way
+    assert_no_status(run)
+
+
+def test_a_multi_line_answer_stays_whole() -> None:
+    fixture = "llamacpp/llamaserver_smollm2_long_256tok.sse"
+    text, _ = expected(fixture, "llamacpp")
+    assert text.count("\n") >= 2
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.004)}) as server:
+        run = run_in_pty(chat(server, provider="llamacpp"))
+    assert run.returncode == 0, run.text
+    assert run.shows(text), run.text
+    # every paragraph starts a line of its own, as written
+    for paragraph in (p for p in text.split("\n") if p.strip()):
+        first_words = paragraph.strip()[:40]
+        assert any(line.startswith(first_words) for line in run.screen_lines), (first_words, run.text)
+    assert "finish: max-tokens (length)" in run.text
+    assert re.search(r"\d+\.\ds · 256 tokens · [\d.]+ tok/s", run.text), run.text
+    assert_no_status(run)
+
+
+def test_reasoning_then_answer_both_stay() -> None:
+    fixture = "deepseek/reasoner_reasoning_content_then_content.sse"
+    text, reasoning = expected(fixture, "deepseek")
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.005)}) as server:
+        run = run_in_pty(chat(server, provider="deepseek"))
+    assert run.returncode == 0, run.text
+    assert run.shows("[reasoning] " + reasoning + text), run.text
+    answer_line = next(line for line in run.screen_lines if line.startswith("Hello there!"))
+    assert _squash(answer_line) == _squash(text)
+    assert "usage: in 6 · out 212 (198 reasoning)" in run.text
+    assert "finish: stop" in run.text
+    assert_no_status(run)
+    assert b"\x1b[2m" in run.raw  # reasoning dimmed on a colour terminal
+
+
+@pytest.mark.parametrize("cut", [40, 56], ids=["mid-line", "after-a-paragraph"])
+def test_interrupted_answer_keeps_the_partial_text_and_no_status_line(cut: int) -> None:
+    fixture = "llamacpp/llamaserver_smollm2_long_256tok.sse"
+    body = (FIXTURES / fixture).read_bytes()
+    partial = assemble(decode(b"".join(events(body)[:cut]), wire="llamacpp")).text
+    assert partial.strip() and partial.endswith("\n") == (cut == 56)
+    # paced so the status line is live while the answer streams, then a stall (the
+    # status line is up, on the empty line after a paragraph) until the interrupt
+    route = paced(body, 0.01, stall_after=cut, stall=10.0)
+    with ReplayServer({"/v1/": route}) as server:
+        run = run_in_pty(
+            chat(server, provider="llamacpp"),
+            until=lambda screen: _squash(partial) in _squash("".join(screen.display)),
+            then=lambda process: (time.sleep(0.3), process.send_signal(signal.SIGINT)),
+        )
+    assert run.returncode == 130, run.text
+    assert run.shows(partial), run.text
+    lines = [line.rstrip() for line in run.screen_lines if line.strip()]
+    assert lines[-1] == "interrupted", run.text
+    assert not any(line.startswith("finish:") for line in lines)
+    assert "Traceback" not in run.text
+    assert_no_status(run)
+
+
+# --------------------------------------------------------------------------- tool calls, failures
+
+
+def test_parallel_tool_calls_get_a_line_each() -> None:
+    fixture = "openai/parallel_tool_calls.sse"
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.002)}) as server:
+        run = run_in_pty(chat(server, provider="openai"))
+    assert run.returncode == 0, run.text
+    calls = [line for line in run.screen_lines if line.startswith("→ tool call ")]
+    assert len(calls) >= 2, run.text
+    assert all(line.count("→ tool call") == 1 for line in calls)
+    assert "finish: tool-calls" in run.text
+    assert_no_status(run)
+
+
+def test_a_failure_is_shown_once_on_a_terminal() -> None:
+    fixture = "openrouter/midstream_error_chunk.sse"
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.002)}) as server:
+        run = run_in_pty(chat(server, provider="openrouter"))
+    assert run.returncode == 1, run.text
+    finish = [line for line in run.screen_lines if line.startswith("finish: error")]
+    assert len(finish) == 1, run.text
+    headline = finish[0].split(" — ", 1)[1].strip()
+    assert headline
+    assert run.text.count(headline) == 1, run.text
+    assert "error: " not in run.text
+    assert_no_status(run)
+
+
+# --------------------------------------------------------------------------- plain output
+
+
+def test_no_color_on_a_terminal_is_plain() -> None:
+    fixture = "deepseek/reasoner_reasoning_content_then_content.sse"
+    text, reasoning = expected(fixture, "deepseek")
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.002)}) as server:
+        run = run_in_pty(chat(server, provider="deepseek"), env={"NO_COLOR": "1"})
+    assert run.returncode == 0, run.text
+    assert b"\x1b" not in run.raw
+    assert run.shows("[reasoning] " + reasoning + text), run.text
+    assert "tok/s" not in run.text
+
+
+def test_piped_output_is_plain() -> None:
+    fixture = "deepseek/reasoner_reasoning_content_then_content.sse"
+    text, reasoning = expected(fixture, "deepseek")
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.0)}) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "dshstream", *chat(server, provider="deepseek")],
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert b"\x1b" not in proc.stdout and b"\x1b" not in proc.stderr
+    out = proc.stdout.decode()
+    assert out == f"[reasoning] {reasoning}\n{text}\nusage: in 6 · out 212 (198 reasoning)\nfinish: stop (stop)\n"
+    assert proc.stderr == b""
