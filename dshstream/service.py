@@ -166,9 +166,13 @@ class LlmService:
             raise _config_error("NO_ADAPTER", f"no adapter registered for provider {provider!r}")
         return registration.adapter
 
-    def list_models(self, provider: str) -> list[ModelInfo]:
-        """Models of ``provider`` (advisory)."""
-        return self.adapter_for(provider).list_models(provider)
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
+        """Models of ``provider`` (advisory), fetched within ``timeout`` seconds in all
+        (default 30) and at most 16 MiB of answer."""
+        adapter = self.adapter_for(provider)
+        if timeout is None:  # adapters written before ``timeout`` existed keep working
+            return adapter.list_models(provider)
+        return adapter.list_models(provider, timeout=timeout)
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         """Add a listener to the waterfall; returns a function that removes it."""

@@ -36,6 +36,7 @@ Contract:
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import threading
@@ -235,6 +236,8 @@ class HttpStream:
         outcome: requests.Response | BaseException
         try:
             outcome = session.request(method, stream=True, allow_redirects=False, **kwargs)
+            while outcome.status_code in _INTERIM:
+                outcome = _final_response(outcome)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
             outcome = exc
         finally:
@@ -402,6 +405,62 @@ class HttpStream:
                 detail=detail,
             )
         )
+
+
+# ---------------------------------------------------------------------- interim answers
+
+#: informational answers ``http.client`` hands up as if final (it skips only ``100``)
+_INTERIM = frozenset({100, 102, 103})
+
+
+def _header_pairs(answer: http.client.HTTPResponse) -> Any:
+    # every urllib3 (1.26 to 2.x) builds its header dict from (name, value) pairs
+    return answer.getheaders()
+
+
+class _BufferedSocket:
+    """Stands in for a socket whose reader (with the bytes already buffered) exists."""
+
+    def __init__(self, fp: Any) -> None:
+        self._fp = fp
+
+    def makefile(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fp
+
+
+def _final_response(interim: requests.Response) -> requests.Response:
+    """The answer after an informational one (``103 Early Hints``), read from the same
+    connection's buffered reader and wrapped the way ``requests`` wraps any answer."""
+    raw: Any = interim.raw
+    original: Any = getattr(raw, "_original_response", None) or getattr(raw, "_fp", None)
+    fp = getattr(original, "fp", None)
+    adapter: Any = getattr(interim, "connection", None)
+    if fp is None or adapter is None or interim.request is None:
+        raise ValueError(f"cannot read past an informational HTTP {interim.status_code} answer")
+    # The final answer takes over the reader and the connection: the interim objects,
+    # closed when collected, must not close them.
+    connection, pool = getattr(raw, "_connection", None), getattr(raw, "_pool", None)
+    original.fp = None
+    raw._connection = None
+    raw._pool = None
+    answer = http.client.HTTPResponse(
+        _BufferedSocket(fp), method=getattr(original, "_method", None)  # type: ignore[arg-type]
+    )
+    answer.begin()
+    body = urllib3.HTTPResponse(
+        body=answer,
+        headers=_header_pairs(answer),
+        status=answer.status,
+        version=answer.version,
+        reason=answer.reason,
+        preload_content=False,
+        decode_content=False,
+        original_response=answer,
+        pool=pool,
+        connection=connection,
+    )
+    final: requests.Response = adapter.build_response(interim.request, body)
+    return final
 
 
 # ---------------------------------------------------------------------- body readers
@@ -652,8 +711,18 @@ class Transport:
             kwargs["data"] = data
         stream.send(self.session, method, kwargs)
         status = stream.status
-        if status < 300:
+        if 200 <= status < 300:
             return stream
+        if status < 200:
+            stream.close()
+            raise error_for(
+                make_failure(
+                    "MALFORMED_RESPONSE",
+                    f"{provider}: the server answered HTTP {status}, not a response (MALFORMED_RESPONSE)",
+                    provider=provider,
+                    status=status,
+                )
+            )
         try:
             body, _ = stream.read_bounded(ERROR_BODY_LIMIT)
         except LlmError:

@@ -37,7 +37,7 @@ from dshstream.assembler import AssembledResponse
 from dshstream.replay_server import ReplayServer, Route
 from dshstream.service import LlmService
 from helpers import fixture_bytes
-from rawserver import RawServer, chunk
+from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, RawServer, chunk
 
 KEY = "sk-trust-boundary-0123456789abcdef"
 SLACK = 1.0  # scheduling slack on a loaded 2-core machine (the watchdog ticks every 50 ms)
@@ -337,3 +337,19 @@ def test_a_2xx_html_page_says_so(servers: tuple[ReplayServer, ReplayServer]) -> 
     assert failure is not None and failure.code == "MALFORMED_RESPONSE"
     assert "HTML" in failure.message
     assert len(a.requests) == 1
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close-delimited"])
+def test_early_hints_before_the_answer_are_skipped(framing: str) -> None:
+    event = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+
+    def behave(srv: RawServer, conn: socket.socket) -> None:
+        srv.send(conn, b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")
+        if framing == "chunked":
+            srv.send(conn, CHUNKED_HEADERS + chunk(event) + b"0\r\n\r\n")
+        else:
+            srv.send(conn, CLOSE_HEADERS + event)
+
+    with RawServer(behave) as raw:
+        result, _ = run(ADAPTERS["openai-chat"](raw.url))
+    assert result.text == "hi" and result.finish.kind == "stop", result.finish
