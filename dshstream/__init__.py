@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     from .adapters.anthropic import AnthropicAdapter
     from .adapters.base import LlmAdapter, ModelInfo, ProviderInfo
     from .adapters.custom import CustomAdapter
+    from .adapters.http import HttpAdapter, ModelListFormat
+    from .adapters.settings import HttpSettings
+    from .retry import RetryPolicy
     from .adapters.gemini import GeminiAdapter
     from .adapters.openai_responses import OpenAIResponsesAdapter
     from .adapters.openai_chat import OpenAIChatAdapter
@@ -90,6 +93,10 @@ _LAZY: dict[str, str] = {
     "AnthropicAdapter": ".adapters.anthropic",
     "CustomAdapter": ".adapters.custom",
     "GeminiAdapter": ".adapters.gemini",
+    "HttpAdapter": ".adapters.http",
+    "HttpSettings": ".adapters.settings",
+    "ModelListFormat": ".adapters.http",
+    "RetryPolicy": ".retry",
     "OpenAIResponsesAdapter": ".adapters.openai_responses",
     "ChunkStream": ".chunk_stream",
     "LlmAdapter": ".adapters.base",
@@ -147,6 +154,8 @@ __all__ = [
     "FinishReason",
     "GeminiAdapter",
     "GenerateOptions",
+    "HttpAdapter",
+    "HttpSettings",
     "InvalidRequestError",
     "LlmAdapter",
     "LlmError",
@@ -154,6 +163,7 @@ __all__ = [
     "LlmService",
     "Message",
     "ModelInfo",
+    "ModelListFormat",
     "ModelNotFoundError",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
@@ -167,6 +177,7 @@ __all__ = [
     "ReasoningSpillGuard",
     "Registration",
     "ResponseMetadata",
+    "RetryPolicy",
     "SSEComment",
     "SSEDecoder",
     "ServerError",

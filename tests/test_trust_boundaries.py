@@ -32,7 +32,7 @@ from dshstream import (
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
 )
-from dshstream.adapters.base import HttpAdapter
+from dshstream.adapters.http import HttpAdapter
 from dshstream.assembler import AssembledResponse
 from dshstream.replay_server import ReplayServer, Route
 from dshstream.service import LlmService

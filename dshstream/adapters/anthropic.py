@@ -23,19 +23,19 @@ it). The stream is decoded by :class:`~dshstream.wires.anthropic.AnthropicTransl
 from __future__ import annotations
 
 import re
-
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..attribution import AppIdentity, merge_headers
 from ..errors import error_for, make_failure
-from ..http_request import HttpRequest
 from ..request import GenerateOptions, Message
-from ..transport import Session
 from ..types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from ..wires.anthropic import WIRE, AnthropicTranslator
 from ..wires.base import Translator, parse_json_object
-from .base import FailureReporter, HttpAdapter, ModelInfo
+from .http import HttpAdapter, ModelListFormat
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
@@ -57,38 +57,21 @@ class AnthropicAdapter(HttpAdapter):
     """Stream Claude models through the Anthropic Messages API."""
 
     default_name = "Anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    key_env = ("ANTHROPIC_API_KEY",)
+    models_path = "/v1/models?limit=1000"
+    models_format = ModelListFormat(name_key="display_name")
 
     def __init__(
         self,
-        api_key: str | None = None,
-        base_url: str = DEFAULT_BASE_URL,
-        session: Session | None = None,
-        identity: AppIdentity | None = None,
-        headers: Mapping[str, str] | None = None,
-        max_retries: int = 2,
         *,
         anthropic_version: str = DEFAULT_VERSION,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
         thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
-        failure_reporter: FailureReporter | None = None,
-        connect_timeout: float = 10.0,
-        max_event_size: int = 16 * 1024 * 1024,
+        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(
-            api_key=api_key,
-            key_env=("ANTHROPIC_API_KEY",),
-            key_host_url=DEFAULT_BASE_URL,
-            base_url=base_url,
-            session=session,
-            identity=identity,
-            headers=headers,
-            max_retries=max_retries,
-            failure_reporter=failure_reporter,
-            connect_timeout=connect_timeout,
-            max_event_size=max_event_size,
-            title=self.default_name,
-        )
+        super().__init__(**settings)
         if default_max_tokens < 1:
             raise ValueError("default_max_tokens must be positive")
         self.anthropic_version = anthropic_version
@@ -110,22 +93,14 @@ class AnthropicAdapter(HttpAdapter):
 
     # ------------------------------------------------------------------ request
 
-    def request_headers(self, *, streaming: bool = True) -> dict[str, str]:
-        """Headers for one call: JSON/SSE, version, caller headers, key, attribution."""
-        base = {"content-type": "application/json", "anthropic-version": self.anthropic_version}
-        if streaming:
-            base["accept"] = "text/event-stream"
-            base["accept-encoding"] = "identity"
-        auth = {"x-api-key": self._api_key} if self._api_key else None
-        return merge_headers(base, self.extra_headers, auth, identity=self.identity)
+    def auth_headers(self) -> dict[str, str] | None:
+        return {"x-api-key": self._api_key} if self._api_key else None
 
-    def build_request(self, options: GenerateOptions) -> HttpRequest:
-        return HttpRequest(
-            url=f"{self.base_url}/v1/messages",
-            headers=self.request_headers(),
-            body=self.build_body(options),
-            secrets=self.secrets,
-        )
+    def protocol_headers(self) -> dict[str, str]:
+        return {"anthropic-version": self.anthropic_version}
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/v1/messages"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
@@ -262,15 +237,6 @@ class AnthropicAdapter(HttpAdapter):
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return AnthropicTranslator(provider=options.provider, request_id=request_id)
-
-    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
-        return self.fetch_models(
-            f"{self.base_url}/v1/models?limit=1000",
-            self.request_headers(streaming=False),
-            provider,
-            name_key="display_name",
-            timeout=timeout,
-        )
 
 
 __all__ = ["AnthropicAdapter", "THINKING_BUDGETS"]

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..request import GenerateOptions, Message, ToolSpec
 from ..types import TextBlock, ToolCallBlock, ToolResultBlock
 from ..wires.base import Translator
 from ..wires.openai_chat import OpenAIChatTranslator
 from .openai_chat import OpenAIChatAdapter
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 TOOL_PROMPT = (
     "You can call tools. To call one, write the call exactly as\n"
@@ -39,9 +43,8 @@ def describe_tools(tools: tuple[ToolSpec, ...]) -> str:
 class CustomAdapter(OpenAIChatAdapter):
     """Tool calling by convention for endpoints that have none."""
 
-    def __init__(self, api_key: str | None = None, base_url: str | None = None, **options: Any) -> None:
-        options.setdefault("dialect", "custom")
-        super().__init__(api_key=api_key, base_url=base_url, **options)
+    def __init__(self, *, dialect: str = "custom", think_tags: bool | None = None, **settings: Unpack[HttpSettings]) -> None:
+        super().__init__(dialect=dialect, think_tags=think_tags, **settings)
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         if not options.tools:

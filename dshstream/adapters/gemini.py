@@ -27,21 +27,21 @@ A failed stream is reported to ``failure_reporter`` with a bounded, prompt-free 
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..attribution import AppIdentity
-from ..http_request import HttpRequest
 from ..request import GenerateOptions, Message
-from ..transport import Session
 from ..types import TextBlock, ToolCallBlock, ToolResultBlock
 from ..wires.base import Translator, parse_json_object
 from ..wires.gemini import WIRE, GeminiTranslator
-from .base import FailureReporter, HttpAdapter, ModelInfo
+from .http import HttpAdapter, ModelListFormat
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 FOREIGN_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
@@ -69,44 +69,26 @@ class GeminiAdapter(HttpAdapter):
     """Stream Gemini models through the Gemini API (or a compatible endpoint)."""
 
     default_name = "Google Gemini"
+    default_base_url = DEFAULT_BASE_URL
+    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
 
     def __init__(
         self,
-        api_key: str | None = None,
-        base_url: str = DEFAULT_BASE_URL,
-        session: Session | None = None,
-        identity: AppIdentity | None = None,
-        headers: Mapping[str, str] | None = None,
-        max_retries: int = 2,
         *,
         api_version: str = "v1beta",
         thinking_budgets: Mapping[str, int] | None = None,
         foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
-        failure_reporter: FailureReporter | None = None,
-        connect_timeout: float = 10.0,
-        max_event_size: int = 16 * 1024 * 1024,
+        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(
-            api_key=api_key,
-            key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-            key_host_url=DEFAULT_BASE_URL,
-            base_url=base_url,
-            session=session,
-            identity=identity,
-            headers=headers,
-            max_retries=max_retries,
-            failure_reporter=failure_reporter,
-            connect_timeout=connect_timeout,
-            max_event_size=max_event_size,
-            title=self.default_name,
-        )
+        super().__init__(**settings)
         self.api_version = api_version.strip("/")
         self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
         self.foreign_thought_signature = foreign_thought_signature
 
     # ------------------------------------------------------------------ request
 
-    def _auth(self) -> dict[str, str] | None:
+    def auth_headers(self) -> dict[str, str] | None:
         return {"x-goog-api-key": self._api_key} if self._api_key else None
 
     def model_path(self, model: str) -> str:
@@ -114,14 +96,11 @@ class GeminiAdapter(HttpAdapter):
         name = model[len("models/") :] if model.startswith("models/") else model
         return f"models/{quote(name, safe='-._~@')}"
 
-    def build_request(self, options: GenerateOptions) -> HttpRequest:
-        return HttpRequest(
-            url=f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}"
-            ":streamGenerateContent?alt=sse",
-            headers=self.headers(self._auth()),
-            body=self.build_body(options),
-            secrets=self.secrets,
-        )
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}:streamGenerateContent?alt=sse"
+
+    def models_url(self) -> str:
+        return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
@@ -283,18 +262,6 @@ class GeminiAdapter(HttpAdapter):
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return GeminiTranslator(provider=options.provider, request_id=request_id)
-
-    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
-        return self.fetch_models(
-            f"{self.base_url}/{self.api_version}/models?pageSize=1000",
-            self.headers(self._auth()),
-            provider,
-            list_key="models",
-            id_key="name",
-            name_key="displayName",
-            id_prefix="models/",
-            timeout=timeout,
-        )
 
 
 def _part_kind(part: Mapping[str, Any]) -> str:

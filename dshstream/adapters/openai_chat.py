@@ -13,67 +13,48 @@ and the adapter remembers that.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..attribution import AppIdentity
 from ..dialects import Dialect, get_dialect
 from ..errors import LlmError
-from ..http_request import HttpRequest
 from ..request import GenerateOptions, Message
 from ..types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from ..transport import Session
 from ..wires.base import Translator
 from ..wires.openai_chat import OpenAIChatTranslator
-from .base import FailureReporter, HttpAdapter, ModelInfo
+from .http import HttpAdapter
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class OpenAIChatAdapter(HttpAdapter):
     """Stream chat completions from OpenAI or any OpenAI-compatible server."""
 
+    models_path = "/models"
+
     def __init__(
         self,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        dialect: str = "openai",
-        session: Session | None = None,
-        identity: AppIdentity | None = None,
-        headers: Mapping[str, str] | None = None,
-        max_retries: int = 2,
         *,
+        dialect: str = "openai",
         think_tags: bool | None = None,
         include_usage: bool = True,
-        failure_reporter: FailureReporter | None = None,
-        connect_timeout: float = 10.0,
-        max_event_size: int = 16 * 1024 * 1024,
+        **settings: Unpack[HttpSettings],
     ) -> None:
         self.dialect: Dialect = get_dialect(dialect)
+        settings.setdefault("title", self.dialect.title)
         super().__init__(
-            api_key=api_key,
+            default_base_url=self.dialect.base_url,
             key_env=(self.dialect.key_env,) if self.dialect.key_env else (),
-            key_host_url=self.dialect.base_url,
-            base_url=base_url or self.dialect.base_url,
-            session=session,
-            identity=identity,
-            headers=headers,
-            max_retries=max_retries,
-            failure_reporter=failure_reporter,
-            connect_timeout=connect_timeout,
-            max_event_size=max_event_size,
-            title=self.dialect.title,
+            **settings,
         )
         self.think_tags = think_tags
         self.include_usage = include_usage
 
     # ------------------------------------------------------------------ request
 
-    def build_request(self, options: GenerateOptions) -> HttpRequest:
-        return HttpRequest(
-            url=f"{self.base_url}/chat/completions",
-            headers=self.headers(self.bearer_auth()),
-            body=self.build_body(options),
-            secrets=self.secrets,
-        )
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/chat/completions"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
@@ -173,7 +154,3 @@ class OpenAIChatAdapter(HttpAdapter):
             think_tags=self.think_tags,
         )
 
-    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
-        return self.fetch_models(
-            f"{self.base_url}/models", self.headers(self.bearer_auth()), provider, timeout=timeout
-        )

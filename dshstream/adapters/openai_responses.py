@@ -22,18 +22,18 @@ Responses has no ``stop`` parameter; ``options.stop`` is not sent.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..attribution import AppIdentity
 from ..errors import LlmError
-from ..http_request import HttpRequest
 from ..request import GenerateOptions, Message
-from ..transport import Session
 from ..types import TextBlock, ToolCallBlock, ToolResultBlock
 from ..wires.base import Translator
 from ..wires.openai_responses import WIRE, OpenAIResponsesTranslator
-from .base import FailureReporter, HttpAdapter, ModelInfo
+from .http import HttpAdapter
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -45,39 +45,23 @@ class OpenAIResponsesAdapter(HttpAdapter):
     """Stream from the OpenAI Responses API (or a compatible ``/responses`` endpoint)."""
 
     default_name = "OpenAI Responses"
+    default_base_url = DEFAULT_BASE_URL
+    models_path = "/models"
 
     def __init__(
         self,
-        api_key: str | None = None,
-        base_url: str = DEFAULT_BASE_URL,
-        session: Session | None = None,
-        identity: AppIdentity | None = None,
-        headers: Mapping[str, str] | None = None,
-        max_retries: int = 2,
         *,
-        failure_reporter: FailureReporter | None = None,
-        connect_timeout: float = 10.0,
-        max_event_size: int = 16 * 1024 * 1024,
-        title: str | None = None,
         key_env: str | None = "OPENAI_API_KEY",
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(
-            api_key=api_key,
             key_env=(key_env,) if key_env else (),
             # the default variable goes only to OpenAI; one the caller named goes anywhere
-            key_host_url=DEFAULT_BASE_URL if key_env == "OPENAI_API_KEY" else None,
-            base_url=base_url,
-            session=session,
-            identity=identity,
-            headers=headers,
-            max_retries=max_retries,
-            failure_reporter=failure_reporter,
-            connect_timeout=connect_timeout,
-            max_event_size=max_event_size,
-            title=title,
+            key_any_host=key_env != "OPENAI_API_KEY",
+            **settings,
         )
         self.include_encrypted_reasoning = include_encrypted_reasoning
         self.reasoning_summary = reasoning_summary
@@ -85,13 +69,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
 
     # ------------------------------------------------------------------ request
 
-    def build_request(self, options: GenerateOptions) -> HttpRequest:
-        return HttpRequest(
-            url=f"{self.base_url}/responses",
-            headers=self.headers(self.bearer_auth()),
-            body=self.build_body(options),
-            secrets=self.secrets,
-        )
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/responses"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
@@ -253,7 +232,3 @@ class OpenAIResponsesAdapter(HttpAdapter):
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return OpenAIResponsesTranslator(provider=options.provider, request_id=request_id)
 
-    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
-        return self.fetch_models(
-            f"{self.base_url}/models", self.headers(self.bearer_auth()), provider, timeout=timeout
-        )

@@ -1,0 +1,74 @@
+"""Adding a provider: the README's ``HttpAdapter`` subclass, streamed and listed over
+loopback — endpoint, body, auth and translator are all it declares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dshstream import (
+    ConfigurationError,
+    GenerateOptions,
+    HttpAdapter,
+    LlmService,
+    Message,
+    ModelInfo,
+    ModelListFormat,
+)
+from dshstream.replay_server import ReplayServer, Route
+from dshstream.wires.base import Translator
+from dshstream.wires.openai_chat import OpenAIChatTranslator
+from helpers import fixture_bytes
+
+
+class AcmeAdapter(HttpAdapter):
+    default_name = "Acme"
+    default_base_url = "https://api.acme.example/v2"
+    key_env = ("ACME_API_KEY",)
+    models_path = "/models"
+    models_format = ModelListFormat(list_key="data", id_key="id")
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/generate"
+
+    def auth_headers(self) -> dict[str, str] | None:
+        return {"x-acme-key": self._api_key} if self._api_key else None
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        return {"model": options.model, "stream": True,
+                "messages": [{"role": m.role, "content": m.text} for m in options.messages]}
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        return OpenAIChatTranslator(provider=options.provider, request_id=request_id)
+
+
+def test_a_subclass_streams_lists_models_and_inherits_every_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACME_API_KEY", "acme-env-key-123")
+    with ReplayServer() as srv:
+        srv.add("/v2/generate", Route(body=fixture_bytes("openai/text_include_usage.sse")))
+        srv.add("/v2/models", Route(body=b'{"data": [{"id": "a1", "name": "A One"}]}', content_type="application/json"))
+        adapter = AcmeAdapter(api_key="acme-key-123", base_url=f"{srv.url}/v2", headers={"x-team": "t"}, max_retries=0)
+        service = LlmService(check_contract=True)
+        service.register_adapter(["acme"], adapter)
+        result = service.stream(GenerateOptions(provider="acme", model="m", messages=(Message.user("hi"),))).result()
+        assert result.finish.kind == "stop" and result.text
+        sent = srv.requests[0]
+        assert sent.path == "/v2/generate"
+        assert sent.headers["x-acme-key"] == "acme-key-123" and sent.headers["x-team"] == "t"
+        assert sent.body["messages"] == [{"role": "user", "content": "hi"}]
+        assert service.list_models("acme") == [ModelInfo(id="a1", name="A One")]
+        assert adapter.provider_info("acme").name == "Acme"
+    # The environment key is read for Acme's own host only.
+    assert AcmeAdapter()._api_key == "acme-env-key-123"
+    assert AcmeAdapter(base_url="http://127.0.0.1:9/v2")._api_key is None
+
+
+def test_settings_are_validated_when_built() -> None:
+    with pytest.raises(ConfigurationError, match="max_retries"):
+        AcmeAdapter(max_retries=-1)
+    with pytest.raises(ConfigurationError, match="base_url"):
+        AcmeAdapter(base_url="api.acme.example")
+    with pytest.raises(ConfigurationError, match="api_key") as caught:
+        AcmeAdapter(api_key="acme\nkey-123456")
+    assert "key-123456" not in str(caught.value)
