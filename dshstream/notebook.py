@@ -15,13 +15,23 @@ from __future__ import annotations
 import html
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from .assembler import AssembledResponse
 from .render import TextRenderer, describe_usage
-from .chunk_stream import ChunkStream
-from .types import BlockEnd, Finish, ReasoningDelta, TextDelta, ToolCallBlock, UsageChunk
+from .types import BlockEnd, Finish, ReasoningDelta, StreamChunk, TextDelta, ToolCallBlock, UsageChunk
+
+
+class Displayable(Protocol):
+    """What :func:`display` needs of a stream (a :class:`~dshstream.chunk_stream.ChunkStream`
+    has it; this module never imports that one, which imports this one lazily)."""
+
+    def __iter__(self) -> Iterator[StreamChunk]: ...
+
+    def close(self) -> None: ...
+
+    def partial(self) -> AssembledResponse: ...
 
 
 class DisplayHandle(Protocol):
@@ -107,7 +117,7 @@ def _ipython_display() -> Callable[[str], DisplayHandle] | None:
 
 
 def display(
-    stream: ChunkStream,
+    stream: Displayable,
     *,
     max_updates_per_second: float = 15.0,
     display_factory: Callable[[str], DisplayHandle] | None = None,
