@@ -19,6 +19,10 @@ from .replay_server import ReplayServer, Route
 from .request import GenerateOptions, Message, ToolSpec
 from .service import LlmService
 
+# This package's own dotted name, never a literal: a vendored copy
+# (``legacyapp._vendor.dshstream``) reads its own data, not an installed copy's.
+_PACKAGE = __name__.rpartition(".")[0]
+
 _WEATHER = ToolSpec(
     name="get_weather",
     description="Current weather for a city",
@@ -105,7 +109,7 @@ DEMOS: tuple[Demo, ...] = (
 
 def load_transcript(name: str) -> bytes:
     """The bytes of a bundled demo transcript."""
-    return resources.files("dshstream").joinpath("demo_data", name).read_bytes()
+    return resources.files(_PACKAGE).joinpath("demo_data", name).read_bytes()
 
 
 def run_demo(out: TextIO, err: TextIO) -> int:

@@ -1,18 +1,25 @@
 """Loggers that never write a secret.
 
 Contract: stdlib only. :func:`get_logger` returns ``logging.getLogger(name)`` for a name
-under ``"dshstream"`` (other names are prefixed with ``"dshstream."``) with one
-:class:`RedactingFilter` attached. Logger filters only run on the logger a record is
-created on (a parent's filters never see a child's records), so every dshstream logger
-gets its own filter. The filter formats ``record.msg % record.args``, redacts it with
-every secret registered through :func:`dshstream.redaction.register_secret` (plus the
-credential patterns of :func:`dshstream.redaction.redact`), stores the result in
-``record.msg`` and clears ``record.args``; it renders ``exc_info`` into ``exc_text`` and
+under :data:`ROOT_LOGGER_NAME` (other names are prefixed with it) with one
+:class:`RedactingFilter` attached. :data:`ROOT_LOGGER_NAME` is derived from this module's
+own ``__name__``: ``"dshstream"`` when installed, ``"legacyapp._vendor.dshstream"`` when
+the package is vendored under that name. Callers may spell a logger the canonical way
+(``"dshstream.transport"``); that prefix is mapped onto the real package name, so a
+vendored copy never logs into (or is configured by) the installed copy's loggers.
+
+Logger filters only run on the logger a record is created on (a parent's filters never
+see a child's records), so every dshstream logger gets its own filter. The filter formats
+``record.msg % record.args``, redacts it with every secret registered through
+:func:`dshstream.redaction.register_secret` (plus the credential patterns of
+:func:`dshstream.redaction.redact`), stores the result in ``record.msg`` and clears
+``record.args``; it renders ``exc_info`` into ``exc_text`` and
 redacts that and ``stack_info`` too (``exc_info`` itself is left for handlers that need
 the exception object; standard formatters use the redacted ``exc_text``).
 
-The top ``"dshstream"`` logger gets a :class:`logging.NullHandler`, so a library user who
-configured no logging sees nothing; configuration is left to the application.
+The top logger (:data:`ROOT_LOGGER_NAME`) gets a :class:`logging.NullHandler`, so a
+library user who configured no logging sees nothing; configuration is left to the
+application.
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ from .redaction import known_secrets, redact
 
 __all__ = ["ROOT_LOGGER_NAME", "RedactingFilter", "get_logger"]
 
-ROOT_LOGGER_NAME = "dshstream"
+#: The package's own name, from ``__name__`` (``"dshstream"``, or the vendored dotted name).
+ROOT_LOGGER_NAME = __name__.rpartition(".")[0] or __name__
+# How callers spell logger names in the source; mapped onto ROOT_LOGGER_NAME.
+_CANONICAL_NAME = "dshstream"
 _lock = threading.Lock()
 
 
@@ -53,11 +63,18 @@ def _install(logger: logging.Logger) -> None:
         logger.addFilter(RedactingFilter())
 
 
+def _qualify(name: str) -> str:
+    """``name`` under ROOT_LOGGER_NAME; a canonical ``dshstream[.x]`` prefix is re-rooted."""
+    if name == ROOT_LOGGER_NAME or name.startswith(ROOT_LOGGER_NAME + "."):
+        return name
+    if name == _CANONICAL_NAME or name.startswith(_CANONICAL_NAME + "."):
+        name = name[len(_CANONICAL_NAME) + 1 :]
+    return f"{ROOT_LOGGER_NAME}.{name}" if name else ROOT_LOGGER_NAME
+
+
 def get_logger(name: str) -> logging.Logger:
     """The dshstream logger ``name`` (``__name__`` of a dshstream module), filter attached."""
-    if name != ROOT_LOGGER_NAME and not name.startswith(ROOT_LOGGER_NAME + "."):
-        name = f"{ROOT_LOGGER_NAME}.{name}" if name else ROOT_LOGGER_NAME
-    logger = logging.getLogger(name)
+    logger = logging.getLogger(_qualify(name))
     with _lock:
         _install(logger)
     return logger

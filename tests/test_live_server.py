@@ -9,10 +9,13 @@ tool calls, ``reasoning_content`` and ``<think>`` tags with this model):
 - ``DSHSTREAM_TEST_TAGS_SERVER``: no reasoning parser (real ``<think>`` tags in content).
 
 Without ``DSHSTREAM_TEST_SERVER`` the module is skipped; a set variable whose server does not
-answer fails the tests (``.ci/run`` must really run them). Every request is short
-(``max_tokens`` <= 64), greedy (temperature 0) and seeded, and goes through
-``LlmService(check_contract=True)`` with the ``llamacpp`` dialect, so each stream is also
-checked against the adapter contract (a breach raises ``CONTRACT_VIOLATION`` while iterating).
+answer fails the tests (``.ci/run`` must really run them). Before the first request the
+module waits, bounded (``DSHSTREAM_TEST_READY_TIMEOUT``, default 60 s), for every
+configured instance's ``/health`` to answer 200 (llama-server answers 503 while it loads
+the model). Every request is short (``max_tokens`` <= 64), greedy (temperature 0) and
+seeded, and goes through ``LlmService(check_contract=True)`` with the ``llamacpp`` dialect,
+so each stream is also checked against the adapter contract (a breach raises
+``CONTRACT_VIOLATION`` while iterating).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import json
 import os
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -68,6 +73,7 @@ PROVIDER = "llamacpp"
 MODEL = "m"  # llama-server -a m (any model name is accepted)
 SEED = 1
 TIMEOUT = 60.0  # bounds every request, so a wedged server fails a test instead of hanging it
+READY_TIMEOUT = float(os.environ.get("DSHSTREAM_TEST_READY_TIMEOUT", "60"))
 
 HELLO = "Say hello in five words."
 COUNT = "Count from 1 to 100, separated by commas."  # always runs to max_tokens=64
@@ -157,6 +163,32 @@ def of_type(chunks: Sequence[StreamChunk], kind: type) -> list[Any]:
 
 def describe(result: AssembledResponse) -> str:
     return f"finish={result.finish!r} blocks={result.blocks!r}"
+
+
+def wait_until_ready(bases: Sequence[str], timeout: float) -> None:
+    """Poll each server's ``/health`` until it answers 200; fail once ``timeout`` has passed."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
+    deadline = time.monotonic() + timeout
+    for base in bases:
+        last = "no answer"
+        while True:
+            try:
+                with opener.open(f"{base}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+                    last = f"HTTP {response.status}"
+            except urllib.error.HTTPError as exc:  # 503 {"error": "Loading model"}
+                last = f"HTTP {exc.code}"
+            except OSError as exc:
+                last = repr(exc)
+            if time.monotonic() >= deadline:
+                pytest.fail(f"{base}/health did not answer 200 within {timeout:.0f}s (last: {last})")
+            time.sleep(0.25)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def servers_ready() -> None:
+    wait_until_ready([base for base in (SERVER, THINK_SERVER, TAGS_SERVER) if base], READY_TIMEOUT)
 
 
 @pytest.fixture(scope="module")

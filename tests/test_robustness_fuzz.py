@@ -525,7 +525,7 @@ def test_20_mb_event_raises_event_too_large_with_bounded_memory(wire: str, kind:
         tracemalloc.stop()
     assert caught.value.failure.code == "EVENT_TOO_LARGE"
     assert peak < 3 * _LIMIT, f"peak {peak / _MIB:.1f} MiB for a {_LIMIT / _MIB:.0f} MiB limit"
-    assert elapsed < 10
+    assert elapsed < 30  # linear; a quadratic scan of 20 MB takes minutes (margin for a busy machine)
 
 
 def test_event_just_under_the_limit_decodes() -> None:
@@ -564,6 +564,6 @@ def test_streamed_gemini_arguments_cannot_allocate_beyond_the_event(json_path: s
     finally:
         tracemalloc.stop()
     assert peak < 4 * _MIB, f"peak {peak / _MIB:.1f} MiB from a {len(_vertex_partial_args(json_path))}-byte stream"
-    assert elapsed < 1.0
+    assert elapsed < 5.0  # the memory bound above is the real check; this only catches a runaway
     arguments = [c.block.arguments for c in chunks if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)]
     assert all(len(a) < 100_000 for a in arguments)
