@@ -4,7 +4,6 @@ sends replay state (thinking signatures, redacted thinking) back exactly as rece
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,18 +32,6 @@ SIGNATURE = (
     "neYwyxQQtUVgzhVGhhANWRjSBwUxgB"
 )
 
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ReplayServer]:
-    with ReplayServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def server(shared_server: ReplayServer) -> ReplayServer:
-    shared_server.routes.clear()
-    shared_server.requests.clear()
-    return shared_server
 
 
 def setup(server: ReplayServer, **adapter_options: Any) -> tuple[LlmService, AnthropicAdapter]:

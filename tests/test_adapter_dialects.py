@@ -8,7 +8,6 @@ transport, decoder) and assert on the JSON bodies the adapters sent.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,11 +32,6 @@ TEXT_BODY = (
     b"data: [DONE]\n\n"
 )
 
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer() as srv:
-        yield srv
 
 
 def chat_service(server: ReplayServer, dialect: str, **options: Any) -> tuple[LlmService, OpenAIChatAdapter]:

@@ -5,7 +5,6 @@ and the bounded diagnostic summary of a failed stream."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,18 +28,6 @@ WEATHER = ToolSpec(
     parameters={"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
 )
 
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ReplayServer]:
-    with ReplayServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def server(shared_server: ReplayServer) -> ReplayServer:
-    shared_server.routes.clear()
-    shared_server.requests.clear()
-    return shared_server
 
 
 def setup(server: ReplayServer, **adapter_options: Any) -> tuple[LlmService, GeminiAdapter]:

@@ -10,7 +10,6 @@ import threading
 import time
 import traceback
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,11 +34,6 @@ OK_BODY = (
     b"data: [DONE]\n\n"
 )
 
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer() as srv:
-        yield srv
 
 
 def request(**fields: Any) -> GenerateOptions:

@@ -30,7 +30,6 @@ import socket
 import threading
 import time
 import tracemalloc
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -120,12 +119,6 @@ def assert_released(port: int, within: float = SLACK) -> None:
 def port_of(url: str) -> int:
     return int(url.rsplit(":", 1)[1].split("/", 1)[0])
 
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer() as srv:
-        srv._server.socket.listen(256)  # the stdlib backlog of 5 drops SYNs under 64 connects
-        yield srv
 
 
 # --------------------------------------------------------------------------- threads

@@ -6,7 +6,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -28,11 +27,6 @@ FINISH = (
     b"data: [DONE]\n\n"
 )
 
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer() as srv:
-        yield srv
 
 
 def service_for(server: ReplayServer, **adapter_options: object) -> LlmService:
