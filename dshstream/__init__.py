@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from .adapters.gemini import GeminiAdapter
     from .adapters.openai_responses import OpenAIResponsesAdapter
     from .adapters.openai_chat import OpenAIChatAdapter
-    from .classify import format_error_code_for_display
+    from .render import format_error_code_for_display
     from .decoding import decode
     from .defaults import default_service, stream
     from .filters.json_repair import parse_tool_arguments, repair_incomplete_json
@@ -114,7 +114,7 @@ _LAZY: dict[str, str] = {
     "decode": ".decoding",
     "default_service": ".defaults",
     "stream": ".defaults",
-    "format_error_code_for_display": ".classify",
+    "format_error_code_for_display": ".render",
     "parse_tool_arguments": ".filters.json_repair",
     "redact": ".redaction",
     "repair_incomplete_json": ".filters.json_repair",

@@ -8,14 +8,22 @@ last-wins and its name changes only on a non-empty name; ``usage`` is last-wins;
 ``max-tokens`` finish drops every tool-call block (truncated calls are unsafe to run) and
 prunes per-block replay entries at the same positions. Anything that is not one of the
 seven chunk types raises ``TypeError``. Text is appended to lists and joined once, so the
-cost is linear in the bytes streamed.
+cost is linear in the bytes streamed. :meth:`BlockAssembler.push` dispatches over the
+closed chunk union exhaustively: its last branch is a ``NoReturn`` helper, so mypy flags
+an unhandled variant.
+
+The assembler keeps its own per-block accumulator (``_Partial``) rather than sharing the
+wire writer's: it folds chunks from any source (listeners, recorded or deserialized
+streams, custom adapters), never a translator's internals, and must rebuild the blocks of
+a stream cut before their ``BlockEnd``; see :mod:`dshstream.wires.base` for the writer's
+side of that argument.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import error_for, make_failure
 from .request import Message
@@ -100,6 +108,8 @@ class AssembledResponse:
 
 
 class _Partial:
+    """One block as its chunks arrive; ``block`` is set by its first ``BlockEnd``."""
+
     __slots__ = ("block_type", "pieces", "call_id", "name", "block")
 
     def __init__(self, block_type: BlockType) -> None:
@@ -132,41 +142,37 @@ class BlockAssembler:
 
     def push(self, chunk: StreamChunk) -> None:
         """Fold one chunk into the state."""
-        kind = type(chunk)
-        if kind is TextDelta or kind is ReasoningDelta:
-            part = self._parts.get(chunk.index)  # type: ignore[union-attr]
+        # An exhaustive dispatch: the chunk classes are final, so mypy narrows on
+        # ``type(chunk) is X`` both ways and proves the last branch unreachable. It is the
+        # fastest test CPython has (a ``match`` costs ~1.5x more per chunk); deltas first.
+        if type(chunk) is TextDelta or type(chunk) is ReasoningDelta:
+            part = self._parts.get(chunk.index)
             if part is None:
-                part = self._part(chunk.index, "text" if kind is TextDelta else "reasoning")  # type: ignore[union-attr]
+                part = self._part(chunk.index, "text" if type(chunk) is TextDelta else "reasoning")
             if part.block is None:
-                part.pieces.append(chunk.text)  # type: ignore[union-attr]
-        elif kind is ToolCallDelta:
-            part = self._parts.get(chunk.index)  # type: ignore[union-attr]
+                part.pieces.append(chunk.text)
+        elif type(chunk) is ToolCallDelta:
+            part = self._parts.get(chunk.index)
             if part is None:
-                part = self._part(chunk.index, "tool-call")  # type: ignore[union-attr]
+                part = self._part(chunk.index, "tool-call")
             if part.block is None:
-                part.call_id = chunk.id  # type: ignore[union-attr]
-                name = chunk.name  # type: ignore[union-attr]
+                part.call_id = chunk.id
+                name = chunk.name
                 if name:
                     part.name = name
-                part.pieces.append(chunk.arguments_delta)  # type: ignore[union-attr]
-        elif kind is BlockStart:
-            assert isinstance(chunk, BlockStart)
+                part.pieces.append(chunk.arguments_delta)
+        elif type(chunk) is BlockStart:
             self._part(chunk.index, chunk.block_type)
-        elif kind is BlockEnd:
-            assert isinstance(chunk, BlockEnd)
+        elif type(chunk) is BlockEnd:
             part = self._part(chunk.index, _block_type_of(chunk.block))
             if part.block is None:
                 part.block = chunk.block
-        elif kind is UsageChunk:
-            assert isinstance(chunk, UsageChunk)
+        elif type(chunk) is UsageChunk:
             self.usage = chunk.usage
-        elif kind is Finish:
-            assert isinstance(chunk, Finish)
+        elif type(chunk) is Finish:
             self._finish = chunk
         else:
-            raise TypeError(
-                f"BlockAssembler.push: not a dshstream chunk: {_render(chunk)}"
-            )
+            _not_a_chunk(chunk)
 
     def extend(self, chunks: Iterable[StreamChunk]) -> None:
         """Push every chunk of ``chunks``."""
@@ -279,6 +285,12 @@ def _block_type_of(block: Block) -> BlockType:
     if isinstance(block, ToolCallBlock):
         return "tool-call"
     return "tool-result"
+
+
+def _not_a_chunk(value: NoReturn) -> NoReturn:
+    """The last branch of :meth:`BlockAssembler.push`: mypy proves it unreachable for every
+    chunk type; at run time anything else is a ``TypeError``."""
+    raise TypeError(f"BlockAssembler.push: not a dshstream chunk: {_render(value)}")
 
 
 def _render(value: object) -> str:

@@ -67,7 +67,7 @@ class ChunkStream:
         if type(chunk) is Finish:
             self._done = True
             self._batch = []
-            self._source.close()  # type: ignore[attr-defined]
+            self._close_source()
         return chunk
 
     def _refill(self) -> list[StreamChunk]:
@@ -91,6 +91,11 @@ class ChunkStream:
         self._batch = batch
         self._pos = 0
         return batch
+
+    def _close_source(self) -> None:
+        close = getattr(self._source, "close", None)  # a plain iterator has none
+        if close is not None:
+            close()
 
     def __enter__(self) -> ChunkStream:
         return self
@@ -131,7 +136,7 @@ class ChunkStream:
         if self._cancel is not None:
             self._cancel.set()
         try:
-            self._source.close()  # type: ignore[attr-defined]
+            self._close_source()
         except Exception:  # noqa: BLE001 - closing never raises
             pass
         if not self._assembler.finished:
@@ -153,7 +158,7 @@ class ChunkStream:
                     push(chunk)
                     if type(chunk) is Finish:
                         self._done = True
-                        self._source.close()  # type: ignore[attr-defined]
+                        self._close_source()
                         return self._assembler.result()
         except StopIteration:
             return self._assembler.result()

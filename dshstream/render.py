@@ -15,11 +15,16 @@ Piped output and ``NO_COLOR`` get no status line, no summary and no escape seque
 Each tool call gets its own line. When ``out`` and ``err`` are both terminals,
 :attr:`TextRenderer.failure_shown` says a failure was already shown on the finish line
 (callers then need not repeat it on ``err``).
+
+:func:`format_error_code_for_display` decides whether an error code (dshstream's or a
+provider's) is safe to show a user: only short status- or word-shaped codes are, so a
+key or a mention that an upstream put in a ``code`` field is shown as ``unknown``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -58,6 +63,26 @@ def use_color(stream: TextIO) -> bool:
     if os.environ.get("NO_COLOR"):
         return False
     return _isatty(stream)
+
+
+_DISPLAY_CODE = re.compile(r"\d{3}(?:_[a-z]+)*|[A-Z]+(?:_(?:[A-Z]+|\d{3}))*|[a-z]+(?:_[a-z]+)*")
+
+
+def format_error_code_for_display(code: object) -> str:
+    """``code`` if it is safe to show a user, else ``"unknown"``.
+
+    Safe: at most 40 characters and one of a 3-digit status optionally followed by
+    ``_lowercase`` segments (``429``, ``429_balance``), an UPPER_SNAKE word
+    (``ECONNREFUSED``; dshstream's own ``HTTP_404`` too) or a lower_snake word
+    (``invalid_request_error``). Integers are shown as their digits.
+    """
+    if isinstance(code, bool):
+        return "unknown"
+    if isinstance(code, int):
+        code = str(code)
+    if not isinstance(code, str) or not code or len(code) > 40:
+        return "unknown"
+    return code if _DISPLAY_CODE.fullmatch(code) else "unknown"
 
 
 def describe_usage(usage: TokenUsage) -> str:

@@ -279,6 +279,14 @@ class LlmService:
                 close = getattr(batches, "close", None)
                 if close is not None:
                     close()
+            if not finished:  # an adapter that ended without its Finish: a cut, not a stop
+                failure = make_failure(
+                    "STREAM_CLOSED",
+                    f"{options.provider}: the adapter ended the stream without a finish (STREAM_CLOSED)",
+                    provider=options.provider,
+                )
+                self._report(failure, options)
+                yield [Finish(reason=FinishReason(kind="error", failure=failure))]
         except GeneratorExit:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish

@@ -49,8 +49,9 @@ import requests
 import requests.adapters
 import urllib3
 
-from .classify import classify_error_payload, classify_http_error, request_id_from
+from .classify import classify_error_payload, classify_http_error
 from .errors import LlmError, error_for, make_failure
+from .headers import request_id_from
 from .http_request import HttpRequest
 from .log import get_logger
 from .redaction import redact

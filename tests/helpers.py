@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from dshstream.decoding import decode
-from dshstream.types import StreamChunk
+from dshstream.types import FinishKind, StreamChunk
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
 
@@ -63,6 +64,122 @@ def all_fixtures() -> list[str]:
     return sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.glob("*/*.sse"))
 
 
+# --------------------------------------------------------------------------- known finishes
+
+
+class FixtureFinish(NamedTuple):
+    """How a recorded transcript ends: ``FinishReason.kind``, ``.raw`` (the provider's own
+    word, ``None`` when it sent none) and, for ``error``, the failure's ``code``."""
+
+    kind: FinishKind
+    raw: str | None
+    code: str | None = None
+
+
+#: The finish of every transcript under tests/fixtures/real, read off the recording (its
+#: last ``finish_reason``/``stop_reason``/``finishReason``/``status``, or its error event)
+#: and checked by decoding it (tests/test_robustness_corpus.py::test_known_finish). Worth
+#: knowing: a tool call turns a Gemini ``STOP`` and a Responses ``completed`` into
+#: ``tool-calls``; OpenRouter's Kimi recording sends no finish word at all (``tool-calls``
+#: because it called a tool); OpenRouter's raw word is its ``native_finish_reason``, and
+#: its ``midstream_error_chunk`` sends ``length`` and then an in-band error, which wins;
+#: the Responses quota recording is an ``error`` event then ``response.failed``
+#: (``QUOTA``); Groq's error event is ``tool_use_failed`` (``INVALID_REQUEST``);
+#: llama-server's ``{"error": {"code": 500}}`` is ``SERVER``.
+KNOWN_FINISH: dict[str, FixtureFinish] = {
+    "alibaba/qwen3max_reasoning_content.sse": FixtureFinish("stop", "stop"),
+    "alibaba/qwen3max_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "anthropic/adaptive_thinking_interleaved_opus46.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/cache_creation_and_read_code_execution.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/cache_read_compaction.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/mcp_tool_use.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/parallel_tool_use.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/redacted_thinking.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/stop_sequence_prefill.sse": FixtureFinish("stop", "stop_sequence"),
+    "anthropic/text.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/text_and_tool_use_plus_server_tool_use.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/thinking_long_sonnet4.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/thinking_signature_context_management.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/thinking_signature_delta.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/thinking_then_tool_use.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/tool_use_empty_input.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/tool_use_with_args.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/web_search_server_tool_citations.sse": FixtureFinish("stop", "end_turn"),
+    "azure/model_router_prompt_filter_results.sse": FixtureFinish("stop", "stop"),
+    "deepseek/chat_text_finish_length.sse": FixtureFinish("max-tokens", "length"),
+    "deepseek/reasoner_reasoning_content_then_content.sse": FixtureFinish("stop", "stop"),
+    "deepseek/reasoner_tool_call_cache_hit.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "deepseek/responses_api_function_call.sse": FixtureFinish("tool-calls", "completed"),
+    "deepseek/responses_api_text.sse": FixtureFinish("stop", "completed"),
+    "gemini/code_execution.sse": FixtureFinish("stop", "STOP"),
+    "gemini/empty_text_thought_signature_gemini3.sse": FixtureFinish("stop", "STOP"),
+    "gemini/function_call.sse": FixtureFinish("tool-calls", "STOP"),
+    "gemini/function_call_thought_signature_gemini3.sse": FixtureFinish("tool-calls", "STOP"),
+    "gemini/grounding_web_search.sse": FixtureFinish("stop", "STOP"),
+    "gemini/text.sse": FixtureFinish("stop", "STOP"),
+    "gemini/thought_parts_with_signature.sse": FixtureFinish("stop", "STOP"),
+    "gemini/usage_thoughts_service_tier.sse": FixtureFinish("stop", "STOP"),
+    "gemini/vertex_function_call_partial_args.sse": FixtureFinish("tool-calls", "STOP"),
+    "gemini/vertex_malformed_function_call.sse": FixtureFinish("error", "MALFORMED_FUNCTION_CALL", "MALFORMED_FUNCTION_CALL"),
+    "gemini/vertex_text_thought_signature.sse": FixtureFinish("stop", "STOP"),
+    "gemini/vertex_thought_then_max_tokens.sse": FixtureFinish("max-tokens", "MAX_TOKENS"),
+    "gemini/vertex_thought_then_no_args_function_calls.sse": FixtureFinish("tool-calls", "STOP"),
+    "groq/gpt_oss_reasoning_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "groq/midstream_error_tool_use_failed.sse": FixtureFinish("error", None, "INVALID_REQUEST"),
+    "groq/text_llama33_x_groq_usage.sse": FixtureFinish("stop", "stop"),
+    "groq/tool_call_llama33.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "huggingface/router_novita_llama31_sla_metrics.sse": FixtureFinish("stop", "stop"),
+    "llamacpp/llamacpppython_qwen_tool_calls_forced.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "llamacpp/llamacpppython_smollm2_basic.sse": FixtureFinish("stop", "stop"),
+    "llamacpp/llamacpppython_smollm2_include_usage_ignored.sse": FixtureFinish("max-tokens", "length"),
+    "llamacpp/llamacpppython_smollm2_long_with_ping_comment.sse": FixtureFinish("max-tokens", "length"),
+    "llamacpp/llamaserver_local_qwen_think_tags_in_content.sse": FixtureFinish("stop", "stop"),
+    "llamacpp/llamaserver_local_qwen_tool_calls_b1.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "llamacpp/llamaserver_qwen_basic.sse": FixtureFinish("stop", "stop"),
+    "llamacpp/llamaserver_qwen_include_usage.sse": FixtureFinish("stop", "stop"),
+    "llamacpp/llamaserver_qwen_midstream_error.sse": FixtureFinish("error", None, "SERVER"),
+    "llamacpp/llamaserver_qwen_reasoning_content.sse": FixtureFinish("stop", "stop"),
+    "llamacpp/llamaserver_qwen_tool_calls.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "llamacpp/llamaserver_smollm2_long_256tok.sse": FixtureFinish("max-tokens", "length"),
+    "mistral/magistral_small_p_padding.sse": FixtureFinish("stop", "stop"),
+    "mistral/magistral_thinking_content_parts.sse": FixtureFinish("stop", "stop"),
+    "mistral/text.sse": FixtureFinish("stop", "stop"),
+    "mistral/tool_call_single_chunk.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "openai-responses/error_event_insufficient_quota.sse": FixtureFinish("error", None, "QUOTA"),
+    "openai-responses/function_call.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/function_call_gpt55.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/reasoning_item_then_function_call_gpt5.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/reasoning_summary_multi_part_o3mini.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/reasoning_summary_then_function_call_codex.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/text.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/text_after_function_results.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/text_single_delta_gpt55.sse": FixtureFinish("stop", "completed"),
+    "openai/content_logprobs.sse": FixtureFinish("stop", "stop"),
+    "openai/finish_length.sse": FixtureFinish("max-tokens", "length"),
+    "openai/legacy_completions_text.sse": FixtureFinish("max-tokens", "length"),
+    "openai/multiple_choices_n3.sse": FixtureFinish("stop", "stop"),
+    "openai/parallel_tool_calls.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "openai/refusal.sse": FixtureFinish("stop", "stop"),
+    "openai/refusal_logprobs.sse": FixtureFinish("stop", "stop"),
+    "openai/single_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "openai/text_include_usage.sse": FixtureFinish("stop", "stop"),
+    "openai/text_moderation_chunk_obfuscation_gpt5.sse": FixtureFinish("stop", "stop"),
+    "openai/text_service_tier_obfuscation_gpt41nano.sse": FixtureFinish("stop", "stop"),
+    "openai/tool_call_include_usage_gpt4o_mini.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "openrouter/cache_usage_bedrock_claude.sse": FixtureFinish("stop", "stop"),
+    "openrouter/midstream_error_chunk.sse": FixtureFinish("error", "length", "INVALID_REQUEST"),
+    "openrouter/reasoning_details_claude.sse": FixtureFinish("stop", "stop"),
+    "openrouter/reasoning_grok4.sse": FixtureFinish("stop", "completed"),
+    "openrouter/reasoning_o3.sse": FixtureFinish("stop", "completed"),
+    "openrouter/responses_api_reasoning_text_gpt_oss.sse": FixtureFinish("stop", "completed"),
+    "openrouter/tool_call_kimi_k2_novita.sse": FixtureFinish("tool-calls", None),
+    "vllm/crusoe_llama33_text_usage.sse": FixtureFinish("stop", "stop"),
+    "xai/grok3mini_reasoning_content_text.sse": FixtureFinish("stop", "stop"),
+    "xai/grok3mini_reasoning_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "zai/glm47_reasoning_content.sse": FixtureFinish("stop", "stop"),
+}
+
+
 def routed_session(real_base_url: str, loopback_url: str) -> object:
     """A ``requests.Session`` that sends requests for ``real_base_url``'s host to
     ``loopback_url`` instead (the URL the adapter builds, headers and all, stay as they
@@ -75,7 +192,8 @@ def routed_session(real_base_url: str, loopback_url: str) -> object:
     target = urlsplit(loopback_url)
 
     class _Reroute(requests.adapters.HTTPAdapter):
-        def send(self, request, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> requests.Response:
+            assert request.url is not None
             parts = urlsplit(request.url)
             request.url = urlunsplit((target.scheme, target.netloc, parts.path, parts.query, ""))
             return super().send(request, *args, **kwargs)

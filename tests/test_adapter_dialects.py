@@ -1,8 +1,10 @@
-"""Request bodies per dialect and multi-turn replay, over loopback HTTP.
+"""OpenAIChatAdapter: request bodies per dialect and multi-turn replay, over loopback HTTP.
 
 A :class:`~dshstream.replay_server.ReplayServer` on 127.0.0.1 records every request and
 answers with a recorded transcript; the tests drive the real path (service, adapter,
-transport, decoder) and assert on the JSON bodies the adapters sent.
+transport, decoder) and assert on the JSON bodies the adapters sent. The dialect table
+itself is tested in tests/test_dialects.py, the Responses adapter in
+tests/test_adapter_openai_responses.py.
 """
 
 from __future__ import annotations
@@ -13,12 +15,11 @@ from typing import Any
 import pytest
 
 from dshstream.adapters.openai_chat import OpenAIChatAdapter
-from dshstream.adapters.openai_responses import OpenAIResponsesAdapter
-from dshstream.dialects import DIALECTS, get_dialect
+from dshstream.dialects import DIALECTS
 from dshstream.replay_server import ReplayServer, Route
 from dshstream.request import GenerateOptions, Message, ToolSpec
 from dshstream.service import LlmService
-from dshstream.types import ReasoningBlock, TextBlock, ToolCallBlock
+from dshstream.types import ReasoningBlock, TextBlock
 from helpers import fixture_bytes, routed_session
 
 KEY = "sk-test-dialects-0123456789"
@@ -31,7 +32,6 @@ TEXT_BODY = (
     b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
     b"data: [DONE]\n\n"
 )
-
 
 
 def chat_service(server: ReplayServer, dialect: str, **options: Any) -> tuple[LlmService, OpenAIChatAdapter]:
@@ -49,19 +49,7 @@ def bodies(server: ReplayServer) -> list[dict[str, Any]]:
     return [r.body for r in server.requests]
 
 
-# --------------------------------------------------------------------------- presets
-
-
-def test_every_issue_dialect_has_a_preset() -> None:
-    names = {"openai", "deepseek", "openrouter", "groq", "mistral", "xai", "together", "vllm", "ollama",
-             "llamacpp", "lmstudio"}
-    assert names <= set(DIALECTS)
-    assert get_dialect("deepseek").base_url == "https://api.deepseek.com"
-    assert get_dialect("openrouter").key_env == "OPENROUTER_API_KEY"
-    assert get_dialect("groq").base_url == "https://api.groq.com/openai/v1"
-    assert get_dialect("ollama").keyless and get_dialect("ollama").think_tags
-    with pytest.raises(KeyError, match="known"):
-        get_dialect("nope")
+# --------------------------------------------------------------------------- keys
 
 
 def test_key_comes_from_the_dialect_environment_variable(monkeypatch: pytest.MonkeyPatch, server: ReplayServer) -> None:
@@ -263,167 +251,3 @@ def test_other_400s_are_not_retried(server: ReplayServer) -> None:
     result = service.stream(request("openai", Message.user("hi"))).result()
     assert result.failure is not None and result.failure.code == "INVALID_REQUEST"
     assert len(server.requests) == 1 and adapter.include_usage is True
-
-
-# --------------------------------------------------------------------------- Responses adapter
-
-
-def responses_service(server: ReplayServer, **options: Any) -> tuple[LlmService, OpenAIResponsesAdapter]:
-    adapter = OpenAIResponsesAdapter(api_key=KEY, base_url=f"{server.url}/v1", max_retries=0, **options)
-    service = LlmService(check_contract=True)
-    service.register_adapter(["openai-responses"], adapter)
-    return service, adapter
-
-
-CALCULATOR = ToolSpec("calculator", "Arithmetic", {"type": "object", "properties": {"a": {"type": "number"}}})
-
-
-def test_responses_request_body(server: ReplayServer) -> None:
-    server.add("/v1/", fixture_bytes("openai-responses/text.sse"))
-    service, _ = responses_service(server)
-    result = service.stream(
-        request(
-            "openai-responses",
-            Message.system("You are terse."),
-            Message.system("Use metric units."),
-            Message.user("capital of France?"),
-            tools=(CALCULATOR,),
-            max_tokens=300,
-            temperature=0.5,
-            reasoning_effort="medium",
-            extra_body={"service_tier": "flex"},
-        )
-    ).result()
-    assert result.text == "The capital of France is Paris."
-    (recorded,) = server.requests
-    assert recorded.path == "/v1/responses"
-    assert recorded.headers["authorization"] == f"Bearer {KEY}"
-    assert recorded.body == {
-        "model": "test-model",
-        "input": [{"role": "user", "content": "capital of France?"}],
-        "stream": True,
-        "store": False,
-        "instructions": "You are terse.\n\nUse metric units.",
-        "tools": [{"type": "function", "name": "calculator", "description": "Arithmetic",
-                   "parameters": dict(CALCULATOR.parameters), "strict": False}],
-        "reasoning": {"effort": "medium", "summary": "auto"},
-        "include": ["reasoning.encrypted_content"],
-        "max_output_tokens": 300,
-        "temperature": 0.5,
-        "service_tier": "flex",
-    }
-
-
-def test_responses_two_turns_replay_reasoning_and_function_calls(server: ReplayServer) -> None:
-    first_body = fixture_bytes("openai-responses/reasoning_summary_then_function_call_codex.sse")
-    server.add("/v1/", [Route(body=first_body), Route(body=fixture_bytes("openai-responses/text_after_function_results.sse"))])
-    service, _ = responses_service(server)
-    history: list[Message] = [Message.system("Use the calculator."), Message.user("(12+7)*3*10?")]
-    first = service.stream(request("openai-responses", *history, tools=(CALCULATOR,))).result()
-    assert first.finish.kind == "tool-calls"
-    (call,) = first.tool_calls
-    history += [first.message(), Message.tool_result(call.id, "19")]
-    second = service.stream(request("openai-responses", *history, tools=(CALCULATOR,))).result()
-    assert second.text == "The final result is **570**."
-
-    final_output = [
-        json.loads(line[6:])["response"]["output"]
-        for line in first_body.decode().splitlines()
-        if line.startswith("data: ") and '"response.completed"' in line
-    ][0]
-    reasoning_item, call_item = final_output
-    sent = bodies(server)[1]
-    assert sent["instructions"] == "Use the calculator."
-    assert sent["input"] == [
-        {"role": "user", "content": "(12+7)*3*10?"},
-        {"type": "reasoning", "id": reasoning_item["id"], "summary": reasoning_item["summary"],
-         "encrypted_content": reasoning_item["encrypted_content"]},
-        {"type": "function_call", "call_id": call_item["call_id"], "name": "calculator",
-         "arguments": call_item["arguments"], "id": call_item["id"]},
-        {"type": "function_call_output", "call_id": call_item["call_id"], "output": "19"},
-    ]
-
-
-def test_responses_assistant_text_and_hand_written_turns(server: ReplayServer) -> None:
-    server.add("/v1/", [Route(body=fixture_bytes("deepseek/responses_api_text.sse")), Route(body=TEXT_BODY)])
-    service, _ = responses_service(server, send_item_ids=False)
-    first = service.stream(request("openai-responses", Message.user("capital?"))).result()
-    hand_written = Message.assistant([TextBlock("earlier"), ToolCallBlock("c9", "calculator", "")])
-    service.stream(
-        request(
-            "openai-responses",
-            Message.user("hi"),
-            hand_written,
-            Message.tool_result("c9", "1"),
-            Message.system("late system note"),
-            Message.user("capital?"),
-            first.message(),
-            Message.user("sure?"),
-        )
-    ).result()
-    sent = bodies(server)[1]
-    assert "instructions" not in sent
-    assert sent["input"] == [
-        {"role": "user", "content": "hi"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "earlier"}]},
-        {"type": "function_call", "call_id": "c9", "name": "calculator", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c9", "output": "1"},
-        {"role": "system", "content": "late system note"},
-        {"role": "user", "content": "capital?"},
-        {"type": "reasoning", "summary": [],
-         "content": [{"type": "reasoning_text", "text": "We need answer capital of France."}]},
-        {"type": "message", "role": "assistant",
-         "content": [{"type": "output_text", "text": "The capital of France is Paris."}]},
-        {"role": "user", "content": "sure?"},
-    ]
-
-
-def test_responses_reasoning_is_not_replayed_without_its_following_item() -> None:
-    adapter = OpenAIResponsesAdapter(api_key=KEY, key_env=None)
-    state = {"wire": "openai-responses", "items": [
-        {"type": "reasoning", "id": "rs_1", "encrypted_content": "E1", "summary": []},
-        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"},
-        {"type": "reasoning", "id": "rs_2", "encrypted_content": "E2", "summary": []},
-        {"type": "message", "id": "msg_1", "text_parts": 1},
-        {"type": "reasoning", "id": "rs_3", "encrypted_content": "E3", "summary": []},
-    ]}
-    # the tool call was dropped (max-tokens): its reasoning must go too; so must a trailing one
-    message = Message("assistant", (TextBlock("partial"),), provider="p", replay_state=state)
-    assert adapter.convert_message(message) == [
-        {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "E2"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "partial"}]},
-    ]
-
-
-def test_responses_include_rejected_is_retried_without_and_remembered(server: ReplayServer) -> None:
-    rejection = json.dumps({"error": {"message": "Encrypted content is not supported with this model.",
-                                      "type": "invalid_request_error", "param": "include", "code": None}}).encode()
-    server.add("/v1/", [
-        Route(body=rejection, status=400, content_type="application/json"),
-        Route(body=fixture_bytes("openai-responses/text.sse")),
-    ])
-    service, adapter = responses_service(server)
-    assert service.stream(request("openai-responses", Message.user("hi"))).result().ok
-    assert service.stream(request("openai-responses", Message.user("hi"))).result().ok
-    sent = bodies(server)
-    assert "include" in sent[0] and "include" not in sent[1] and "include" not in sent[2]
-    assert adapter.include_encrypted_reasoning is False
-
-
-def test_responses_in_band_quota_error_over_http(server: ReplayServer) -> None:
-    server.add("/v1/", fixture_bytes("openai-responses/error_event_insufficient_quota.sse"))
-    service, _ = responses_service(server)
-    result = service.stream(request("openai-responses", Message.user("hi"))).result()
-    assert result.failure is not None and result.failure.code == "QUOTA"
-    assert result.failure.provider == "openai-responses"
-    assert len(server.requests) == 1
-
-
-def test_responses_openrouter_framing_over_http(server: ReplayServer) -> None:
-    server.add("/api/v1/", fixture_bytes("openrouter/responses_api_reasoning_text_gpt_oss.sse"))
-    adapter = OpenAIResponsesAdapter(api_key=KEY, base_url=f"{server.url}/api/v1", key_env=None)
-    service = LlmService(check_contract=True)
-    service.register_adapter(["openrouter-responses"], adapter)
-    result = service.stream(request("openrouter-responses", Message.user("2+2?"))).result()
-    assert (result.reasoning.startswith("The user asks"), result.text) == (True, "4")
-    assert server.requests[0].path == "/api/v1/responses"

@@ -12,6 +12,7 @@ from dshstream import (
     FinishReason,
     ReasoningBlock,
     ReasoningDelta,
+    StreamChunk,
     TextBlock,
     TextDelta,
     TokenUsage,
@@ -24,7 +25,7 @@ from dshstream.errors import LlmError, make_failure
 
 
 def test_folds_reasoning_text_and_tool_call_in_first_seen_order() -> None:
-    chunks = [
+    chunks: list[StreamChunk] = [
         BlockStart(index=0, block_type="reasoning"),
         ReasoningDelta(index=0, text="thinking…"),
         BlockEnd(index=0, block=ReasoningBlock("thinking…")),

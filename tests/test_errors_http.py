@@ -68,7 +68,7 @@ def surfaces(failure: LlmFailure) -> list[str]:
 def _closed_port() -> int:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
+    port: int = sock.getsockname()[1]
     sock.close()
     return port
 

@@ -13,8 +13,8 @@ PACKAGE = Path(dshstream.__file__).parent
 
 # Imports only point down this list (same level allowed). DESIGN §1.
 LAYERS: dict[str, int] = {
-    "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1,
-    "sse": 2, "redaction": 2, "log": 2, "filters": 2, "http_request": 2, "validate": 2, "request": 2,
+    "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1,
+    "sse": 2, "redaction": 2, "log": 2, "filters": 2, "headers": 2, "http_request": 2, "validate": 2, "request": 2,
     "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decoding": 3, "pump": 3, "retry": 3, "render": 3,
     "replay_server": 3,
     "transport": 4,

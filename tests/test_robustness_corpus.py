@@ -42,7 +42,7 @@ from dshstream.types import (
     chunk_to_dict,
 )
 
-from helpers import all_fixtures, fixture_bytes, fixture_wire, split_at
+from helpers import KNOWN_FINISH, all_fixtures, fixture_bytes, fixture_wire, split_at
 
 SMALL = 8 * 1024
 RANDOM_SPLITS = 200
@@ -71,6 +71,22 @@ def _assert_same(actual: Sequence[StreamChunk], expected: Sequence[StreamChunk],
     if list(actual) == list(expected):
         return
     assert [chunk_to_dict(c) for c in actual] == [chunk_to_dict(c) for c in expected], context
+
+
+# --------------------------------------------------------------------------- known finishes
+
+
+def test_every_fixture_has_a_known_finish() -> None:
+    assert sorted(KNOWN_FINISH) == all_fixtures()
+
+
+@pytest.mark.parametrize(("rel", "wire"), CASES)
+def test_known_finish(rel: str, wire: str) -> None:
+    finish = _whole(rel)[-1]
+    assert isinstance(finish, Finish)
+    expected = KNOWN_FINISH[rel]
+    code = finish.reason.failure.code if finish.reason.failure is not None else None
+    assert (finish.reason.kind, finish.reason.raw, code) == expected
 
 
 # --------------------------------------------------------------------------- split invariance

@@ -1,4 +1,5 @@
-"""LlmService and ChunkStream: the seed's service seams (research/seed_systems.md §3)."""
+"""LlmService: the seed's service seams (research/seed_systems.md §3). ChunkStream, what
+``LlmService.stream`` returns, is tested in tests/test_chunk_stream.py."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ class FakeAdapter(LlmAdapter):
     def provider_info(self, provider: str) -> ProviderInfo:
         return ProviderInfo(id=provider, name=self.name)
 
-    def list_models(self, provider: str) -> list[ModelInfo]:
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
         return [ModelInfo(id="m1", name="Model 1")]
 
 
@@ -239,42 +240,7 @@ def test_replay_state_routed_only_to_the_same_adapter_instance() -> None:
     assert history[1].replay_state == {"from": "ok"}  # the caller's request is not mutated
 
 
-# ---------------------------------------------------------------- ChunkStream
-
-
-def test_chunk_stream_helpers() -> None:
-    service = LlmService()
-    service.register_adapter(["p"], FakeAdapter("hello"))
-    assert list(service.stream(options()).text_stream()) == ["hello"]
-    seen: list[StreamChunk] = []
-    result = service.stream(options()).until_done(seen.append)
-    assert result.text == "hello" and len(seen) == 4
-    with service.stream(options()) as stream:
-        next(stream)
-    assert stream.done
-    assert stream.partial().finish.kind == "aborted"
-
-
-def test_keyboard_interrupt_closes_and_keeps_partial() -> None:
-    class Interrupting(FakeAdapter):
-        closed = False
-
-        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-            try:
-                yield BlockStart(index=0, block_type="text")
-                yield TextDelta(index=0, text="partial")
-                raise KeyboardInterrupt
-            finally:
-                Interrupting.closed = True
-
-    service = LlmService()
-    service.register_adapter(["p"], Interrupting())
-    stream = service.stream(options())
-    with pytest.raises(KeyboardInterrupt):
-        list(stream)
-    assert Interrupting.closed
-    partial = stream.partial()
-    assert partial.text == "partial" and partial.finish.kind == "aborted"
+# ---------------------------------------------------------------- reporting
 
 
 def test_service_reporter_hears_each_failed_stream_once() -> None:
@@ -286,19 +252,3 @@ def test_service_reporter_hears_each_failed_stream_once() -> None:
     service.stream(options("ok")).result()
     service.stream(options("missing")).result()
     assert reports == ["SERVER", "NO_ADAPTER"]
-
-
-class Batching(FakeAdapter):
-    def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
-        yield text_stream(self.text)
-
-
-def test_close_mid_batch_hands_out_nothing_more() -> None:
-    service = LlmService()
-    service.register_adapter(["p"], Batching("hello"))
-    stream = service.stream(options())
-    first = next(stream)
-    assert isinstance(first, BlockStart)
-    stream.close()
-    assert list(stream) == []
-    assert stream.partial().finish.kind == "aborted"

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def run_in_pty(
     args: Sequence[str],
     *,
     env: dict[str, str] | None = None,
-    until: Callable[[pyte.Screen], bool] | None = None,
+    until: Callable[[Any], bool] | None = None,  # called with the pyte.Screen
     then: Callable[[subprocess.Popen[bytes]], None] | None = None,
     timeout: float = 20.0,
 ) -> Run:
@@ -205,11 +206,16 @@ def test_interrupted_answer_keeps_the_partial_text_and_no_status_line(cut: int) 
     # paced so the status line is live while the answer streams, then a stall (the
     # status line is up, on the empty line after a paragraph) until the interrupt
     route = paced(body, 0.01, stall_after=cut, stall=10.0)
+
+    def interrupt_after_a_while(process: subprocess.Popen[bytes]) -> None:
+        time.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+
     with ReplayServer({"/v1/": route}) as server:
         run = run_in_pty(
             chat(server, provider="llamacpp"),
             until=lambda screen: _squash(partial) in _squash("".join(screen.display)),
-            then=lambda process: (time.sleep(0.3), process.send_signal(signal.SIGINT)),
+            then=interrupt_after_a_while,
         )
     assert run.returncode == 130, run.text
     assert run.shows(partial), run.text

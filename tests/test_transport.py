@@ -111,7 +111,8 @@ def test_close_from_another_thread(server: ReplayServer) -> None:
 
 
 def test_early_break_closes_the_connection(server: ReplayServer) -> None:
-    server.add("/v1/", Route(body=b"", script=[chat_event("a")] + [0.05, chat_event("b")] * 100 + [FINISH]))
+    script: list[bytes | float] = [chat_event("a"), *(step for _ in range(100) for step in (0.05, chat_event("b"))), FINISH]
+    server.add("/v1/", Route(body=b"", script=script))
     service = service_for(server)
     with service.stream(request()) as stream:
         for chunk in stream:

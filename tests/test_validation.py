@@ -25,7 +25,8 @@ from dshstream import (
 )
 from dshstream.adapters.base import LlmAdapter
 from dshstream.assembler import assemble
-from dshstream.classify import classify_error_payload, classify_http_error, request_id_from
+from dshstream.classify import classify_error_payload, classify_http_error
+from dshstream.headers import request_id_from
 from dshstream.decoding import decode
 from dshstream.errors import ConfigurationError, ConfigurationTypeError, error_for
 from dshstream.http_request import HttpRequest, encode_json_body
@@ -44,7 +45,7 @@ from dshstream.validate import (
     check_timeout,
     describe,
 )
-from dshstream.wires.base import fix_surrogates
+from dshstream.strict_json import fix_surrogates
 
 KEY = "kq7Zr2Lx9Wm4Tt8Yp3Nv"  # CANARY: a fake key for the test (matches no key pattern)
 

@@ -30,7 +30,8 @@ from ..errors import error_for, make_failure
 from ..request import GenerateOptions, Message
 from ..types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from ..wires.anthropic import WIRE, AnthropicTranslator
-from ..wires.base import Translator, parse_json_object
+from ..strict_json import parse_json_object
+from ..wires.base import Translator
 from .http import HttpAdapter, ModelListFormat
 from .settings import HttpSettings
 

@@ -35,7 +35,8 @@ from urllib.parse import quote
 
 from ..request import GenerateOptions, Message
 from ..types import TextBlock, ToolCallBlock, ToolResultBlock
-from ..wires.base import Translator, parse_json_object
+from ..strict_json import parse_json_object
+from ..wires.base import Translator
 from ..wires.gemini import WIRE, GeminiTranslator
 from .http import HttpAdapter, ModelListFormat
 from .settings import HttpSettings

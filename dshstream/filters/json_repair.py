@@ -35,6 +35,7 @@ import re
 from typing import Any
 
 from ..errors import error_for, make_failure
+from ..strict_json import dump_json, loads_or_none, strict_loads
 from ..types import ToolCallBlock
 
 __all__ = [
@@ -235,14 +236,7 @@ def repair_incomplete_json(text: str, max_chars: int = DEFAULT_MAX_REPAIR_CHARS)
             elif child:
                 frame.container.append(child)
         child = frame.container
-    try:
-        return json.dumps(child, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (ValueError, RecursionError):  # inf from a huge exponent; absurd nesting
-        return None
-
-
-def _reject_constant(value: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {value}")
+    return dump_json(child)  # None for inf from a huge exponent, or absurd nesting
 
 
 def _tool_label(block: ToolCallBlock) -> str:
@@ -267,19 +261,14 @@ def parse_tool_arguments(block: ToolCallBlock) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
+        value = strict_loads(raw)
+    except ValueError as exc:
+        where = exc if isinstance(exc, json.JSONDecodeError) else None
         raise error_for(
             make_failure(
                 "INVALID_TOOL_ARGUMENTS",
                 f"tool call {label} has arguments that are not valid JSON",
-                detail=f"{exc.msg} at character {exc.pos}",
-            )
-        ) from None
-    except (ValueError, RecursionError):
-        raise error_for(
-            make_failure(
-                "INVALID_TOOL_ARGUMENTS", f"tool call {label} has arguments that are not valid JSON"
+                detail=f"{where.msg} at character {where.pos}" if where is not None else None,
             )
         ) from None
     if not isinstance(value, dict):
@@ -291,13 +280,6 @@ def parse_tool_arguments(block: ToolCallBlock) -> dict[str, Any]:
             )
         )
     return value
-
-
-def _is_object_text(raw: str) -> bool:
-    try:
-        return isinstance(json.loads(raw, parse_constant=_reject_constant), dict)
-    except (ValueError, RecursionError):
-        return False
 
 
 def finalize_tool_arguments(
@@ -314,7 +296,7 @@ def finalize_tool_arguments(
     """
     if not raw.strip():
         return "{}", False
-    if _is_object_text(raw):
+    if isinstance(loads_or_none(raw), dict):
         return raw, False
     repaired = repair_incomplete_json(raw, max_chars)
     if repaired is not None:

@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ..strict_json import loads_or_none
 from ..types import ToolCallBlock
 
 __all__ = ["VerbatimToolCallParser", "VerbatimItem", "DEFAULT_MAX_BUFFER_CHARS"]
@@ -100,17 +101,6 @@ def _build_specs(tools: Sequence[object]) -> dict[str, _ToolSpec]:
                 single = required[0]
         specs[name] = _ToolSpec(name, required, single)
     return specs
-
-
-def _reject_constant(value: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {value}")
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return None
 
 
 _SCAN, _CALL, _CLOSER = 0, 1, 2
@@ -335,13 +325,13 @@ class VerbatimToolCallParser:
                 return None
             args = {}
         elif args_text.startswith("{") and args_text.endswith("}"):
-            args = _loads(args_text)
+            args = loads_or_none(args_text)
             if not isinstance(args, dict):
                 return None
         elif args_text.startswith('"') and args_text.endswith('"'):
             if spec.single_string_param is None:
                 return None
-            value = _loads(args_text)
+            value = loads_or_none(args_text)
             if not isinstance(value, str):
                 return None
             args = {spec.single_string_param: value}

@@ -32,13 +32,20 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from ..classify import classify_error_payload
 from ..sse import ServerSentEvent
-from ..types import FailureCategory, FinishKind, LlmFailure, ReasoningBlock, TextBlock, TokenUsage, ToolCallBlock
-from .base import Translator, dict_or_empty, dump_json, int_or_none, parse_json_object
+from ..strict_json import dump_json, loads_event, parse_json_object
+from ..types import (
+    FailureCategory,
+    FinishKind,
+    ReasoningBlock,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+)
+from .base import Translator, dict_or_empty, int_or_none
 
 WIRE = "anthropic"
 
@@ -49,11 +56,6 @@ _FINISH_KINDS: dict[str, FinishKind] = {
     "tool_use": "tool-calls",
     "max_tokens": "max-tokens",
     "model_context_window_exceeded": "max-tokens",
-}
-# In-band error types whose code is fixed whatever their wording says.
-_FORCED_CODES: dict[str, tuple[str, FailureCategory, str]] = {
-    "overloaded_error": ("OVERLOADED", "provider_overloaded", "overloaded"),
-    "rate_limit_error": ("RATE_LIMIT", "rate_limit", "rate limited"),
 }
 
 
@@ -75,6 +77,10 @@ class AnthropicTranslator(Translator):
     """Anthropic Messages stream events to dshstream chunks."""
 
     wire = WIRE
+    forced_error_codes: ClassVar[Mapping[str, tuple[str, FailureCategory, str]]] = {
+        "overloaded_error": ("OVERLOADED", "provider_overloaded", "overloaded"),
+        "rate_limit_error": ("RATE_LIMIT", "rate_limit", "rate limited"),
+    }
 
     def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
         super().__init__(provider=provider or "anthropic", request_id=request_id)
@@ -87,18 +93,18 @@ class AnthropicTranslator(Translator):
     # ------------------------------------------------------------------ events
 
     def on_event(self, event: ServerSentEvent) -> None:
-        payload = self.parse_json(event.data)
+        payload = loads_event(event.data)
         if type(payload) is not dict:
             if event.event == "error":
-                self._fail({"error": payload})
+                self.fail_with({"error": payload})
             return
         kind = payload.get("type")
         if not isinstance(kind, str):
             kind = event.event
         if kind == "content_block_delta":
-            self._on_delta(payload)
+            self._on_delta(payload.get("index"), payload.get("delta"))
         elif kind == "content_block_start":
-            self._on_start(payload)
+            self._on_start(payload.get("index"), payload.get("content_block"))
         elif kind == "content_block_stop":
             index = payload.get("index")
             if isinstance(index, int) and index in self._pending:
@@ -116,33 +122,23 @@ class AnthropicTranslator(Translator):
         elif kind == "message_stop":
             self._finish_stream()
         elif kind == "error" or event.event == "error":
-            self._fail(payload)
+            self.fail_with(payload)
         # ping and unknown event types: liveness only
 
     def _on_message_start(self, message: dict[str, Any]) -> None:
-        writer = self.writer
-        rid = message.get("id")
-        if isinstance(rid, str) and rid:
-            writer.response_id = rid
-        model = message.get("model")
-        if isinstance(model, str) and model:
-            writer.model = model
+        self.writer.identify(message.get("id"), message.get("model"))
         usage = message.get("usage")
         if type(usage) is dict:
             self._merge_usage(usage)
 
-    def _on_start(self, payload: dict[str, Any]) -> None:
-        index = payload.get("index")
-        block = payload.get("content_block")
+    def _on_start(self, index: Any, block: Any) -> None:
         if not isinstance(index, int) or type(block) is not dict:
             return
         kind = block.get("type")
         kind = kind if isinstance(kind, str) else ""
         if index in self._pending:  # a repeated start: close what was there first
             self._stop(index, self._pending.pop(index))
-        pending = _Pending(len(self._content), kind, dict(block))
-        self._content.append(None)
-        self._pending[index] = pending
+        pending = self._open_pending(index, kind, dict(block))
         key = ("block", index)
         writer = self.writer
         if kind == "text":
@@ -169,9 +165,7 @@ class AnthropicTranslator(Translator):
                 name=name if isinstance(name, str) else None,
             )
 
-    def _on_delta(self, payload: dict[str, Any]) -> None:
-        index = payload.get("index")
-        delta = payload.get("delta")
+    def _on_delta(self, index: Any, delta: Any) -> None:
         if not isinstance(index, int) or type(delta) is not dict:
             return
         kind = delta.get("type")
@@ -179,10 +173,8 @@ class AnthropicTranslator(Translator):
         if pending is None:
             if kind not in ("text_delta", "thinking_delta"):
                 return  # nothing to attach it to
-            pending = _Pending(len(self._content), "text" if kind == "text_delta" else "thinking", {})
-            pending.entry["type"] = pending.kind
-            self._content.append(None)
-            self._pending[index] = pending
+            block_kind = "text" if kind == "text_delta" else "thinking"
+            pending = self._open_pending(index, block_kind, {"type": block_kind})
         key = ("block", index)
         writer = self.writer
         if kind == "text_delta":
@@ -218,6 +210,13 @@ class AnthropicTranslator(Translator):
             content = delta.get("content")
             if isinstance(content, str):
                 pending.pieces.append(content)
+
+    def _open_pending(self, index: int, kind: str, entry: dict[str, Any]) -> _Pending:
+        """Track wire block ``index`` and reserve its slot in the replay content."""
+        pending = _Pending(len(self._content), kind, entry)
+        self._content.append(None)
+        self._pending[index] = pending
+        return pending
 
     def _stop(self, index: int, pending: _Pending, *, cut: bool = False) -> None:
         """Finish one wire block: close its dshstream block and complete its replay entry."""
@@ -261,10 +260,6 @@ class AnthropicTranslator(Translator):
             if pending.citations:
                 entry["citations"] = pending.citations
         self._content[pending.position] = entry
-
-    def _close_open(self, *, cut: bool) -> None:
-        for index in sorted(self._pending):
-            self._stop(index, self._pending.pop(index), cut=cut)
 
     # ------------------------------------------------------------------ usage
 
@@ -317,13 +312,15 @@ class AnthropicTranslator(Translator):
 
     # ------------------------------------------------------------------ end
 
-    def _set_replay(self) -> None:
+    def flush(self, *, cut: bool) -> None:
+        for index in sorted(self._pending):
+            self._stop(index, self._pending.pop(index), cut=cut)
+
+    def replay_state(self) -> Any:
         content = [entry for entry in self._content if entry is not None]
-        if content:
-            self.writer.replay_state = {"wire": WIRE, "content": content}
+        return {"wire": WIRE, "content": content} if content else None
 
     def _finish_stream(self) -> None:
-        self._close_open(cut=False)
         writer = self.writer
         reason = self._stop_reason
         if reason is not None:
@@ -337,35 +334,7 @@ class AnthropicTranslator(Translator):
                 writer.set_finish("stop", reason)  # only server tools ran
             else:
                 writer.set_finish(kind or "stop", reason)
-        self._set_replay()
-        writer.complete()
-
-    def _fail(self, payload: dict[str, Any]) -> None:
-        self._close_open(cut=True)
-        self._set_replay()
-        self.writer.fail(self._classify(payload))
-
-    def _classify(self, payload: dict[str, Any]) -> LlmFailure:
-        writer = self.writer
-        failure = classify_error_payload(payload, provider=writer.provider)
-        kind = dict_or_empty(payload.get("error")).get("type")
-        forced = _FORCED_CODES.get(kind) if isinstance(kind, str) else None
-        if forced is not None and failure.code != forced[0]:
-            code, category, headline = forced
-            failure = replace(
-                failure,
-                code=code,
-                category=category,
-                retryable=True,
-                message=f"{writer.provider}: {headline} ({code})",
-            )
-        if failure.request_id is None and writer.request_id is not None:
-            failure = replace(failure, request_id=writer.request_id)
-        return failure
-
-    def on_close(self) -> None:
-        self._close_open(cut=True)
-        self._set_replay()
+        self.complete()
 
 
 __all__ = ["AnthropicTranslator"]

@@ -1,37 +1,55 @@
 """What every wire translator shares: block bookkeeping and the end-of-stream protocol.
 
-Contract: sans-IO (no sockets, time, threads or environment). A :class:`ChunkWriter`
-allocates block indices in first-appearance order, opens a block only on its first
-non-empty payload, accumulates each block by appending (joined once, at its end), defers
-usage and finish until the wire's terminal marker, and closes a stream in exactly one of
-three ways: :meth:`ChunkWriter.complete` (terminal marker seen), :meth:`ChunkWriter.fail`
-(in-band provider error, partial output kept) or :meth:`ChunkWriter.cut` (EOF before the
-marker: ``STREAM_CLOSED`` unless a finish reason already arrived, open tool calls marked
-truncated). A ``stop`` with no block at all becomes ``EMPTY_RESPONSE``.
+Contract: sans-IO (no sockets, time, threads or environment).
 
-A :class:`Translator` is fed one SSE event at a time (``feed``) and told about the end of
-the input (``close``); both return the chunks produced so far. ``Translator.parse_json``
-replaces lone surrogate escapes with U+FFFD, so every text a translator emits is valid
-UTF-8.
+1. A :class:`ChunkWriter` allocates block indices in first-appearance order, opens a block
+   only on its first non-empty payload, accumulates each block by appending (joined once,
+   at its end) and defers usage and finish until the stream ends.
+2. A stream ends in exactly one of three ways: :meth:`ChunkWriter.complete` (terminal
+   marker seen), :meth:`ChunkWriter.fail` (in-band provider error, partial output kept)
+   or :meth:`ChunkWriter.cut` (EOF before the marker: ``STREAM_CLOSED`` unless a finish
+   reason already arrived, open tool calls marked truncated). A ``stop`` with no block at
+   all becomes ``EMPTY_RESPONSE``. Each way asks the translator's ``replay_state()`` hook
+   once, as the finish is emitted.
+3. A :class:`Translator` is fed one SSE event at a time (``feed``) and told about the end
+   of the input (``close``); both return the chunks produced so far. Its endings
+   (``complete``, ``fail_with``, ``end_input``) flush the subclass's held state first
+   (``flush(cut=...)``); ``fail_with`` classifies an error payload once for every wire
+   (:meth:`Translator.classify_error`: forced codes, then the stream's serving provider
+   and request id back-filled where the payload names none).
+4. Translators parse each payload with :func:`~dshstream.strict_json.loads_event`, called
+   directly (it runs once per event): lone surrogate escapes become U+FFFD, so every text
+   a translator emits is valid UTF-8, and the ``EventJsonError`` of a payload that is not
+   JSON leaves ``feed`` and ``feed_events`` as ``MALFORMED_RESPONSE``.
+
+Why the writer's :class:`_OpenBlock` is not the assembler's ``_Partial`` (both append
+every delta): the chunk stream is the only interface between the two. The writer must
+finish a block itself, because ``BlockEnd`` carries the assembled block to consumers that
+never assemble (and Anthropic's replay needs the text); the assembler folds chunks from
+any source (listeners, recorded or deserialized streams, custom adapters) and must rebuild
+the blocks of a stream cut before its ``BlockEnd``. Neither can lean on the other's copy;
+each append is O(1) and each join happens once, so the cost stays linear.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
 
+from ..classify import classify_error_payload
 from ..errors import error_for, make_failure
 from ..filters.json_repair import finalize_tool_arguments
 from ..redaction import redact
 from ..sse import ServerSentEvent
+from ..strict_json import EventJsonError
 from ..types import (
     Block,
     BlockEnd,
     BlockStart,
     BlockType,
+    FailureCategory,
     Finish,
     FinishKind,
     FinishReason,
@@ -48,8 +66,22 @@ from ..types import (
     UsageChunk,
 )
 
+__all__ = [
+    "ChunkWriter",
+    "Translator",
+    "cost_or_none",
+    "dict_or_empty",
+    "first_str",
+    "int_or_none",
+    "list_or_empty",
+    "sum_optional",
+]
+
 
 class _OpenBlock:
+    """A block between its first payload and its end (see the module docstring for why
+    the assembler keeps its own)."""
+
     __slots__ = ("index", "block_type", "pieces", "call_id", "name", "signature")
 
     def __init__(self, index: int, block_type: BlockType) -> None:
@@ -64,7 +96,13 @@ class _OpenBlock:
 class ChunkWriter:
     """Turns a translator's observations into contract-valid chunks, appended to ``out``."""
 
-    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str | None = None,
+        request_id: str | None = None,
+        replay_state: Callable[[], Any] | None = None,
+    ) -> None:
         self.out: list[StreamChunk] = []
         self.provider = provider
         self._open: dict[Hashable, _OpenBlock] = {}
@@ -79,7 +117,7 @@ class ChunkWriter:
         self.model: str | None = None
         self.serving_provider: str | None = None
         self.request_id = request_id
-        self.replay_state: Any = None
+        self._replay_state = replay_state
         self.finished = False
 
     # ------------------------------------------------------------------ blocks
@@ -183,6 +221,19 @@ class ChunkWriter:
         self.finish_raw = raw
         self.finish_failure = failure
 
+    def identify(
+        self, response_id: Any = None, model: Any = None, serving_provider: Any = None
+    ) -> None:
+        """Record the response's identifiers from wire values: the first response id and
+        serving provider win, the latest model wins; a value that is not a non-empty
+        string is ignored."""
+        if self.response_id is None and isinstance(response_id, str) and response_id:
+            self.response_id = response_id
+        if isinstance(model, str) and model:
+            self.model = model
+        if self.serving_provider is None and isinstance(serving_provider, str) and serving_provider:
+            self.serving_provider = serving_provider
+
     def metadata(self) -> ResponseMetadata | None:
         """The response identifiers gathered so far."""
         if not (self.response_id or self.model or self.serving_provider or self.request_id):
@@ -216,9 +267,11 @@ class ChunkWriter:
         self._resolve_usage()
         if self.usage is not None:
             self.out.append(UsageChunk(usage=self.usage))
-        self.out.append(
-            Finish(reason=reason, replay_state=self.replay_state, metadata=self.metadata())
-        )
+        # Asked once; dropping the hook also breaks the translator <-> writer cycle, so a
+        # finished stream is freed by reference counting alone.
+        hook, self._replay_state = self._replay_state, None
+        replay = hook() if hook is not None else None
+        self.out.append(Finish(reason=reason, replay_state=replay, metadata=self.metadata()))
         self.finished = True
 
     def failure(self, code: str, message: str, **fields: Any) -> LlmFailure:
@@ -227,6 +280,12 @@ class ChunkWriter:
         fields.setdefault("serving_provider", self.serving_provider)
         fields.setdefault("request_id", self.request_id)
         return make_failure(code, message, **fields)
+
+    def stop_failure(self, reason: str, **fields: Any) -> LlmFailure:
+        """The failure of a finish reason no wire rule maps: the reason, upper-cased with
+        every other character as ``_`` (at most 40), is the code."""
+        code = "".join(c if c.isalnum() else "_" for c in reason.upper())[:40] or "UNKNOWN"
+        return self.failure(code, f"{self.provider}: model stopped: {code.lower()}", **fields)
 
     def complete(self) -> None:
         """The wire's terminal marker arrived: close blocks, emit usage and finish."""
@@ -280,12 +339,24 @@ class ChunkWriter:
 
 
 class Translator:
-    """Base of every wire translator: SSE events in, chunks out."""
+    """Base of every wire translator: SSE events in, chunks out.
+
+    A subclass implements :meth:`on_event` and, where it holds state, the two end-of-stream
+    hooks: :meth:`flush` (release what it holds) and :meth:`replay_state`. The ways a
+    stream ends live here once: :meth:`complete` (the wire's terminal marker),
+    :meth:`fail_with` (an in-band error payload), :meth:`end_input` (EOF, or a marker that
+    only ends the input).
+    """
 
     wire = "base"
+    #: in-band error ``error.type`` values whose code is fixed whatever their wording says:
+    #: type -> (code, category, headline); such a failure is retryable
+    forced_error_codes: ClassVar[Mapping[str, tuple[str, FailureCategory, str]]] = {}
 
     def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
-        self.writer = ChunkWriter(provider=provider or self.wire, request_id=request_id)
+        self.writer = ChunkWriter(
+            provider=provider or self.wire, request_id=request_id, replay_state=self.replay_state
+        )
 
     @property
     def done(self) -> bool:
@@ -295,57 +366,87 @@ class Translator:
     def feed(self, event: ServerSentEvent) -> list[StreamChunk]:
         """Translate one SSE event."""
         if not self.writer.finished:
-            self.on_event(event)
+            try:
+                self.on_event(event)
+            except EventJsonError as exc:
+                raise self._malformed(exc.text) from None
         return self.writer.take()
 
     def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
         """Translate a batch of decoder output (comments are skipped); the hot path."""
         writer = self.writer
         on_event = self.on_event
-        for item in items:
-            if type(item) is ServerSentEvent and not writer.finished:
-                on_event(item)
+        try:
+            for item in items:
+                if type(item) is ServerSentEvent and not writer.finished:
+                    on_event(item)
+        except EventJsonError as exc:  # from loads_event, anywhere in on_event
+            raise self._malformed(exc.text) from None
         return writer.take()
 
     def close(self) -> list[StreamChunk]:
         """End of input: finish the stream (``STREAM_CLOSED`` if cut short)."""
         if not self.writer.finished:
-            self.on_close()
-            self.writer.cut()
+            self.end_input()
         return self.writer.take()
+
+    # ------------------------------------------------------------------ subclass hooks
 
     def on_event(self, event: ServerSentEvent) -> None:
         """Handle one event (subclasses)."""
         raise NotImplementedError
 
-    def on_close(self) -> None:
-        """Flush any held state before the writer ends the stream (subclasses)."""
+    def flush(self, *, cut: bool) -> None:
+        """Release held state (filters, open wire blocks) before the writer ends the
+        stream; ``cut``: the stream ended without its finish (subclasses)."""
+
+    def replay_state(self) -> Any:
+        """The replay state the finish carries; the writer asks once, as it emits the
+        finish, whichever way the stream ends (subclasses; ``None``: nothing to replay)."""
+        return None
+
+    # ------------------------------------------------------------------ endings
+
+    def complete(self) -> None:
+        """The wire's terminal marker arrived: flush, close blocks, emit usage and finish."""
+        self.flush(cut=False)
+        self.writer.complete()
+
+    def end_input(self) -> None:
+        """No more input: complete if a finish reason arrived, else ``STREAM_CLOSED``."""
+        self.flush(cut=self.writer.finish_kind is None)
+        self.writer.cut()
+
+    def fail_with(self, payload: Any) -> None:
+        """An in-band error payload ends the stream; partial output is kept."""
+        failure = self.classify_error(payload)
+        self.flush(cut=True)
+        self.writer.fail(failure)
+
+    def classify_error(self, payload: Any) -> LlmFailure:
+        """The failure an in-band error payload describes, attributed to this stream:
+        :attr:`forced_error_codes` applied, serving provider and request id back-filled."""
+        writer = self.writer
+        failure = classify_error_payload(payload, provider=writer.provider)
+        updates: dict[str, Any] = {}
+        if self.forced_error_codes and type(payload) is dict:
+            kind = dict_or_empty(payload.get("error")).get("type")
+            forced = self.forced_error_codes.get(kind) if isinstance(kind, str) else None
+            if forced is not None and failure.code != forced[0]:
+                code, category, headline = forced
+                updates.update(
+                    code=code,
+                    category=category,
+                    retryable=True,
+                    message=f"{writer.provider}: {headline} ({code})",
+                )
+        if failure.serving_provider is None and writer.serving_provider:
+            updates["serving_provider"] = writer.serving_provider
+        if failure.request_id is None and writer.request_id:
+            updates["request_id"] = writer.request_id
+        return replace(failure, **updates) if updates else failure
 
     # ------------------------------------------------------------------ helpers
-
-    def parse_json(self, data: str) -> Any:
-        """Parse an event's JSON; raises ``MALFORMED_RESPONSE`` instead of ``ValueError``.
-
-        A lone surrogate escape (``"\\ud800"`` without its pair) becomes U+FFFD, so every
-        string handed on is valid UTF-8; escaped pairs decode to their character.
-        """
-        try:
-            value, end = _scan_once(data, 0)
-            if end == len(data):
-                if "\\ud" in data or "\\uD" in data:  # cheap gate: most events have none
-                    return fix_surrogates(value)
-                return value
-        except StopIteration:
-            pass
-        except (ValueError, RecursionError):
-            raise self._malformed(data) from None
-        try:
-            value = json.loads(data)  # leading/trailing whitespace, or the precise error
-        except (ValueError, RecursionError):
-            raise self._malformed(data) from None
-        if "\\ud" in data or "\\uD" in data:
-            return fix_surrogates(value)
-        return value
 
     def _malformed(self, data: str) -> Exception:
         who = self.writer.provider
@@ -356,59 +457,6 @@ class Translator:
                 detail=redact(data, limit=120),
             )
         )
-
-
-# The C scanner behind json.loads, called directly: the payloads of a stream are compact
-# objects, so the two whitespace regex passes json.loads makes per call are pure overhead.
-_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def fix_surrogates(value: Any) -> Any:
-    """``value`` (parsed JSON) with every lone surrogate in its strings — dict keys too —
-    replaced by U+FFFD. Containers are fixed in place (iteratively: any depth); a string
-    comes back as a new string. Surrogate pairs never reach here: the JSON decoder joins
-    ``"\\ud83d\\ude00"`` into one character."""
-    if type(value) is str:
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    search = _LONE_SURROGATE.search
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if type(node) is dict:
-            renamed = False
-            for key, item in node.items():
-                if type(item) is str:
-                    if search(item):
-                        node[key] = _LONE_SURROGATE.sub("\ufffd", item)
-                elif type(item) is dict or type(item) is list:
-                    stack.append(item)
-                if search(key):
-                    renamed = True
-            if renamed:
-                pairs = list(node.items())
-                node.clear()
-                for key, item in pairs:
-                    node[_LONE_SURROGATE.sub("\ufffd", key)] = item
-        elif type(node) is list:
-            for i, item in enumerate(node):
-                if type(item) is str:
-                    if search(item):
-                        node[i] = _LONE_SURROGATE.sub("\ufffd", item)
-                elif type(item) is dict or type(item) is list:
-                    stack.append(item)
-    return value
-
-
-def dump_json(value: Any) -> str | None:
-    """Compact JSON text of a parsed wire value, or ``None`` when JSON can't carry it
-    (nesting too deep to serialize, NaN from a huge exponent...)."""
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (ValueError, TypeError, RecursionError):
-        return None
 
 
 def cost_or_none(value: Any) -> float | None:
@@ -453,15 +501,3 @@ def sum_optional(values: Iterable[int | None]) -> int | None:
     """Sum of the values that are present; ``None`` when none is."""
     present = [v for v in values if v is not None]
     return sum(present) if present else None
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in ``text`` (tool-call arguments sent back in history); ``{}`` when
-    ``text`` is empty, not valid JSON or not an object. Never raises."""
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}

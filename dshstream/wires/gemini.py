@@ -37,14 +37,13 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Any
 
-from ..classify import classify_error_payload
 from ..redaction import redact
 from ..sse import ServerSentEvent
+from ..strict_json import dump_json, loads_event
 from ..types import FinishKind, LlmFailure, TokenUsage
-from .base import Translator, dict_or_empty, dump_json, int_or_none
+from .base import Translator, dict_or_empty, int_or_none
 
 WIRE = "gemini"
 
@@ -217,23 +216,20 @@ class GeminiTranslator(Translator):
     # ------------------------------------------------------------------ events
 
     def on_event(self, event: ServerSentEvent) -> None:
-        payload = self.parse_json(event.data)
+        payload = loads_event(event.data)
         if type(payload) is list and len(payload) == 1:
             payload = payload[0]  # a JSON array of one response (or one error)
         if type(payload) is not dict:
             if event.event == "error":
-                self._fail(payload)
+                self.fail_with(payload)
             return
         if payload.get("error") is not None or event.event == "error":
-            self._fail(payload)
+            self.fail_with(payload)
             return
         writer = self.writer
-        rid = payload.get("responseId")
-        if writer.response_id is None and isinstance(rid, str) and rid:
-            writer.response_id = rid
         model = payload.get("modelVersion")
-        if isinstance(model, str) and model:
-            writer.model = model
+        if writer.response_id is None or model != writer.model:  # every event repeats them
+            writer.identify(payload.get("responseId"), model)
         candidates = payload.get("candidates")
         if type(candidates) is list:
             for candidate in candidates:
@@ -426,33 +422,26 @@ class GeminiTranslator(Translator):
                 detail=detail,
             )
         else:
-            code = "".join(c if c.isalnum() else "_" for c in reason.upper())[:40] or "UNKNOWN"
-            failure = writer.failure(code, f"{who}: model stopped: {code.lower()}", detail=detail)
+            failure = writer.stop_failure(reason, detail=detail)
         writer.set_finish("error", reason, failure)
 
-    def _set_replay(self) -> None:
+    # ------------------------------------------------------------------ end
+
+    def flush(self, *, cut: bool) -> None:
+        # No terminator: a streamed call still open here never got its close, so it is cut
+        # short whether or not a finish reason arrived.
+        self._close_call(truncated=True)
+        self._end_text_block()
+
+    def replay_state(self) -> Any:
         parts = [p.to_part() if isinstance(p, _TextPart) else p for p in self._parts]
         parts = [p for p in parts if p]
-        if parts:
-            state: dict[str, Any] = {"wire": WIRE, "parts": parts}
-            if self._call_ids:
-                state["call_ids"] = list(self._call_ids)
-            self.writer.replay_state = state
-
-    def _fail(self, payload: Any) -> None:
-        self._close_call(truncated=True)
-        self._end_text_block()
-        self._set_replay()
-        writer = self.writer
-        failure = classify_error_payload(payload, provider=writer.provider)
-        if failure.request_id is None and writer.request_id is not None:
-            failure = replace(failure, request_id=writer.request_id)
-        writer.fail(failure)
-
-    def on_close(self) -> None:
-        self._close_call(truncated=True)
-        self._end_text_block()
-        self._set_replay()
+        if not parts:
+            return None
+        state: dict[str, Any] = {"wire": WIRE, "parts": parts}
+        if self._call_ids:
+            state["call_ids"] = list(self._call_ids)
+        return state
 
 
 # the fields gemini_usage needs; a record without any of them keeps the previous usage

@@ -8,8 +8,10 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    OpenRouter ``reasoning_details`` are merged per entry into replay state, and a
    ``reasoning.text`` signature is set on the reasoning block. Content from a string or a
    Mistral part list (legacy ``/completions`` ``choices[].text`` too); ``refusal`` text is
-   visible text. A block opens only on its first non-empty payload; optional think-tag
-   stripping and the reasoning spill guard run on content.
+   visible text, past the filters. A block opens only on its first non-empty payload;
+   content and reasoning go through :class:`~dshstream.filters.pipeline.ContentFilters`
+   (optional think-tag stripping, the reasoning spill guard, verbatim tool calls) when any
+   stage is on, straight to the writer otherwise.
 3. Tool calls are correlated by id, then wire index, then the latest open call (Ollama
    omits ``index``); a repeated id or name is identity, never appended.
 4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM
@@ -21,37 +23,23 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    else an ``error`` finish with the reason upper-cased; ``raw`` keeps
    ``native_finish_reason`` when present.
 6. An ``{"error": ...}`` payload or an ``event: error`` frame ends the stream with a
-   classified error finish, keeping partial output and usage.
+   classified error finish (``Translator.fail_with``), keeping partial output and usage.
 7. ``[DONE]`` is the terminal marker; EOF without it is normal only after a finish reason.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from ..classify import classify_error_payload
 from ..dialects import get_dialect
-from ..filters.spill_guard import ReasoningSpillGuard
-from ..filters.think_tags import ThinkTagStripper
-from ..filters.verbatim_tools import VerbatimToolCallParser
+from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
 from ..sse import ServerSentEvent
-from ..types import FinishKind, TokenUsage, ToolCallBlock
-from .base import (
-    ChunkWriter,
-    Translator,
-    cost_or_none,
-    dict_or_empty,
-    dump_json,
-    first_str,
-    int_or_none,
-    list_or_empty,
-)
+from ..strict_json import dump_json, loads_event
+from ..types import FinishKind, TokenUsage
+from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none
 
-_REASONING = "reasoning"
-_TEXT = "text"
 _FINISH_KINDS: dict[str, FinishKind] = {
     "stop": "stop",
     "end": "stop",
@@ -97,77 +85,6 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
     )
 
 
-class ContentFilters:
-    """The visible-content pipeline: think tags → reasoning spill guard → verbatim tool
-    calls → text. Each stage is optional; a settled spill guard drops out of the hot path."""
-
-    __slots__ = ("writer", "stripper", "guard", "verbatim", "_verbatim_calls")
-
-    def __init__(
-        self,
-        writer: ChunkWriter,
-        *,
-        think_tags: bool,
-        spill_guard: bool,
-        verbatim_tools: Sequence[Mapping[str, Any]] = (),
-    ) -> None:
-        self.writer = writer
-        self.stripper = ThinkTagStripper() if think_tags else None
-        self.guard: ReasoningSpillGuard | None = ReasoningSpillGuard() if spill_guard else None
-        self.verbatim = VerbatimToolCallParser(list(verbatim_tools)) if verbatim_tools else None
-        self._verbatim_calls = 0
-
-    def reasoning(self, text: str) -> None:
-        if self.guard is not None and text:
-            self.guard.observe_reasoning(text)
-        self.writer.reasoning(_REASONING, text)
-
-    def content(self, text: str) -> None:
-        if self.stripper is not None:
-            text, thought = self.stripper.feed(text)
-            if thought:
-                self.reasoning(thought)
-        self._visible(text)
-
-    def _visible(self, text: str) -> None:
-        guard = self.guard
-        if guard is not None and text:
-            text, spilled = guard.filter_content(text)
-            if spilled:
-                self.writer.reasoning(_REASONING, spilled)
-            if guard.settled:
-                self.guard = None
-        if self.verbatim is not None:
-            self._emit(self.verbatim.feed(text))
-        else:
-            self.writer.text(_TEXT, text)
-
-    def _emit(self, items: list[str | ToolCallBlock]) -> None:
-        for item in items:
-            if isinstance(item, str):
-                self.writer.text(_TEXT, item)
-                continue
-            key = ("verbatim", self._verbatim_calls)
-            self._verbatim_calls += 1
-            self.writer.tool_call(key, call_id=item.id, name=item.name, arguments=item.arguments)
-            self.writer.end(key)
-
-    def flush(self, *, cut: bool = False) -> None:
-        if self.stripper is not None:
-            visible, thought = self.stripper.flush(cut=cut)
-            if thought:
-                self.reasoning(thought)
-            self._visible(visible)
-        if self.guard is not None:
-            visible, spilled = self.guard.flush()
-            if spilled:
-                self.writer.reasoning(_REASONING, spilled)
-            self.guard = None
-            self._visible(visible)
-        if self.verbatim is not None:
-            self._emit(self.verbatim.flush())
-
-
 class OpenAIChatTranslator(Translator):
     """Chat-completions chunks (any dialect) to dshstream chunks."""
 
@@ -187,16 +104,19 @@ class OpenAIChatTranslator(Translator):
         super().__init__(provider=provider or preset.name, request_id=request_id)
         self.dialect = preset
         use_tags = preset.think_tags if think_tags is None else think_tags
-        self._filters: ContentFilters | None = (
-            ContentFilters(
+        self._filters: ContentFilters | None = None
+        # Where content and reasoning go: the filter pipeline, or straight to the writer.
+        self._content: Callable[[str], None] = partial(self.writer.text, TEXT_KEY)
+        self._reasoning: Callable[[str], None] = partial(self.writer.reasoning, REASONING_KEY)
+        if use_tags or spill_guard or verbatim_tools:
+            self._filters = ContentFilters(
                 self.writer,
                 think_tags=use_tags,
                 spill_guard=spill_guard,
                 verbatim_tools=verbatim_tools,
             )
-            if use_tags or spill_guard or verbatim_tools
-            else None
-        )
+            self._content = self._filters.content
+            self._reasoning = self._filters.reasoning
         self._by_id: dict[str, int] = {}
         self._by_index: dict[int, int] = {}
         self._last_call: int | None = None
@@ -204,21 +124,21 @@ class OpenAIChatTranslator(Translator):
         self._reasoning_details: list[dict[str, Any]] = []
         self._details_by_index: dict[Any, dict[str, Any]] = {}
         self._tool_signatures: dict[str, str] = {}
-        self._error: Any = None
 
     # ------------------------------------------------------------------ events
 
     def on_event(self, event: ServerSentEvent) -> None:
         data = event.data
         if data == "[DONE]":
-            self._finish_stream()
+            self.complete()
             return
-        payload = self.parse_json(data)
+        payload = loads_event(data)
         if type(payload) is not dict:
             if event.event == "error":
-                self._fail(payload)
+                self.fail_with(payload)
             return
         writer = self.writer
+        # writer.identify, inlined: this runs for every chunk of every chat stream
         if writer.response_id is None:
             rid = payload.get("id")
             if isinstance(rid, str) and rid:
@@ -245,7 +165,7 @@ class OpenAIChatTranslator(Translator):
                 if choice is not None:
                     self._on_choice(choice)
         if event.event == "error" or payload.get("error") is not None:
-            self._fail(payload)
+            self.fail_with(payload)
 
     @staticmethod
     def _choice_zero(choices: list[Any]) -> dict[str, Any] | None:
@@ -261,10 +181,7 @@ class OpenAIChatTranslator(Translator):
         elif delta is None:
             text = choice.get("text")  # legacy /completions streams
             if isinstance(text, str) and text:
-                if self._filters is not None:
-                    self._filters.content(text)
-                else:
-                    self.writer.text(_TEXT, text)
+                self._content(text)
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             native = choice.get("native_finish_reason")
@@ -277,41 +194,30 @@ class OpenAIChatTranslator(Translator):
             ((field, value),) = delta.items()
             if field == "content" and type(value) is str:
                 if value:
-                    if self._filters is not None:
-                        self._filters.content(value)
-                    else:
-                        self.writer.text(_TEXT, value)
+                    self._content(value)
                 return
             if field == "tool_calls" and type(value) is list:
                 for call in value:
                     if type(call) is dict:
                         self._on_tool_call(call)
                 return
-        filters = self._filters
-        writer = self.writer
         reasoning = delta.get("reasoning_content")
         if not (isinstance(reasoning, str) and reasoning):
             reasoning = delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
-            if filters is not None:
-                filters.reasoning(reasoning)
-            else:
-                writer.reasoning(_REASONING, reasoning)
+            self._reasoning(reasoning)
         details = delta.get("reasoning_details")
         if type(details) is list and details:
             self._merge_reasoning_details(details, bool(reasoning))
         content = delta.get("content")
         if isinstance(content, str):
             if content:
-                if filters is not None:
-                    filters.content(content)
-                else:
-                    writer.text(_TEXT, content)
+                self._content(content)
         elif type(content) is list:
             self._on_content_parts(content)
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
-            writer.text(_TEXT, refusal)
+            self.writer.text(TEXT_KEY, refusal)  # refusal text bypasses the filters
         tool_calls = delta.get("tool_calls")
         if type(tool_calls) is list:
             for call in tool_calls:
@@ -326,20 +232,14 @@ class OpenAIChatTranslator(Translator):
             if kind == "text":
                 text = part.get("text")
                 if isinstance(text, str) and text:
-                    if self._filters is not None:
-                        self._filters.content(text)
-                    else:
-                        self.writer.text(_TEXT, text)
+                    self._content(text)
             elif kind == "thinking":
                 thinking = part.get("thinking")
                 pieces = thinking if type(thinking) is list else [thinking]
                 for piece in pieces:
                     text = piece.get("text") if type(piece) is dict else piece
                     if isinstance(text, str) and text:
-                        if self._filters is not None:
-                            self._filters.reasoning(text)
-                        else:
-                            self.writer.reasoning(_REASONING, text)
+                        self._reasoning(text)
 
     def _merge_reasoning_details(self, details: list[Any], text_already_streamed: bool) -> None:
         for entry in details:
@@ -362,10 +262,10 @@ class OpenAIChatTranslator(Translator):
                         merged[field] = value
             text = first_str(entry.get("text"), entry.get("summary")) if not text_already_streamed else None
             signature = first_str(entry.get("signature")) if entry.get("type") == "reasoning.text" else None
-            if text or (signature and self.writer.is_open(_REASONING)):
+            if text or (signature and self.writer.is_open(REASONING_KEY)):
                 # Some routes stream reasoning only inside reasoning_details; a signature
                 # belongs to the reasoning block it closes.
-                self.writer.reasoning(_REASONING, text or "", signature=signature)
+                self.writer.reasoning(REASONING_KEY, text or "", signature=signature)
 
     def _on_tool_call(self, call: dict[str, Any]) -> None:
         if len(call) == 2 and "function" in call:
@@ -426,44 +326,21 @@ class OpenAIChatTranslator(Translator):
                 "CONTENT_FILTER", f"{who}: response blocked by the provider's content filter"
             )
         elif reason == "error":
-            if self._error is not None:
-                return  # the error payload carries the classified failure
             failure = writer.failure("SERVER", f"{who}: stream terminated due to a provider error")
         else:
-            code = "".join(c if c.isalnum() else "_" for c in reason.upper())[:40] or "UNKNOWN"
-            failure = writer.failure(code, f"{who}: model stopped: {code.lower()}")
+            failure = writer.stop_failure(reason)
         writer.set_finish("error", raw, failure)
 
     # ------------------------------------------------------------------ end
 
-    def _fail(self, payload: Any) -> None:
-        self._error = payload
-        failure = classify_error_payload(payload, provider=self.writer.provider)
-        if self.writer.serving_provider and failure.serving_provider is None:
-            failure = replace(failure, serving_provider=self.writer.serving_provider)
-        self._flush_filters(cut=True)
-        self._set_replay()
-        self.writer.fail(failure)
-
-    def _flush_filters(self, *, cut: bool = False) -> None:
+    def flush(self, *, cut: bool) -> None:
         if self._filters is not None:
             self._filters.flush(cut=cut)
 
-    def _set_replay(self) -> None:
+    def replay_state(self) -> Any:
         state: dict[str, Any] = {}
         if self._reasoning_details:
             state["reasoning_details"] = self._reasoning_details
         if self._tool_signatures:
             state["tool_signatures"] = self._tool_signatures
-        if state:
-            self.writer.replay_state = {"wire": "openai-chat", **state}
-
-    def _finish_stream(self) -> None:
-        self._flush_filters()
-        self._set_replay()
-        self.writer.complete()
-
-    def on_close(self) -> None:
-        # EOF before [DONE] is a cut unless a finish reason already arrived.
-        self._flush_filters(cut=self.writer.finish_kind is None)
-        self._set_replay()
+        return {"wire": "openai-chat", **state} if state else None

@@ -28,16 +28,22 @@ data-only framings work too):
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import replace
 from typing import Any
 
-from ..classify import classify_error_payload
 from ..sse import ServerSentEvent
-from ..types import LlmFailure, TokenUsage
+from ..strict_json import loads_event
+from ..types import TokenUsage
 from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none, list_or_empty
 
 WIRE = "openai-responses"
 _MAX_TOKENS_REASONS = frozenset({"max_output_tokens", "max_tokens", "length"})
+# a message content part's type -> the field that holds its text
+_MESSAGE_TEXT = {"output_text": "text", "refusal": "refusal"}
+
+
+def _message_text_field(part: dict[str, Any]) -> str | None:
+    kind = part.get("type")
+    return _MESSAGE_TEXT.get(kind) if isinstance(kind, str) else None
 
 
 def responses_usage(usage: dict[str, Any]) -> TokenUsage | None:
@@ -85,16 +91,17 @@ class OpenAIResponsesTranslator(Translator):
         self._by_id: dict[str, _Slot] = {}
         self._streamed: set[Hashable] = set()  # block keys that received a payload
         self._opened: set[Hashable] = set()  # tool-call block keys ever opened
+        self._output: list[dict[str, Any]] = []  # the terminal response's output items
+        self._completed = False  # a completed/incomplete terminal event arrived
 
     # ------------------------------------------------------------------ dispatch
 
     def on_event(self, event: ServerSentEvent) -> None:
         data = event.data
         if data == "[DONE]":
-            self.on_close()
-            self.writer.cut()  # [DONE] before a terminal response event
+            self.end_input()  # [DONE] before a terminal response event
             return
-        payload = self.parse_json(data)
+        payload = loads_event(data)
         if type(payload) is not dict:
             return
         kind = payload.get("type")
@@ -156,14 +163,20 @@ class OpenAIResponsesTranslator(Translator):
             self._streamed.add(key)
             self.writer.reasoning(key, text)
 
-    def _fill_text(self, slot: _Slot, key: Hashable, text: Any) -> None:
-        """Text known only from a ``done`` event: emit it unless deltas already did."""
+    def _fill(self, slot: _Slot, part: str, position: Any, text: Any) -> Hashable:
+        """Text known only from a ``done`` event or the terminal output: emit it unless
+        deltas already did. ``part`` ``"text"`` is visible text, any other reasoning."""
+        key = self._key(slot, part, position)
         if key not in self._streamed:
-            self._text(slot, key, text)
+            if part == "text":
+                self._text(slot, key, text)
+            else:
+                self._reasoning(key, text)
+        return key
 
-    def _fill_reasoning(self, key: Hashable, text: Any) -> None:
-        if key not in self._streamed:
-            self._reasoning(key, text)
+    def _end_part(self, slot: _Slot, part: str, position: Any, text: Any) -> None:
+        """A part's ``done`` event: fill its text, end its block."""
+        self.writer.end(self._fill(slot, part, position, text))
 
     def _tool(self, slot: _Slot, item: dict[str, Any] | None, arguments: str = "") -> None:
         key = self._key(slot, "tool", 0)
@@ -184,16 +197,13 @@ class OpenAIResponsesTranslator(Translator):
         if item_type == "message":
             for position, part in enumerate(list_or_empty(item.get("content"))):
                 part = dict_or_empty(part)
-                part_type = part.get("type")
-                if part_type == "output_text":
-                    self._fill_text(slot, self._key(slot, "text", position), part.get("text"))
-                elif part_type == "refusal":
-                    self._fill_text(slot, self._key(slot, "text", position), part.get("refusal"))
+                field = _message_text_field(part)
+                if field is not None:
+                    self._fill(slot, "text", position, part.get(field))
         elif item_type == "reasoning":
-            for position, part in enumerate(list_or_empty(item.get("summary"))):
-                self._fill_reasoning(self._key(slot, "summary", position), dict_or_empty(part).get("text"))
-            for position, part in enumerate(list_or_empty(item.get("content"))):
-                self._fill_reasoning(self._key(slot, "content", position), dict_or_empty(part).get("text"))
+            for part_name in ("summary", "content"):
+                for position, part in enumerate(list_or_empty(item.get(part_name))):
+                    self._fill(slot, part_name, position, dict_or_empty(part).get("text"))
         elif item_type == "function_call":
             key = self._key(slot, "tool", 0)
             arguments = item.get("arguments")
@@ -215,15 +225,7 @@ class OpenAIResponsesTranslator(Translator):
     def _on_response_meta(self, payload: dict[str, Any]) -> None:
         response = dict_or_empty(payload.get("response"))
         writer = self.writer
-        rid = first_str(response.get("id"))
-        if rid is not None and writer.response_id is None:
-            writer.response_id = rid
-        model = first_str(response.get("model"))
-        if model is not None:
-            writer.model = model
-        served = first_str(response.get("provider"))
-        if served is not None and writer.serving_provider is None:
-            writer.serving_provider = served
+        writer.identify(response.get("id"), response.get("model"), response.get("provider"))
         usage = response.get("usage")
         if type(usage) is dict:
             normalized = responses_usage(usage)
@@ -246,20 +248,12 @@ class OpenAIResponsesTranslator(Translator):
     def _on_part_done(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
         part = dict_or_empty(payload.get("part"))
-        part_type = part.get("type")
         position = payload.get("content_index")
-        if part_type == "output_text":
-            key = self._key(slot, "text", position)
-            self._fill_text(slot, key, part.get("text"))
-        elif part_type == "refusal":
-            key = self._key(slot, "text", position)
-            self._fill_text(slot, key, part.get("refusal"))
-        elif part_type == "reasoning_text":
-            key = self._key(slot, "content", position)
-            self._fill_reasoning(key, part.get("text"))
-        else:
-            return
-        self.writer.end(key)
+        field = _message_text_field(part)
+        if field is not None:
+            self._end_part(slot, "text", position, part.get(field))
+        elif part.get("type") == "reasoning_text":
+            self._end_part(slot, "content", position, part.get("text"))
 
     def _on_text_delta(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
@@ -267,15 +261,11 @@ class OpenAIResponsesTranslator(Translator):
 
     def _on_text_done(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
-        key = self._key(slot, "text", payload.get("content_index"))
-        self._fill_text(slot, key, payload.get("text"))
-        self.writer.end(key)
+        self._end_part(slot, "text", payload.get("content_index"), payload.get("text"))
 
     def _on_refusal_done(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
-        key = self._key(slot, "text", payload.get("content_index"))
-        self._fill_text(slot, key, payload.get("refusal"))
-        self.writer.end(key)
+        self._end_part(slot, "text", payload.get("content_index"), payload.get("refusal"))
 
     def _on_summary_delta(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
@@ -283,12 +273,10 @@ class OpenAIResponsesTranslator(Translator):
 
     def _on_summary_done(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
-        key = self._key(slot, "summary", payload.get("summary_index"))
         text = payload.get("text")
         if text is None:
             text = dict_or_empty(payload.get("part")).get("text")
-        self._fill_reasoning(key, text)
-        self.writer.end(key)
+        self._end_part(slot, "summary", payload.get("summary_index"), text)
 
     def _on_reasoning_text_delta(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
@@ -296,9 +284,7 @@ class OpenAIResponsesTranslator(Translator):
 
     def _on_reasoning_text_done(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
-        key = self._key(slot, "content", payload.get("content_index"))
-        self._fill_reasoning(key, payload.get("text"))
-        self.writer.end(key)
+        self._end_part(slot, "content", payload.get("content_index"), payload.get("text"))
 
     def _on_arguments_delta(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
@@ -335,7 +321,8 @@ class OpenAIResponsesTranslator(Translator):
             self._fill_item(slot, item)
         return output
 
-    def _replay(self, output: list[dict[str, Any]]) -> None:
+    def _replay_items(self, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The replay items of the terminal ``output``, or of the streamed items without one."""
         slots: list[tuple[_Slot | None, dict[str, Any]]]
         if output:
             slots = []
@@ -366,7 +353,11 @@ class OpenAIResponsesTranslator(Translator):
                 if item_id is not None:
                     entry["id"] = item_id
                 items.append(entry)
-        self.writer.replay_state = {"wire": WIRE, "items": items} if items else None
+        return items
+
+    def replay_state(self) -> Any:
+        items = self._replay_items(self._output)
+        return {"wire": WIRE, "items": items} if items else None
 
     def _has_function_call(self, output: list[dict[str, Any]]) -> bool:
         if output:
@@ -377,7 +368,7 @@ class OpenAIResponsesTranslator(Translator):
         self._on_response_meta(payload)
         response = dict_or_empty(payload.get("response"))
         output = self._reconcile(response)
-        self._replay(output)
+        self._output = output
         return response, output
 
     def _on_completed(self, payload: dict[str, Any]) -> None:
@@ -387,7 +378,7 @@ class OpenAIResponsesTranslator(Translator):
             self.writer.set_finish("tool-calls", status)
         else:
             self.writer.set_finish("stop", status)
-        self.writer.complete()
+        self.complete()
 
     def _on_incomplete(self, payload: dict[str, Any]) -> None:
         response, _ = self._terminal(payload)
@@ -404,36 +395,19 @@ class OpenAIResponsesTranslator(Translator):
                 writer.failure("CONTENT_FILTER", f"{who}: response blocked by the provider's content filter"),
             )
         else:
-            code = "".join(c if c.isalnum() else "_" for c in reason.upper())[:40] or "UNKNOWN"
-            writer.set_finish("error", reason, writer.failure(code, f"{who}: model stopped: {code.lower()}"))
-        writer.complete()
+            writer.set_finish("error", reason, writer.stop_failure(reason))
+        self.complete()
 
     def _on_failed(self, payload: dict[str, Any]) -> None:
-        response, _ = self._terminal(payload)
+        response, output = self._terminal(payload)
+        if not self._replay_items(output):
+            self._output = []  # nothing replayable in the failed response: replay the stream's items
         error = response.get("error")
         self.writer.finish_raw = "failed"
-        self._fail({"error": error} if error is not None else payload)
+        self.fail_with({"error": error} if error is not None else payload)
 
     def _on_error(self, payload: dict[str, Any]) -> None:
-        self._fail(payload)
-
-    def _fail(self, payload: Any) -> None:
-        failure: LlmFailure = classify_error_payload(payload, provider=self.writer.provider)
-        writer = self.writer
-        updates: dict[str, Any] = {}
-        if failure.serving_provider is None and writer.serving_provider:
-            updates["serving_provider"] = writer.serving_provider
-        if failure.request_id is None and writer.request_id:
-            updates["request_id"] = writer.request_id
-        if updates:
-            failure = replace(failure, **updates)
-        if writer.replay_state is None:
-            self._replay([])
-        writer.fail(failure)
-
-    def on_close(self) -> None:
-        if self.writer.replay_state is None:
-            self._replay([])
+        self.fail_with(payload)
 
 
 _HANDLERS: dict[str, Any] = {

@@ -1,0 +1,152 @@
+"""JSON text in and out: the package's one set of JSON parse and serialize helpers.
+
+Contract: stdlib only, no I/O, no state. Whatever the input, the only exception that
+leaves a parser here is ``ValueError`` (nesting too deep to parse becomes one too, never a
+``RecursionError``); the ``*_or_none`` and ``*_object`` helpers never raise.
+
+1. :func:`strict_loads` accepts standard JSON only: the ``NaN``, ``Infinity`` and
+   ``-Infinity`` that Python's ``json`` lets through are rejected. Malformed text raises a
+   ``json.JSONDecodeError`` (a ``ValueError`` with ``msg`` and ``pos``). This is the parser
+   for model-written text: tool-call arguments, verbatim tool calls.
+2. :func:`loads_or_none` is :func:`strict_loads` returning ``None`` instead of raising
+   (also for text longer than ``max_chars``); ``allow_nan=True`` accepts the three
+   constants, as Python's ``json`` does (provider error bodies, caller history).
+3. :func:`loads_event` parses one wire payload on the streaming hot path (the C scanner
+   called directly; constants accepted, as the providers' own SDKs do) and replaces every
+   lone surrogate escape with U+FFFD (:func:`fix_surrogates`), so every string it hands
+   on is valid UTF-8. A payload that is not JSON raises :class:`EventJsonError` (a
+   ``ValueError`` carrying the text), which a caller can tell from any other error.
+4. :func:`dump_json` is compact JSON (``ensure_ascii=False``, no NaN), or ``None`` when
+   JSON cannot carry the value.
+5. :func:`parse_json_object` is the object in a text, ``{}`` for anything else (tool-call
+   arguments sent back in a request).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = [
+    "EventJsonError",
+    "dump_json",
+    "fix_surrogates",
+    "loads_event",
+    "loads_or_none",
+    "parse_json_object",
+    "strict_loads",
+]
+
+_TOO_DEEP = "JSON nested too deeply to parse"
+
+
+def _reject_constant(value: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {value}")
+
+
+def strict_loads(text: str) -> Any:
+    """Standard JSON only (rule 1); raises ``ValueError``."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
+
+
+def loads_or_none(text: str, *, max_chars: int | None = None, allow_nan: bool = False) -> Any:
+    """The value of ``text``, or ``None`` when it is not JSON or longer than ``max_chars``
+    (rule 2). JSON ``null`` is ``None`` too: callers test for the type they need."""
+    if max_chars is not None and len(text) > max_chars:
+        return None
+    try:
+        if allow_nan:
+            return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+
+
+# The C scanner behind json.loads, called directly: the payloads of a stream are compact
+# objects, so the two whitespace regex passes json.loads makes per call are pure overhead.
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+class EventJsonError(ValueError):
+    """:func:`loads_event` was given ``text`` that is not JSON."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__("payload is not valid JSON")
+        self.text = text
+
+
+def loads_event(data: str) -> Any:
+    """One wire payload (rule 3); raises :class:`EventJsonError` when it is not JSON."""
+    try:
+        value, end = _scan_once(data, 0)
+        if end == len(data):
+            if "\\ud" in data or "\\uD" in data:  # cheap gate: most events have none
+                return fix_surrogates(value)
+            return value
+    except StopIteration:
+        pass
+    except (ValueError, RecursionError):
+        raise EventJsonError(data) from None
+    try:
+        value = json.loads(data)  # leading/trailing whitespace
+    except (ValueError, RecursionError):
+        raise EventJsonError(data) from None
+    if "\\ud" in data or "\\uD" in data:
+        return fix_surrogates(value)
+    return value
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def fix_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with every lone surrogate in its strings — dict keys too —
+    replaced by U+FFFD. Containers are fixed in place (iteratively: any depth); a string
+    comes back as a new string. Surrogate pairs never reach here: the JSON decoder joins
+    ``"\\ud83d\\ude00"`` into one character."""
+    if type(value) is str:
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    search = _LONE_SURROGATE.search
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        entries: Iterable[tuple[Any, Any]]
+        if type(node) is dict:
+            entries = node.items()
+        elif type(node) is list:
+            entries = enumerate(node)
+        else:
+            continue
+        for key, item in entries:  # replacing a value in place, never adding one
+            if type(item) is str:
+                if search(item):
+                    node[key] = _LONE_SURROGATE.sub("\ufffd", item)
+            elif type(item) is dict or type(item) is list:
+                stack.append(item)
+        if type(node) is dict and any(search(key) for key in node):
+            pairs = list(node.items())
+            node.clear()
+            for key, item in pairs:
+                node[_LONE_SURROGATE.sub("\ufffd", key)] = item
+    return value
+
+
+def dump_json(value: Any) -> str | None:
+    """Compact JSON text of a parsed value, or ``None`` when JSON can't carry it
+    (nesting too deep to serialize, NaN from a huge exponent...)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in ``text``; ``{}`` when ``text`` is empty, not valid JSON or not an
+    object. Never raises."""
+    value = loads_or_none(text, allow_nan=True)
+    return value if isinstance(value, dict) else {}
