@@ -33,8 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import requests
 
 from dshstream import GenerateOptions, Message, OpenAIChatAdapter
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.service import LlmService
+from dshstream import LlmService, ReplayServer, Route
 
 TARGET = 0.8
 

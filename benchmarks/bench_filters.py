@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dshstream.filters.json_repair import repair_incomplete_json  # noqa: E402
-from dshstream.filters.spill_guard import ReasoningSpillGuard  # noqa: E402
-from dshstream.filters.think_tags import ThinkTagStripper  # noqa: E402
-from dshstream.filters.verbatim_tools import VerbatimToolCallParser  # noqa: E402
+from dshstream._core.filters.json_repair import repair_incomplete_json  # noqa: E402
+from dshstream._core.filters.spill_guard import ReasoningSpillGuard  # noqa: E402
+from dshstream._core.filters.think_tags import ThinkTagStripper  # noqa: E402
+from dshstream._core.filters.verbatim_tools import VerbatimToolCallParser  # noqa: E402
 
 STEP = 3
 TOOLS = [

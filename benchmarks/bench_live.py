@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import requests  # noqa: E402
 
 from dshstream import GenerateOptions, Message, OpenAIChatAdapter, TextDelta  # noqa: E402
-from dshstream.service import LlmService  # noqa: E402
+from dshstream._service import LlmService  # noqa: E402
 
 PROMPT = "Count from 1 to 100, separated by commas."
 MODEL = "m"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dshstream.sse import ServerSentEvent, SSEDecoder  # noqa: E402
+from dshstream._core.sse import ServerSentEvent, SSEDecoder  # noqa: E402
 
 PIECE = 64 * 1024
 N_EVENTS = 20_000

@@ -35,7 +35,7 @@ floor       requests + ``response.raw.read1`` + bytes line split + ``json.loads`
             line (no accumulation: the minimum any Python SSE client must do)
 dshstream   ``LlmService.stream(options).result()``: transport, SSE, wire translator,
             chunk objects, ``ChunkStream`` + ``BlockAssembler`` (decode + assemble)
-dsh-decode  diagnostic: requests + ``raw.read1`` -> ``dshstream.decoding.StreamDecoder`` ->
+dsh-decode  diagnostic: requests + ``raw.read1`` -> ``dshstream._core.decode.StreamDecoder`` ->
             ``BlockAssembler`` (dshstream's sans-IO core without service/adapter/transport)
 openai      ``client.chat.completions.create(stream=True)``, joining content and tool
             argument deltas
@@ -693,17 +693,17 @@ def c_dshstream(base: str, spec: dict[str, Any]) -> Callable[[], dict[str, int]]
 
     wire = spec["wire"]
     if wire == "openai":
-        from dshstream.adapters.openai_chat import OpenAIChatAdapter
+        from dshstream._adapters.openai_chat import OpenAIChatAdapter
 
         adapter: Any = OpenAIChatAdapter(api_key="sk-bench", base_url=base + "/v1", dialect=spec["dialect"], max_retries=0)
         model = "gpt-4.1-nano"
     elif wire == "anthropic":
-        from dshstream.adapters.anthropic import AnthropicAdapter  # type: ignore[import-not-found]
+        from dshstream._adapters.anthropic import AnthropicAdapter  # type: ignore[import-not-found]
 
         adapter = AnthropicAdapter(api_key="sk-ant-bench", base_url=base)
         model = "claude-sonnet-4-5"
     else:
-        from dshstream.adapters.gemini import GeminiAdapter  # type: ignore[import-not-found]
+        from dshstream._adapters.gemini import GeminiAdapter  # type: ignore[import-not-found]
 
         adapter = GeminiAdapter(api_key="gm-bench", base_url=base)
         model = "gemini-2.5-pro"
@@ -720,8 +720,8 @@ def c_dshstream(base: str, spec: dict[str, Any]) -> Callable[[], dict[str, int]]
 def c_dsh_decode(base: str, spec: dict[str, Any]) -> Callable[[], dict[str, int]]:
     import requests
 
-    from dshstream.assembler import BlockAssembler
-    from dshstream.decoding import StreamDecoder, translator_for
+    from dshstream._core.assembler import BlockAssembler
+    from dshstream._core.decode import StreamDecoder, translator_for
 
     wire = {"openai": spec["dialect"], "anthropic": "anthropic", "gemini": "gemini"}[spec["wire"]]
     translator_for(wire)  # fails now (not per run) when the wire does not exist yet
@@ -1056,7 +1056,7 @@ def first_text_factory(name: str, base: str, spec: dict[str, Any]) -> Callable[[
         return run
     if name == "dshstream":
         from dshstream import GenerateOptions, LlmService, Message, TextDelta
-        from dshstream.adapters.openai_chat import OpenAIChatAdapter
+        from dshstream._adapters.openai_chat import OpenAIChatAdapter
 
         service = LlmService()
         service.register_adapter(["bench"], OpenAIChatAdapter(api_key="sk-bench", base_url=base + "/v1", max_retries=0))
@@ -1146,7 +1146,7 @@ def dsh_support(wire: str) -> str | None:
     sys.path.insert(0, str(SRC))
     if wire == "openai":
         return None
-    mod = {"anthropic": "dshstream.adapters.anthropic", "gemini": "dshstream.adapters.gemini"}[wire]
+    mod = {"anthropic": "dshstream._adapters.anthropic", "gemini": "dshstream._adapters.gemini"}[wire]
     if importlib.util.find_spec(mod) is None:
         return f"n/a: {mod} not written yet"
     return None
@@ -1157,7 +1157,7 @@ def dsh_wire_support(wire: str) -> str | None:
 
     if wire == "openai":
         return None
-    mod = {"anthropic": "dshstream.wires.anthropic", "gemini": "dshstream.wires.gemini"}[wire]
+    mod = {"anthropic": "dshstream._core.wires.anthropic", "gemini": "dshstream._core.wires.gemini"}[wire]
     return None if importlib.util.find_spec(mod) is not None else f"n/a: {mod} not written yet"
 
 
@@ -1443,9 +1443,9 @@ def layer_costs(w: Workload, repeats: int = 5) -> list[tuple[str, float]]:
     """In-process cost of each layer on the pre-rendered body (no HTTP, no server): best
     of ``repeats`` runs, fed in 64 KiB pieces like ``raw.read1(65536)``."""
     sys.path.insert(0, str(SRC))
-    from dshstream.assembler import BlockAssembler
-    from dshstream.decoding import StreamDecoder, translator_for
-    from dshstream.sse import SSEDecoder
+    from dshstream._core.assembler import BlockAssembler
+    from dshstream._core.decode import StreamDecoder, translator_for
+    from dshstream._core.sse import SSEDecoder
 
     wire = {"openai": w.dialect, "anthropic": "anthropic", "gemini": "gemini"}[w.wire]
     pieces = [w.body[i : i + 65536] for i in range(0, len(w.body), 65536)]

@@ -1,9 +1,33 @@
 """dshstream: stream LLM responses from every provider as one typed chunk protocol.
 
-Only the vocabulary (the chunk, block and failure types and the exception tree) is imported
-with the package; everything else — the assembler, decoders, filters, and all that touches
-``requests`` (adapters, the service, the transport) — is imported on first use, so
-``import dshstream`` stays fast.
+This module is the one public surface. Every public name is listed once, in
+:data:`_EXPORTS`, with the private module that defines it; that table feeds lazy
+loading, ``__all__`` and the ``TYPE_CHECKING`` imports below (a test keeps the three in
+agreement). Only the vocabulary — the chunk, block and failure types and the exception
+tree — is imported with the package; everything else (the assembler, decoders, filters,
+and all that touches ``requests``: adapters, the service, the transport) is imported on
+first use, so ``import dshstream`` stays fast. Public classes and functions carry this
+package's name as their ``__module__`` (``dshstream.TextDelta``, not the private path),
+in ``repr``, tracebacks and pickles.
+
+The package tree::
+
+    dshstream/
+      __init__.py        this surface
+      _core/             the sans-IO core: no sockets, threads, clocks or environment
+        types.py errors.py             the chunk protocol and the exception tree
+        sse.py decode.py               SSE framing; bytes -> chunks for a wire
+        wires/                         one translator per provider wire format
+        filters/                       think tags, reasoning spills, prose tool calls, JSON repair
+        classify/                      provider failures -> stable codes
+        assembler.py contract.py       chunks -> blocks; the adapter contract checker
+        pump.py retry.py               the byte pump; the retry policy
+        redact.py validate.py request.py http_request.py strict_json.py log.py attribution.py dialects.py
+      _transport.py      the only module that imports requests (and urllib3)
+      _headers.py        response header parsing (Retry-After, request ids)
+      _adapters/         one per provider API, on one HttpAdapter base
+      _service.py _chunk_stream.py _defaults.py    routing, the stream object, the default service
+      _cli.py _render.py _demo.py _notebook.py _replay_server.py    the command, renderers, loopback server
 """
 
 from __future__ import annotations
@@ -11,203 +35,229 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
-from .errors import (
-    AbortedError,
-    AuthenticationError,
-    ConfigurationError,
-    ContentBlockedError,
-    ContextWindowExceededError,
-    EmptyResponseError,
-    InvalidRequestError,
-    LlmError,
-    ModelNotFoundError,
-    OverloadedError,
-    ProtocolError,
-    QuotaExceededError,
-    RateLimitError,
-    ServerError,
-    StreamClosedError,
-    StreamTimeoutError,
-    ToolArgumentsError,
-    TransportError,
+from ._version import __version__ as __version__
+from ._core.errors import (
+    AbortedError as AbortedError,
+    AuthenticationError as AuthenticationError,
+    ConfigurationError as ConfigurationError,
+    ConfigurationTypeError as ConfigurationTypeError,
+    ContentBlockedError as ContentBlockedError,
+    ContextWindowExceededError as ContextWindowExceededError,
+    EmptyResponseError as EmptyResponseError,
+    InvalidRequestError as InvalidRequestError,
+    LlmError as LlmError,
+    ModelNotFoundError as ModelNotFoundError,
+    OverloadedError as OverloadedError,
+    ProtocolError as ProtocolError,
+    QuotaExceededError as QuotaExceededError,
+    RateLimitError as RateLimitError,
+    ServerError as ServerError,
+    StreamClosedError as StreamClosedError,
+    StreamTimeoutError as StreamTimeoutError,
+    ToolArgumentsError as ToolArgumentsError,
+    TransportError as TransportError,
 )
-from .types import (
-    Block,
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
-    ResponseMetadata,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    ToolResultBlock,
-    UsageChunk,
-    chunk_from_dict,
-    chunk_to_dict,
+from ._core.types import (
+    Block as Block,
+    BlockEnd as BlockEnd,
+    BlockStart as BlockStart,
+    Finish as Finish,
+    FinishReason as FinishReason,
+    LlmFailure as LlmFailure,
+    ReasoningBlock as ReasoningBlock,
+    ReasoningDelta as ReasoningDelta,
+    ResponseMetadata as ResponseMetadata,
+    StreamChunk as StreamChunk,
+    TextBlock as TextBlock,
+    TextDelta as TextDelta,
+    TokenUsage as TokenUsage,
+    ToolCallBlock as ToolCallBlock,
+    ToolCallDelta as ToolCallDelta,
+    ToolResultBlock as ToolResultBlock,
+    UsageChunk as UsageChunk,
+    chunk_from_dict as chunk_from_dict,
+    chunk_to_dict as chunk_to_dict,
 )
 
 if TYPE_CHECKING:
-    from .assembler import AssembledResponse, BlockAssembler, assemble
-    from .attribution import AppIdentity, attribution_headers
-    from .contract import check_contract
-    from .request import GenerateOptions, Message, ToolSpec
-    from .adapters.anthropic import AnthropicAdapter
-    from .adapters.base import LlmAdapter, ModelInfo, ProviderInfo
-    from .adapters.custom import CustomAdapter
-    from .adapters.http import HttpAdapter, ModelListFormat
-    from .adapters.settings import HttpSettings
-    from .retry import RetryPolicy
-    from .adapters.gemini import GeminiAdapter
-    from .adapters.openai_responses import OpenAIResponsesAdapter
-    from .adapters.openai_chat import OpenAIChatAdapter
-    from .render import format_error_code_for_display
-    from .decoding import decode
-    from .defaults import default_service, stream
-    from .filters.json_repair import parse_tool_arguments, repair_incomplete_json
-    from .filters.spill_guard import ReasoningSpillGuard
-    from .filters.think_tags import ThinkTagStripper
-    from .filters.verbatim_tools import VerbatimToolCallParser
-    from .redaction import redact
-    from .service import LlmService, Registration
-    from .sse import ServerSentEvent, SSEComment, SSEDecoder
-    from .chunk_stream import ChunkStream
+    from ._adapters.anthropic import AnthropicAdapter as AnthropicAdapter
+    from ._adapters.base import (
+        LlmAdapter as LlmAdapter,
+        ModelInfo as ModelInfo,
+        ProviderInfo as ProviderInfo,
+    )
+    from ._adapters.custom import CustomAdapter as CustomAdapter
+    from ._adapters.gemini import GeminiAdapter as GeminiAdapter
+    from ._adapters.http import HttpAdapter as HttpAdapter, ModelListFormat as ModelListFormat
+    from ._adapters.openai_chat import OpenAIChatAdapter as OpenAIChatAdapter
+    from ._adapters.openai_responses import OpenAIResponsesAdapter as OpenAIResponsesAdapter
+    from ._adapters.settings import HttpSettings as HttpSettings
+    from ._chunk_stream import ChunkStream as ChunkStream
+    from ._core.assembler import (
+        AssembledResponse as AssembledResponse,
+        BlockAssembler as BlockAssembler,
+        assemble as assemble,
+    )
+    from ._core.attribution import (
+        AppIdentity as AppIdentity,
+        attribution_headers as attribution_headers,
+    )
+    from ._core.contract import check_contract as check_contract
+    from ._core.decode import (
+        StreamDecoder as StreamDecoder,
+        decode as decode,
+        detect_wire as detect_wire,
+        translator_for as translator_for,
+    )
+    from ._core.filters.json_repair import (
+        parse_tool_arguments as parse_tool_arguments,
+        repair_incomplete_json as repair_incomplete_json,
+    )
+    from ._core.filters.spill_guard import ReasoningSpillGuard as ReasoningSpillGuard
+    from ._core.filters.think_tags import ThinkTagStripper as ThinkTagStripper
+    from ._core.filters.verbatim_tools import VerbatimToolCallParser as VerbatimToolCallParser
+    from ._core.redact import redact as redact
+    from ._core.request import (
+        GenerateOptions as GenerateOptions,
+        Message as Message,
+        ToolSpec as ToolSpec,
+    )
+    from ._core.retry import RetryPolicy as RetryPolicy
+    from ._core.sse import (
+        SSEComment as SSEComment,
+        SSEDecoder as SSEDecoder,
+        ServerSentEvent as ServerSentEvent,
+    )
+    from ._core.wires.anthropic import AnthropicTranslator as AnthropicTranslator
+    from ._core.wires.base import ChunkWriter as ChunkWriter, Translator as Translator
+    from ._core.wires.gemini import GeminiTranslator as GeminiTranslator
+    from ._core.wires.openai_chat import OpenAIChatTranslator as OpenAIChatTranslator
+    from ._core.wires.openai_responses import OpenAIResponsesTranslator as OpenAIResponsesTranslator
+    from ._defaults import default_service as default_service, stream as stream
+    from ._render import format_error_code_for_display as format_error_code_for_display
+    from ._replay_server import ReplayServer as ReplayServer, Route as Route
+    from ._service import LlmService as LlmService, Registration as Registration
 
-_LAZY: dict[str, str] = {
-    "AppIdentity": ".attribution",
-    "AssembledResponse": ".assembler",
-    "BlockAssembler": ".assembler",
-    "GenerateOptions": ".request",
-    "Message": ".request",
-    "ToolSpec": ".request",
-    "assemble": ".assembler",
-    "attribution_headers": ".attribution",
-    "check_contract": ".contract",
-    "AnthropicAdapter": ".adapters.anthropic",
-    "CustomAdapter": ".adapters.custom",
-    "GeminiAdapter": ".adapters.gemini",
-    "HttpAdapter": ".adapters.http",
-    "HttpSettings": ".adapters.settings",
-    "ModelListFormat": ".adapters.http",
-    "RetryPolicy": ".retry",
-    "OpenAIResponsesAdapter": ".adapters.openai_responses",
-    "ChunkStream": ".chunk_stream",
-    "LlmAdapter": ".adapters.base",
-    "LlmService": ".service",
-    "ModelInfo": ".adapters.base",
-    "OpenAIChatAdapter": ".adapters.openai_chat",
-    "ProviderInfo": ".adapters.base",
-    "ReasoningSpillGuard": ".filters.spill_guard",
-    "Registration": ".service",
-    "SSEComment": ".sse",
-    "SSEDecoder": ".sse",
-    "ServerSentEvent": ".sse",
-    "ThinkTagStripper": ".filters.think_tags",
-    "VerbatimToolCallParser": ".filters.verbatim_tools",
-    "decode": ".decoding",
-    "default_service": ".defaults",
-    "stream": ".defaults",
-    "format_error_code_for_display": ".render",
-    "parse_tool_arguments": ".filters.json_repair",
-    "redact": ".redaction",
-    "repair_incomplete_json": ".filters.json_repair",
+#: every public name -> the private module (relative to this package) that defines it
+_EXPORTS: dict[str, str] = {
+    "AbortedError": "._core.errors",
+    "AnthropicAdapter": "._adapters.anthropic",
+    "AnthropicTranslator": "._core.wires.anthropic",
+    "AppIdentity": "._core.attribution",
+    "AssembledResponse": "._core.assembler",
+    "AuthenticationError": "._core.errors",
+    "Block": "._core.types",
+    "BlockAssembler": "._core.assembler",
+    "BlockEnd": "._core.types",
+    "BlockStart": "._core.types",
+    "ChunkStream": "._chunk_stream",
+    "ChunkWriter": "._core.wires.base",
+    "ConfigurationError": "._core.errors",
+    "ConfigurationTypeError": "._core.errors",
+    "ContentBlockedError": "._core.errors",
+    "ContextWindowExceededError": "._core.errors",
+    "CustomAdapter": "._adapters.custom",
+    "EmptyResponseError": "._core.errors",
+    "Finish": "._core.types",
+    "FinishReason": "._core.types",
+    "GeminiAdapter": "._adapters.gemini",
+    "GeminiTranslator": "._core.wires.gemini",
+    "GenerateOptions": "._core.request",
+    "HttpAdapter": "._adapters.http",
+    "HttpSettings": "._adapters.settings",
+    "InvalidRequestError": "._core.errors",
+    "LlmAdapter": "._adapters.base",
+    "LlmError": "._core.errors",
+    "LlmFailure": "._core.types",
+    "LlmService": "._service",
+    "Message": "._core.request",
+    "ModelInfo": "._adapters.base",
+    "ModelListFormat": "._adapters.http",
+    "ModelNotFoundError": "._core.errors",
+    "OpenAIChatAdapter": "._adapters.openai_chat",
+    "OpenAIChatTranslator": "._core.wires.openai_chat",
+    "OpenAIResponsesAdapter": "._adapters.openai_responses",
+    "OpenAIResponsesTranslator": "._core.wires.openai_responses",
+    "OverloadedError": "._core.errors",
+    "ProtocolError": "._core.errors",
+    "ProviderInfo": "._adapters.base",
+    "QuotaExceededError": "._core.errors",
+    "RateLimitError": "._core.errors",
+    "ReasoningBlock": "._core.types",
+    "ReasoningDelta": "._core.types",
+    "ReasoningSpillGuard": "._core.filters.spill_guard",
+    "Registration": "._service",
+    "ReplayServer": "._replay_server",
+    "ResponseMetadata": "._core.types",
+    "RetryPolicy": "._core.retry",
+    "Route": "._replay_server",
+    "SSEComment": "._core.sse",
+    "SSEDecoder": "._core.sse",
+    "ServerError": "._core.errors",
+    "ServerSentEvent": "._core.sse",
+    "StreamChunk": "._core.types",
+    "StreamClosedError": "._core.errors",
+    "StreamDecoder": "._core.decode",
+    "StreamTimeoutError": "._core.errors",
+    "TextBlock": "._core.types",
+    "TextDelta": "._core.types",
+    "ThinkTagStripper": "._core.filters.think_tags",
+    "TokenUsage": "._core.types",
+    "ToolArgumentsError": "._core.errors",
+    "ToolCallBlock": "._core.types",
+    "ToolCallDelta": "._core.types",
+    "ToolResultBlock": "._core.types",
+    "ToolSpec": "._core.request",
+    "Translator": "._core.wires.base",
+    "TransportError": "._core.errors",
+    "UsageChunk": "._core.types",
+    "VerbatimToolCallParser": "._core.filters.verbatim_tools",
+    "assemble": "._core.assembler",
+    "attribution_headers": "._core.attribution",
+    "check_contract": "._core.contract",
+    "chunk_from_dict": "._core.types",
+    "chunk_to_dict": "._core.types",
+    "decode": "._core.decode",
+    "default_service": "._defaults",
+    "detect_wire": "._core.decode",
+    "format_error_code_for_display": "._render",
+    "parse_tool_arguments": "._core.filters.json_repair",
+    "redact": "._core.redact",
+    "repair_incomplete_json": "._core.filters.json_repair",
+    "stream": "._defaults",
+    "translator_for": "._core.decode",
 }
+#: modules imported with the package (the vocabulary); the rest load on first use
+_EAGER = frozenset({"._core.errors", "._core.types"})
+
+__all__ = sorted(["__version__", *_EXPORTS])
+
+
+def _publish(value: Any) -> Any:
+    """Show ``value`` under this package's public name (it may be a type alias that takes no
+    attributes: then it is left as it is)."""
+    if isinstance(value, type) or callable(value):
+        try:
+            value.__module__ = __name__
+        except (AttributeError, TypeError):
+            pass
+    return value
+
+
+for _name, _module in _EXPORTS.items():
+    if _module in _EAGER:
+        _publish(globals()[_name])
+del _name, _module
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'dshstream' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = _publish(getattr(importlib.import_module(module, __name__), name))
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
-
-__all__ = [
-    "AbortedError",
-    "AnthropicAdapter",
-    "AppIdentity",
-    "AssembledResponse",
-    "AuthenticationError",
-    "Block",
-    "BlockAssembler",
-    "BlockEnd",
-    "BlockStart",
-    "ChunkStream",
-    "ConfigurationError",
-    "ContentBlockedError",
-    "ContextWindowExceededError",
-    "CustomAdapter",
-    "EmptyResponseError",
-    "Finish",
-    "FinishReason",
-    "GeminiAdapter",
-    "GenerateOptions",
-    "HttpAdapter",
-    "HttpSettings",
-    "InvalidRequestError",
-    "LlmAdapter",
-    "LlmError",
-    "LlmFailure",
-    "LlmService",
-    "Message",
-    "ModelInfo",
-    "ModelListFormat",
-    "ModelNotFoundError",
-    "OpenAIChatAdapter",
-    "OpenAIResponsesAdapter",
-    "OverloadedError",
-    "ProtocolError",
-    "ProviderInfo",
-    "QuotaExceededError",
-    "RateLimitError",
-    "ReasoningBlock",
-    "ReasoningDelta",
-    "ReasoningSpillGuard",
-    "Registration",
-    "ResponseMetadata",
-    "RetryPolicy",
-    "SSEComment",
-    "SSEDecoder",
-    "ServerError",
-    "ServerSentEvent",
-    "StreamChunk",
-    "StreamClosedError",
-    "StreamTimeoutError",
-    "TextBlock",
-    "TextDelta",
-    "ThinkTagStripper",
-    "TokenUsage",
-    "ToolArgumentsError",
-    "ToolCallBlock",
-    "ToolCallDelta",
-    "ToolResultBlock",
-    "ToolSpec",
-    "TransportError",
-    "UsageChunk",
-    "VerbatimToolCallParser",
-    "__version__",
-    "assemble",
-    "attribution_headers",
-    "check_contract",
-    "chunk_from_dict",
-    "chunk_to_dict",
-    "decode",
-    "default_service",
-    "format_error_code_for_display",
-    "parse_tool_arguments",
-    "redact",
-    "repair_incomplete_json",
-    "stream",
-]
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from dshstream import GenerateOptions, LlmService, Message, OpenAIChatAdapter
-from dshstream.replay_server import ReplayServer, Route
+from dshstream import GenerateOptions, LlmService, Message, OpenAIChatAdapter, ReplayServer, Route
 
 CHUNK = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"Once upon a time"}}]}\n\n'
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dshstream.replay_server import ReplayServer
+from dshstream._replay_server import ReplayServer
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from dshstream.decoding import decode
-from dshstream.types import FinishKind, StreamChunk
+from dshstream._core.decode import decode
+from dshstream._core.types import FinishKind, StreamChunk
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
 
@@ -47,7 +47,7 @@ def fixture_wire(relative: str) -> str:
     included) is ``openai-chat``; another directory is its chat dialect when one exists,
     else ``openai-chat``.
     """
-    from dshstream.dialects import DIALECTS
+    from dshstream._core.dialects import DIALECTS
 
     provider, _, name = relative.partition("/")
     if provider in _NATIVE_WIRES:

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from dshstream.adapters.anthropic import AnthropicAdapter
-from dshstream.attribution import DEFAULT_IDENTITY, AppIdentity
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.request import GenerateOptions, Message, ToolSpec
-from dshstream.service import LlmService
-from dshstream.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
+from dshstream._adapters.anthropic import AnthropicAdapter
+from dshstream._core.attribution import DEFAULT_IDENTITY, AppIdentity
+from dshstream._replay_server import ReplayServer, Route
+from dshstream._core.request import GenerateOptions, Message, ToolSpec
+from dshstream._service import LlmService
+from dshstream._core.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
 from helpers import fixture_bytes, routed_session
 
 KEY = "sk-ant-api03-loopback-test-key-0123456789"  # CANARY: a fake key for the test

@@ -1,6 +1,6 @@
 """OpenAIChatAdapter: request bodies per dialect and multi-turn replay, over loopback HTTP.
 
-A :class:`~dshstream.replay_server.ReplayServer` on 127.0.0.1 records every request and
+A :class:`~dshstream._replay_server.ReplayServer` on 127.0.0.1 records every request and
 answers with a recorded transcript; the tests drive the real path (service, adapter,
 transport, decoder) and assert on the JSON bodies the adapters sent. The dialect table
 itself is tested in tests/test_dialects.py, the Responses adapter in
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from dshstream.adapters.openai_chat import OpenAIChatAdapter
-from dshstream.dialects import DIALECTS
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.request import GenerateOptions, Message, ToolSpec
-from dshstream.service import LlmService
-from dshstream.types import ReasoningBlock, TextBlock
+from dshstream._adapters.openai_chat import OpenAIChatAdapter
+from dshstream._core.dialects import DIALECTS
+from dshstream._replay_server import ReplayServer, Route
+from dshstream._core.request import GenerateOptions, Message, ToolSpec
+from dshstream._service import LlmService
+from dshstream._core.types import ReasoningBlock, TextBlock
 from helpers import fixture_bytes, routed_session
 
 KEY = "sk-test-dialects-0123456789"

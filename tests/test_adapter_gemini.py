@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from dshstream.adapters.gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter
-from dshstream.attribution import DEFAULT_IDENTITY
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.request import GenerateOptions, Message, ToolSpec
-from dshstream.service import LlmService
-from dshstream.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
+from dshstream._adapters.gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter
+from dshstream._core.attribution import DEFAULT_IDENTITY
+from dshstream._replay_server import ReplayServer, Route
+from dshstream._core.request import GenerateOptions, Message, ToolSpec
+from dshstream._service import LlmService
+from dshstream._core.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
 from helpers import fixture_bytes, routed_session
 
 KEY = "AIzaSyLoopbackTestKey0123456789abcdefghi"  # CANARY: a fake key for the test

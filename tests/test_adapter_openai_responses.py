@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from helpers import KNOWN_FINISH, all_fixtures, decode_all, fixture_bytes, fixture_wire
 
-from dshstream.adapters.base import ModelInfo
-from dshstream.adapters.openai_responses import OpenAIResponsesAdapter
-from dshstream.assembler import assemble
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.request import GenerateOptions, Message, ToolSpec
-from dshstream.service import LlmService
-from dshstream.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from dshstream._adapters.base import ModelInfo
+from dshstream._adapters.openai_responses import OpenAIResponsesAdapter
+from dshstream._core.assembler import assemble
+from dshstream._replay_server import ReplayServer, Route
+from dshstream._core.request import GenerateOptions, Message, ToolSpec
+from dshstream._service import LlmService
+from dshstream._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
 KEY = "sk-test-responses-0123456789"
 PROVIDER = "openai-responses"

@@ -21,7 +21,7 @@ from dshstream import (
     UsageChunk,
     assemble,
 )
-from dshstream.errors import LlmError, make_failure
+from dshstream._core.errors import LlmError, make_failure
 
 
 def test_folds_reasoning_text_and_tool_call_in_first_seen_order() -> None:

@@ -31,10 +31,10 @@ from dshstream import (
     TokenUsage,
     UsageChunk,
 )
-from dshstream.adapters.base import LlmAdapter
-from dshstream.chunk_stream import ChunkStream
-from dshstream.errors import error_for, make_failure
-from dshstream.service import LlmService
+from dshstream._adapters.base import LlmAdapter
+from dshstream._chunk_stream import ChunkStream
+from dshstream._core.errors import error_for, make_failure
+from dshstream._service import LlmService
 
 USAGE = TokenUsage(3, 2)
 

@@ -1,4 +1,4 @@
-"""dshstream.classify end to end: real provider error bodies over HTTP and in-band, the
+"""dshstream._core.classify end to end: real provider error bodies over HTTP and in-band, the
 precedence of the decision table, the built failure (headline, detail, request id,
 serving provider, wait) and a secret-leak matrix.
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from dshstream.classify import classify_error_payload, classify_http_error
-from dshstream.errors import (
+from dshstream._core.classify import classify_error_payload, classify_http_error
+from dshstream._core.errors import (
     AuthenticationError,
     ContentBlockedError,
     ContextWindowExceededError,
@@ -31,8 +31,8 @@ from dshstream.errors import (
     error_class_for,
     error_for,
 )
-from dshstream.redaction import register_secret, unregister_secret
-from dshstream.types import LlmFailure
+from dshstream._core.redact import register_secret, unregister_secret
+from dshstream._core.types import LlmFailure
 
 HEADLINE = re.compile(r"^(?:[a-z][a-z0-9._\-]*: )?[a-zA-Z ]+ \([A-Z_0-9]+(?:, HTTP \d{3})?\)$")
 

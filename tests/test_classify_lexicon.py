@@ -1,4 +1,4 @@
-"""The word lexicon (dshstream.classify.lexicon): each predicate against the phrasings
+"""The word lexicon (dshstream._core.classify.lexicon): each predicate against the phrasings
 providers really use, and against the look-alikes it must not match (word boundaries,
 throttling vs quota vs overflow)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dshstream.classify import (
+from dshstream._core.classify import (
     classify_http_error,
     is_context_overflow,
     is_credit_limit,

@@ -88,7 +88,7 @@ def test_demo_streams_every_bundled_transcript_over_loopback() -> None:
 
 
 def test_chat_against_a_loopback_endpoint() -> None:
-    from dshstream.replay_server import ReplayServer
+    from dshstream._replay_server import ReplayServer
 
     body = (FIXTURES / "openai/text_include_usage.sse").read_bytes()
     with ReplayServer({"/v1/": body}) as server:
@@ -99,7 +99,7 @@ def test_chat_against_a_loopback_endpoint() -> None:
 
 
 def test_chat_provider_failure_exits_1() -> None:
-    from dshstream.replay_server import ReplayServer, Route
+    from dshstream._replay_server import ReplayServer, Route
 
     with ReplayServer({"/v1/": Route(body=b'{"error":{"message":"bad key"}}', status=401)}) as server:
         proc = run("chat", "-p", "local", "-m", "x", "--base-url", f"{server.url}/v1", "Hi")
@@ -111,7 +111,7 @@ def test_chat_provider_failure_exits_1() -> None:
 def test_chat_sends_system_tools_and_reasoning_effort(tmp_path: "os.PathLike[str]") -> None:
     from pathlib import Path
 
-    from dshstream.replay_server import ReplayServer
+    from dshstream._replay_server import ReplayServer
 
     tools = Path(tmp_path) / "tools.json"
     tools.write_text(json.dumps([{"type": "function", "function": {
@@ -214,7 +214,7 @@ def test_a_bad_tools_file_is_one_line_and_exit_2(tmp_path: "os.PathLike[str]", c
 
 
 def _authorization(*args: str, env: dict[str, str], provider: str = "openai") -> str | None:
-    from dshstream.replay_server import ReplayServer
+    from dshstream._replay_server import ReplayServer
 
     body = (FIXTURES / "openai/text_include_usage.sse").read_bytes()
     with ReplayServer({"/v1/": body}) as server:
@@ -239,7 +239,7 @@ def test_a_named_but_unset_key_variable_is_a_usage_error() -> None:
 
 
 def test_a_closed_pipe_is_a_quiet_successful_exit() -> None:
-    from dshstream.replay_server import ReplayServer, Route
+    from dshstream._replay_server import ReplayServer, Route
 
     data = (FIXTURES / "openai/text_include_usage.sse").read_bytes()
     events = [event + b"\n\n" for event in data.split(b"\n\n") if event.strip()]

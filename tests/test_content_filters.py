@@ -1,12 +1,12 @@
-"""dshstream.filters.pipeline: the visible-content pipeline on its own, writing into a
+"""dshstream._core.filters.pipeline: the visible-content pipeline on its own, writing into a
 recording sink (the stage order, the keys, the flush, the verbatim blocks)."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 
-from dshstream.filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
-from dshstream.wires.base import ChunkWriter
+from dshstream._core.filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
+from dshstream._core.wires.base import ChunkWriter
 
 PATH_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
 TOOLS = [{"name": "read_file", "parameters": PATH_SCHEMA}]

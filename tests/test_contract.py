@@ -18,7 +18,7 @@ from dshstream import (
     UsageChunk,
     check_contract,
 )
-from dshstream.errors import LlmError, make_failure
+from dshstream._core.errors import LlmError, make_failure
 
 STOP = Finish(reason=FinishReason(kind="stop"))
 GOOD: list[StreamChunk] = [

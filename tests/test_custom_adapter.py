@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from dshstream import GenerateOptions, Message, ToolCallBlock, ToolSpec, check_contract
-from dshstream.adapters.custom import CustomAdapter
-from dshstream.replay_server import ReplayServer
-from dshstream.service import LlmService
+from dshstream._adapters.custom import CustomAdapter
+from dshstream._replay_server import ReplayServer
+from dshstream._service import LlmService
 
 WEATHER = ToolSpec(
     "get_weather",
@@ -54,7 +54,7 @@ def test_prose_tool_call_becomes_a_block_and_history_round_trips() -> None:
 
 
 def test_unknown_names_and_unbalanced_calls_stay_text() -> None:
-    from dshstream.decoding import decode
+    from dshstream._core.decode import decode
 
     data = sse("Try other_tool({\"a\": 1}) or get_weather(", '"Paris"')
     chunks = list(check_contract(decode(data, wire="custom", verbatim_tools=[WEATHER.to_openai()])))

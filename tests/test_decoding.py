@@ -14,16 +14,16 @@ from collections.abc import Iterator
 import pytest
 from helpers import KNOWN_FINISH, all_fixtures, decode_all, fixture_bytes, fixture_wire
 
-from dshstream.assembler import assemble
-from dshstream.decoding import WIRES, StreamDecoder, decode, detect_wire, translator_for
-from dshstream.dialects import DIALECTS
-from dshstream.errors import LlmError
-from dshstream.types import BlockEnd, BlockStart, Finish, ReasoningBlock, TextBlock, TextDelta
-from dshstream.wires.anthropic import AnthropicTranslator
-from dshstream.wires.base import Translator
-from dshstream.wires.gemini import GeminiTranslator
-from dshstream.wires.openai_chat import OpenAIChatTranslator
-from dshstream.wires.openai_responses import OpenAIResponsesTranslator
+from dshstream._core.assembler import assemble
+from dshstream._core.decode import WIRES, StreamDecoder, decode, detect_wire, translator_for
+from dshstream._core.dialects import DIALECTS
+from dshstream._core.errors import LlmError
+from dshstream._core.types import BlockEnd, BlockStart, Finish, ReasoningBlock, TextBlock, TextDelta
+from dshstream._core.wires.anthropic import AnthropicTranslator
+from dshstream._core.wires.base import Translator
+from dshstream._core.wires.gemini import GeminiTranslator
+from dshstream._core.wires.openai_chat import OpenAIChatTranslator
+from dshstream._core.wires.openai_responses import OpenAIResponsesTranslator
 
 NATIVE = {"anthropic": AnthropicTranslator, "gemini": GeminiTranslator, "openai-responses": OpenAIResponsesTranslator}
 

@@ -6,8 +6,8 @@ import pytest
 
 import dshstream
 from dshstream import OpenAIChatAdapter
-from dshstream.defaults import default_service
-from dshstream.replay_server import ReplayServer, Route
+from dshstream._defaults import default_service
+from dshstream._replay_server import ReplayServer, Route
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "DEEPSEEK_API_KEY",
         "OPENROUTER_API_KEY", "GROQ_API_KEY", "MISTRAL_API_KEY", "XAI_API_KEY")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from dshstream.decoding import WIRES
-from dshstream.dialects import DIALECTS, Dialect, get_dialect
+from dshstream._core.decode import WIRES
+from dshstream._core.dialects import DIALECTS, Dialect, get_dialect
 
 #: name: (base_url, key_env, title, keyless, think_tags)
 EXPECTED: dict[str, tuple[str, str | None, str, bool, bool]] = {

@@ -1,11 +1,11 @@
-"""format_error_code_for_display (dshstream.render): which error codes are safe to show a
+"""format_error_code_for_display (dshstream._render): which error codes are safe to show a
 user (seed §12.2)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dshstream.render import format_error_code_for_display
+from dshstream._render import format_error_code_for_display
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from dshstream import GenerateOptions, LlmFailure, Message, OpenAIChatAdapter
-from dshstream.errors import LlmError
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.service import LlmService
+from dshstream._core.errors import LlmError
+from dshstream._replay_server import ReplayServer, Route
+from dshstream._service import LlmService
 
 CANARY = "sk-test-CANARY-0123456789abcdefXYZ"
 ECHOES = [

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from helpers import fixture_bytes
 
 from dshstream import (
     ConfigurationError,
@@ -15,11 +16,11 @@ from dshstream import (
     Message,
     ModelInfo,
     ModelListFormat,
+    OpenAIChatTranslator,
+    ReplayServer,
+    Route,
+    Translator,
 )
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.wires.base import Translator
-from dshstream.wires.openai_chat import OpenAIChatTranslator
-from helpers import fixture_bytes
 
 
 class AcmeAdapter(HttpAdapter):

@@ -1,4 +1,4 @@
-"""Tests for dshstream.filters.json_repair: every seed vector (TomoriBot jsonRepair and
+"""Tests for dshstream._core.filters.json_repair: every seed vector (TomoriBot jsonRepair and
 toolArgumentsRepair tests), strict tool-argument parsing, and a hypothesis property that
 every prefix of a JSON object repairs to ``None`` or a structural prefix of it."""
 
@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dshstream.errors import ToolArgumentsError
-from dshstream.filters.json_repair import (
+from dshstream._core.errors import ToolArgumentsError
+from dshstream._core.filters.json_repair import (
     finalize_tool_arguments,
     parse_tool_arguments,
     repair_incomplete_json,
 )
-from dshstream.types import ToolCallBlock
+from dshstream._core.types import ToolCallBlock
 
 
 def repaired(text: str) -> Any:

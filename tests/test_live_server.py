@@ -50,7 +50,7 @@ from dshstream import (
     UsageChunk,
     check_contract,
 )
-from dshstream.service import LlmService
+from dshstream._service import LlmService
 
 if TYPE_CHECKING:
     import openai

@@ -1,4 +1,4 @@
-"""Tests for dshstream.log: every dshstream logger redacts its own records."""
+"""Tests for dshstream._core.log: every dshstream logger redacts its own records."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from dshstream.log import ROOT_LOGGER_NAME, RedactingFilter, get_logger
-from dshstream.redaction import REDACTED, register_secret, unregister_secret
+from dshstream._core.log import ROOT_LOGGER_NAME, RedactingFilter, get_logger
+from dshstream._core.redact import REDACTED, register_secret, unregister_secret
 
 SECRET = "registered-secret-XYZ-0987654321"
 

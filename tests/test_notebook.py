@@ -23,10 +23,10 @@ from dshstream import (
     ToolCallDelta,
     UsageChunk,
 )
-from dshstream.adapters.base import LlmAdapter, ProviderInfo
-from dshstream.chunk_stream import ChunkStream
-from dshstream.notebook import display
-from dshstream.service import LlmService
+from dshstream._adapters.base import LlmAdapter, ProviderInfo
+from dshstream._chunk_stream import ChunkStream
+from dshstream._notebook import display
+from dshstream._service import LlmService
 
 
 class FakeHandle:
@@ -172,7 +172,7 @@ def test_in_a_real_kernel() -> None:
     code = textwrap.dedent(
         """
         from dshstream import LlmService, OpenAIChatAdapter, GenerateOptions, Message
-        from dshstream.replay_server import ReplayServer
+        from dshstream._replay_server import ReplayServer
         body = (b'data: {"id":"x","choices":[{"index":0,"delta":{"content":"Hello from the kernel"}}]}\\n\\n'
                 b'data: {"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\\n\\n'
                 b'data: [DONE]\\n\\n')
@@ -196,7 +196,7 @@ def test_stop_in_a_real_kernel_stops_the_cell_not_just_the_stream() -> None:
     start = """
         import os, signal, threading
         from dshstream import LlmService, OpenAIChatAdapter, GenerateOptions, Message
-        from dshstream.replay_server import ReplayServer, Route
+        from dshstream._replay_server import ReplayServer, Route
         event = lambda text: ('data: {"id":"x","choices":[{"index":0,"delta":{"content":"%s"}}]}\\n\\n' % text).encode()
         route = Route(body=b"", script=[event("Partial "), event("answer"), 30.0, event(" never shown"),
                                         b'data: {"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\\n\\n',

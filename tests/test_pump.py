@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from dshstream.decoding import StreamDecoder, translator_for
-from dshstream.errors import LlmError, error_for, make_failure
-from dshstream.pump import pump
-from dshstream.types import Finish, TextDelta
+from dshstream._core.decode import StreamDecoder, translator_for
+from dshstream._core.errors import LlmError, error_for, make_failure
+from dshstream._core.pump import pump
+from dshstream._core.types import Finish, TextDelta
 
 
 def event(text: str) -> bytes:

@@ -1,4 +1,4 @@
-"""Tests for dshstream.redaction: exact secrets and their encodings, patterns, truncation,
+"""Tests for dshstream._core.redact: exact secrets and their encodings, patterns, truncation,
 redact_obj and the secret registry."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import urllib.parse
 
 import pytest
 
-from dshstream.redaction import (
+from dshstream._core.redact import (
     REDACTED,
     TRUNCATED,
     is_sensitive_key,

@@ -14,9 +14,9 @@ import time
 import pytest
 from helpers import fixture_bytes
 
-from dshstream.decoding import decode
-from dshstream.errors import make_failure
-from dshstream.render import (
+from dshstream._core.decode import decode
+from dshstream._core.errors import make_failure
+from dshstream._render import (
     CLEAR_LINE,
     CYAN,
     DIM,
@@ -26,7 +26,7 @@ from dshstream.render import (
     describe_usage,
     use_color,
 )
-from dshstream.types import (
+from dshstream._core.types import (
     BlockEnd,
     BlockStart,
     Finish,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import pytest
 from helpers import fixture_bytes
 
-from dshstream.replay_server import RecordedRequest, ReplayServer, Route
+from dshstream._replay_server import RecordedRequest, ReplayServer, Route
 
 EVENTS = [b'data: {"n":1}\n\n', b'data: {"n":2}\n\n', b"data: [DONE]\n\n"]
 BODY = b"".join(EVENTS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dshstream import RetryPolicy
-from dshstream.errors import make_failure
-from dshstream.types import LlmFailure
+from dshstream._core.errors import make_failure
+from dshstream._core.types import LlmFailure
 
 
 def failure(code: str = "SERVER", *, retryable: bool = True, retry_after: float | None = None) -> LlmFailure:

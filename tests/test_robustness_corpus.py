@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
-from dshstream.contract import check_contract
-from dshstream.decoding import decode
-from dshstream.types import (
+from dshstream._core.contract import check_contract
+from dshstream._core.decode import decode
+from dshstream._core.types import (
     Block,
     BlockEnd,
     Finish,

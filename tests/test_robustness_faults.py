@@ -37,11 +37,11 @@ import pytest
 import requests
 
 from dshstream import AnthropicAdapter, GenerateOptions, Message, OpenAIChatAdapter
-from dshstream.adapters.http import HttpAdapter
-from dshstream.assembler import AssembledResponse
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.service import LlmService
-from dshstream.types import TextDelta
+from dshstream._adapters.http import HttpAdapter
+from dshstream._core.assembler import AssembledResponse
+from dshstream._replay_server import ReplayServer, Route
+from dshstream._service import LlmService
+from dshstream._core.types import TextDelta
 from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, RawServer, chunk, reset
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="socket accounting reads /proc")

@@ -34,13 +34,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dshstream.assembler import BlockAssembler
-from dshstream.contract import check_contract
-from dshstream.decoding import WIRES, decode
-from dshstream.dialects import DIALECTS
-from dshstream.errors import LlmError, ProtocolError
-from dshstream.sse import ServerSentEvent, SSEDecoder
-from dshstream.types import (
+from dshstream._core.assembler import BlockAssembler
+from dshstream._core.contract import check_contract
+from dshstream._core.decode import WIRES, decode
+from dshstream._core.dialects import DIALECTS
+from dshstream._core.errors import LlmError, ProtocolError
+from dshstream._core.sse import ServerSentEvent, SSEDecoder
+from dshstream._core.types import (
     BlockEnd,
     Finish,
     FinishReason,

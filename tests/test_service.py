@@ -20,9 +20,9 @@ from dshstream import (
     TextBlock,
     TextDelta,
 )
-from dshstream.adapters.base import LlmAdapter, ModelInfo, ProviderInfo
-from dshstream.errors import error_for, make_failure
-from dshstream.service import LlmService, Next
+from dshstream._adapters.base import LlmAdapter, ModelInfo, ProviderInfo
+from dshstream._core.errors import error_for, make_failure
+from dshstream._service import LlmService, Next
 
 
 def text_stream(text: str) -> list[StreamChunk]:

@@ -1,4 +1,4 @@
-"""Tests for dshstream.filters.spill_guard: every seed vector (TomoriBot
+"""Tests for dshstream._core.filters.spill_guard: every seed vector (TomoriBot
 reasoningContentSpillGuard tests) and a hypothesis property that any cut of the content
 gives the same concatenated (content, spilled) as feeding it whole."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dshstream.filters.spill_guard import (
+from dshstream._core.filters.spill_guard import (
     MAX_PENDING_CONTENT_CHARS,
     ReasoningSpillGuard,
     looks_like_answer_start,

@@ -1,4 +1,4 @@
-"""Conformance and property tests for the incremental SSE decoder (dshstream.sse).
+"""Conformance and property tests for the incremental SSE decoder (dshstream._core.sse).
 
 Every stream is checked whole, one byte at a time and at other cut points, and a
 hypothesis property compares the decoder against a small, obviously correct reference
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dshstream.errors import LlmError, ProtocolError
-from dshstream.sse import SSEComment, SSEDecoder, SSEItem, ServerSentEvent
+from dshstream._core.errors import LlmError, ProtocolError
+from dshstream._core.sse import SSEComment, SSEDecoder, SSEItem, ServerSentEvent
 
 BOM = b"\xef\xbb\xbf"
 

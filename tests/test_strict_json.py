@@ -1,4 +1,4 @@
-"""dshstream.strict_json: the one set of JSON parse/serialize helpers (rules 1-5 of its
+"""dshstream._core.strict_json: the one set of JSON parse/serialize helpers (rules 1-5 of its
 contract), including the guarantee that nothing but ``ValueError`` leaves a parser."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from dshstream.strict_json import (
+from dshstream._core.strict_json import (
     EventJsonError,
     dump_json,
     fix_surrogates,

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from dshstream.assembler import assemble
-from dshstream.decoding import decode
-from dshstream.replay_server import ReplayServer, Route
+from dshstream._core.assembler import assemble
+from dshstream._core.decode import decode
+from dshstream._replay_server import ReplayServer, Route
 
 from helpers import FIXTURES
 

@@ -1,4 +1,4 @@
-"""Tests for dshstream.filters.think_tags: the seed vectors (TomoriBot reasoningTags /
+"""Tests for dshstream._core.filters.think_tags: the seed vectors (TomoriBot reasoningTags /
 thinkBlockContentStripper), the port's decisions (flush of held text), and hypothesis
 properties: whole-input output equals a small regex reference, and for input without orphan
 closers any cut of the input gives the same concatenated output."""
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dshstream.errors import ConfigurationError
-from dshstream.filters.think_tags import (
+from dshstream._core.errors import ConfigurationError
+from dshstream._core.filters.think_tags import (
     MAX_PARTIAL_TAG_CHARS,
     ThinkTagStripper,
     find_trailing_tag_prefix,

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from dshstream import GenerateOptions, Message, OpenAIChatAdapter, TextDelta
-from dshstream.attribution import AppIdentity
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.service import LlmService
+from dshstream._core.attribution import AppIdentity
+from dshstream._replay_server import ReplayServer, Route
+from dshstream._service import LlmService
 
 
 def chat_event(text: str) -> bytes:

@@ -32,10 +32,10 @@ from dshstream import (
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
 )
-from dshstream.adapters.http import HttpAdapter
-from dshstream.assembler import AssembledResponse
-from dshstream.replay_server import ReplayServer, Route
-from dshstream.service import LlmService
+from dshstream._adapters.http import HttpAdapter
+from dshstream._core.assembler import AssembledResponse
+from dshstream._replay_server import ReplayServer, Route
+from dshstream._service import LlmService
 from helpers import fixture_bytes
 from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, RawServer, chunk
 

@@ -27,7 +27,7 @@ from dshstream import (
     chunk_from_dict,
     chunk_to_dict,
 )
-from dshstream.errors import (
+from dshstream._core.errors import (
     AuthenticationError,
     OverloadedError,
     RateLimitError,

@@ -23,17 +23,17 @@ from dshstream import (
     TextBlock,
     ToolSpec,
 )
-from dshstream.adapters.base import LlmAdapter
-from dshstream.assembler import assemble
-from dshstream.classify import classify_error_payload, classify_http_error
-from dshstream.headers import request_id_from
-from dshstream.decoding import decode
-from dshstream.errors import ConfigurationError, ConfigurationTypeError, error_for
-from dshstream.http_request import HttpRequest, encode_json_body
-from dshstream.redaction import register_secret, unregister_secret
-from dshstream.request import check_options
-from dshstream.service import LlmService, Next
-from dshstream.validate import (
+from dshstream._adapters.base import LlmAdapter
+from dshstream._core.assembler import assemble
+from dshstream._core.classify import classify_error_payload, classify_http_error
+from dshstream._headers import request_id_from
+from dshstream._core.decode import decode
+from dshstream._core.errors import ConfigurationError, ConfigurationTypeError, error_for
+from dshstream._core.http_request import HttpRequest, encode_json_body
+from dshstream._core.redact import register_secret, unregister_secret
+from dshstream._core.request import check_options
+from dshstream._service import LlmService, Next
+from dshstream._core.validate import (
     check_api_key,
     check_base_url,
     check_event,
@@ -45,7 +45,7 @@ from dshstream.validate import (
     check_timeout,
     describe,
 )
-from dshstream.strict_json import fix_surrogates
+from dshstream._core.strict_json import fix_surrogates
 
 KEY = "kq7Zr2Lx9Wm4Tt8Yp3Nv"  # CANARY: a fake key for the test (matches no key pattern)
 
@@ -451,7 +451,7 @@ def test_broken_listeners_end_in_one_error_finish() -> None:
         yield "not a chunk"  # type: ignore[misc]
 
     def raises_llm_error(opts: GenerateOptions, next_: Next) -> Iterator[StreamChunk]:
-        from dshstream.errors import make_failure
+        from dshstream._core.errors import make_failure
 
         raise error_for(make_failure("RATE_LIMIT", "p: limited"))
         yield  # type: ignore[unreachable]  # pragma: no cover

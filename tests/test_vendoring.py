@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 import dshstream
-from dshstream.demo import DEMOS
+from dshstream._demo import DEMOS
 
 PACKAGE_DIR = Path(dshstream.__file__).resolve().parent
 FIXTURE = Path(__file__).parent / "fixtures" / "real" / "anthropic" / "thinking_then_tool_use.sse"
@@ -58,10 +58,10 @@ def files(anchor):
 resources.files = files
 
 vendored = importlib.import_module("legacyapp._vendor.dshstream")
-demo = importlib.import_module("legacyapp._vendor.dshstream.demo")
-cli = importlib.import_module("legacyapp._vendor.dshstream.cli")
-log = importlib.import_module("legacyapp._vendor.dshstream.log")
-replay_server = importlib.import_module("legacyapp._vendor.dshstream.replay_server")
+demo = importlib.import_module("legacyapp._vendor.dshstream._demo")
+cli = importlib.import_module("legacyapp._vendor.dshstream._cli")
+log = importlib.import_module("legacyapp._vendor.dshstream._core.log")
+replay_server = importlib.import_module("legacyapp._vendor.dshstream._replay_server")
 
 # 1. The demo, through the command line's entry point.
 out, err = io.StringIO(), io.StringIO()
@@ -195,7 +195,7 @@ def test_vendored_copy_runs_demo_replay_and_a_loopback_stream(vendor_root: Path,
     # The loopback stream, typed with the vendored chunk classes.
     assert report["stream_text"] == "vendored hello"
     assert report["stream_finish"] == "stop"
-    assert report["chunk_modules"] == [f"{VENDORED}.types"]
+    assert report["chunk_modules"] == [VENDORED]  # public classes carry the package's own name
 
     # Modules, loggers: all under the vendored name, none imported from the installed copy.
     modules: dict[str, str | None] = report["modules"]  # type: ignore[assignment]

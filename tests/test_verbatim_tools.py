@@ -1,4 +1,4 @@
-"""Tests for dshstream.filters.verbatim_tools: every seed vector (TomoriBot
+"""Tests for dshstream._core.filters.verbatim_tools: every seed vector (TomoriBot
 verbatimToolCallParser tests), the port's bounds, and a hypothesis property that any cut of
 the text gives the same items (after merging adjacent strings) as feeding it whole."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dshstream.filters.verbatim_tools import VerbatimItem, VerbatimToolCallParser
-from dshstream.types import ToolCallBlock
+from dshstream._core.filters.verbatim_tools import VerbatimItem, VerbatimToolCallParser
+from dshstream._core.types import ToolCallBlock
 
 TOOLS: list[dict[str, Any]] = [
     {

@@ -1,4 +1,4 @@
-"""The Anthropic Messages wire (dshstream.wires.anthropic) over real recorded transcripts.
+"""The Anthropic Messages wire (dshstream._core.wires.anthropic) over real recorded transcripts.
 
 Every fixture under tests/fixtures/real/anthropic decodes to a contract-valid stream,
 identically at random split points; each one's assembled text, reasoning, signatures,
@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dshstream.assembler import AssembledResponse, assemble
-from dshstream.contract import check_contract
-from dshstream.decoding import decode
-from dshstream.types import (
+from dshstream._core.assembler import AssembledResponse, assemble
+from dshstream._core.contract import check_contract
+from dshstream._core.decode import decode
+from dshstream._core.types import (
     BlockEnd,
     Finish,
     ReasoningBlock,
@@ -793,7 +793,7 @@ def test_only_server_blocks_and_no_content_is_empty_response() -> None:
 
 
 def test_malformed_json_is_a_protocol_error() -> None:
-    from dshstream.errors import ProtocolError
+    from dshstream._core.errors import ProtocolError
 
     with pytest.raises(ProtocolError):
         list(decode(b"event: message_start\ndata: {not json\n\n", wire=WIRE))

@@ -1,4 +1,4 @@
-"""dshstream.wires.base: the ending protocol every wire shares — one failure path with one
+"""dshstream._core.wires.base: the ending protocol every wire shares — one failure path with one
 back-fill rule, one replay hook asked once whichever way the stream ends."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from dshstream.decoding import decode
-from dshstream.sse import ServerSentEvent
-from dshstream.strict_json import loads_event
-from dshstream.types import Finish, LlmFailure, StreamChunk
-from dshstream.wires.base import ChunkWriter, Translator
+from dshstream._core.decode import decode
+from dshstream._core.sse import ServerSentEvent
+from dshstream._core.strict_json import loads_event
+from dshstream._core.types import Finish, LlmFailure, StreamChunk
+from dshstream._core.wires.base import ChunkWriter, Translator
 
 
 def sse(*payloads: object, event: str | None = None) -> bytes:
@@ -134,7 +134,7 @@ def test_end_of_input_after_a_finish_reason_completes_without_cut() -> None:
 
 
 def test_malformed_payload_is_malformed_response() -> None:
-    from dshstream.errors import LlmError
+    from dshstream._core.errors import LlmError
 
     echo = Echo()
     with pytest.raises(LlmError) as caught:

@@ -1,4 +1,4 @@
-"""The Gemini wire (dshstream.wires.gemini) over real recorded transcripts.
+"""The Gemini wire (dshstream._core.wires.gemini) over real recorded transcripts.
 
 Every fixture under tests/fixtures/real/gemini (Gemini API and Vertex AI captures, CRLF
 framing) decodes to a contract-valid stream, identically at random split points; each
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dshstream.assembler import AssembledResponse, assemble
-from dshstream.contract import check_contract
-from dshstream.decoding import decode
-from dshstream.types import (
+from dshstream._core.assembler import AssembledResponse, assemble
+from dshstream._core.contract import check_contract
+from dshstream._core.decode import decode
+from dshstream._core.types import (
     Finish,
     ReasoningBlock,
     TextBlock,
@@ -28,7 +28,7 @@ from dshstream.types import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from dshstream.wires.gemini import parse_json_path
+from dshstream._core.wires.gemini import parse_json_path
 from helpers import FIXTURES, fixture_bytes, split_at
 
 WIRE = "gemini"

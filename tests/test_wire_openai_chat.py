@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dshstream.assembler import AssembledResponse, BlockAssembler
-from dshstream.contract import check_contract
-from dshstream.types import (
+from dshstream._core.assembler import AssembledResponse, BlockAssembler
+from dshstream._core.contract import check_contract
+from dshstream._core.types import (
     BlockEnd,
     BlockStart,
     Finish,

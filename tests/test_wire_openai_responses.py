@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dshstream.assembler import AssembledResponse, BlockAssembler
-from dshstream.contract import check_contract
-from dshstream.types import (
+from dshstream._core.assembler import AssembledResponse, BlockAssembler
+from dshstream._core.contract import check_contract
+from dshstream._core.types import (
     BlockEnd,
     Finish,
     ReasoningBlock,
@@ -21,7 +21,7 @@ from dshstream.types import (
     TokenUsage,
     ToolCallBlock,
 )
-from dshstream.wires.openai_responses import responses_usage
+from dshstream._core.wires.openai_responses import responses_usage
 from helpers import FIXTURES, decode_all, fixture_bytes, split_at
 
 WIRE = "openai-responses"

@@ -1,0 +1,243 @@
+"""AnthropicAdapter: ``POST {base_url}/v1/messages`` with ``stream: true``.
+
+Contract: builds the body from :class:`GenerateOptions` — system messages joined into
+``system``; ``max_tokens`` always sent (the API requires it: ``default_max_tokens``, plus
+the thinking budget when thinking is on); tools as ``input_schema``; tool results as
+``tool_result`` blocks in a user turn (consecutive tool results and user text merged into
+one user message); ``reasoning_effort`` as adaptive thinking (``thinking: {type:
+"adaptive"}`` plus ``output_config.effort``) on models that have it — Claude 4.6 and later,
+where budgets are deprecated, and required from Opus 4.7 — else as ``thinking: {type:
+"enabled", budget_tokens}`` (``thinking_mode=`` forces either; ``off`` omits thinking;
+``temperature`` is not sent with thinking, which only accepts the default); ``stop`` as ``stop_sequences``; ``extra_body`` last. Headers: ``x-api-key``,
+``anthropic-version`` and attribution; the key never goes into a URL.
+
+History replay: an assistant turn that carries this wire's replay state goes back as the
+content blocks exactly as received (thinking with its signature, redacted_thinking with
+its data, server tool blocks, citations), minus any ``tool_use`` without a matching
+:class:`ToolCallBlock` in the message (the assembler drops tool calls cut by max-tokens).
+Without replay state the turn is rebuilt from its blocks (signed reasoning, text,
+``tool_use`` with parsed arguments; unsigned reasoning is left out, since the API refuses
+it). The stream is decoded by :class:`~dshstream._core.wires.anthropic.AnthropicTranslator`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._core.errors import error_for, make_failure
+from .._core.request import GenerateOptions, Message
+from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.wires.anthropic import WIRE, AnthropicTranslator
+from .._core.strict_json import parse_json_object
+from .._core.wires.base import Translator
+from .http import HttpAdapter, ModelListFormat
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+MIN_THINKING_BUDGET = 1024
+# Claude model ids name the version after the family: claude-opus-4-7, claude-sonnet-4-6-...
+_CLAUDE_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)")
+_ADAPTIVE_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "max": "max"}
+THINKING_BUDGETS: dict[str, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "max": 24576,
+}
+
+
+class AnthropicAdapter(HttpAdapter):
+    """Stream Claude models through the Anthropic Messages API."""
+
+    default_name = "Anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    key_env = ("ANTHROPIC_API_KEY",)
+    models_path = "/v1/models?limit=1000"
+    models_format = ModelListFormat(name_key="display_name")
+
+    def __init__(
+        self,
+        *,
+        anthropic_version: str = DEFAULT_VERSION,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budgets: Mapping[str, int] | None = None,
+        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        super().__init__(**settings)
+        if default_max_tokens < 1:
+            raise ValueError("default_max_tokens must be positive")
+        self.anthropic_version = anthropic_version
+        self.default_max_tokens = default_max_tokens
+        self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
+        self.thinking_mode = thinking_mode
+
+    def adaptive_thinking(self, model: str) -> bool:
+        """Whether ``model`` takes adaptive thinking (Claude 4.6 and later, Mythos)."""
+        if self.thinking_mode != "auto":
+            return self.thinking_mode == "adaptive"
+        if "mythos" in model:
+            return True
+        match = _CLAUDE_VERSION.search(model)
+        if match is None:
+            return False
+        major, minor = int(match.group(1)), int(match.group(2) or 0)
+        return (major, minor) >= (4, 6)
+
+    # ------------------------------------------------------------------ request
+
+    def auth_headers(self) -> dict[str, str] | None:
+        return {"x-api-key": self._api_key} if self._api_key else None
+
+    def protocol_headers(self) -> dict[str, str]:
+        return {"anthropic-version": self.anthropic_version}
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body for ``options``."""
+        body: dict[str, Any] = {"model": options.model}
+        budget = self.thinking_budget(options)
+        if options.max_tokens is not None:
+            max_tokens = options.max_tokens
+        elif budget is not None:
+            max_tokens = budget + self.default_max_tokens
+        else:
+            max_tokens = self.default_max_tokens
+        body["max_tokens"] = max_tokens
+        system = [m.text for m in options.messages if m.role == "system" and m.text]
+        if system:
+            body["system"] = "\n\n".join(system)
+        body["messages"] = self.convert_messages(options.messages)
+        body["stream"] = True
+        if options.tools:
+            body["tools"] = [
+                {
+                    "name": tool.name,
+                    **({"description": tool.description} if tool.description else {}),
+                    "input_schema": dict(tool.parameters),
+                }
+                for tool in options.tools
+            ]
+        if budget is not None:
+            if self.adaptive_thinking(options.model):
+                body["thinking"] = {"type": "adaptive"}
+                effort = options.reasoning_effort
+                body["output_config"] = {"effort": _ADAPTIVE_EFFORT.get(effort or "", "high")}
+            else:
+                body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        elif options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.stop:
+            body["stop_sequences"] = list(options.stop)
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def thinking_budget(self, options: GenerateOptions) -> int | None:
+        """The ``budget_tokens`` for ``options.reasoning_effort`` (``None``: no thinking).
+
+        With an explicit ``max_tokens`` the budget is capped at half of it (at least the
+        API's minimum of 1,024), so the answer keeps room; a ``max_tokens`` too small for
+        any thinking is an ``INVALID_OPTIONS`` error.
+        """
+        effort = options.reasoning_effort
+        if effort is None or effort == "off":
+            return None
+        budget = max(MIN_THINKING_BUDGET, self.thinking_budgets.get(effort, THINKING_BUDGETS["medium"]))
+        if options.max_tokens is not None:
+            if options.max_tokens <= MIN_THINKING_BUDGET:
+                raise error_for(
+                    make_failure(
+                        "INVALID_OPTIONS",
+                        f"{options.provider}: max_tokens must exceed {MIN_THINKING_BUDGET} "
+                        "when reasoning_effort enables extended thinking",
+                        provider=options.provider,
+                    )
+                )
+            budget = max(MIN_THINKING_BUDGET, min(budget, options.max_tokens // 2))
+        return budget
+
+    def convert_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """The ``messages`` array: user/assistant turns, tool results in user turns."""
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            if message.role == "system":
+                continue
+            if message.role == "assistant":
+                content = self.assistant_content(message)
+                if content:
+                    out.append({"role": "assistant", "content": content})
+                continue
+            blocks: list[dict[str, Any]] = []
+            for block in message.blocks:
+                if isinstance(block, ToolResultBlock):
+                    result: dict[str, Any] = {
+                        "type": "tool_result",
+                        "tool_use_id": block.call_id,
+                        "content": block.content,
+                    }
+                    if block.is_error:
+                        result["is_error"] = True
+                    blocks.append(result)
+                elif isinstance(block, TextBlock) and block.text:
+                    blocks.append({"type": "text", "text": block.text})
+            if not blocks:
+                continue
+            previous = out[-1] if out else None
+            if previous is not None and previous["role"] == "user":
+                content = previous["content"]
+                if isinstance(content, str):
+                    previous["content"] = content = [{"type": "text", "text": content}]
+                content.extend(blocks)
+            elif len(blocks) == 1 and blocks[0]["type"] == "text":
+                out.append({"role": "user", "content": blocks[0]["text"]})
+            else:
+                out.append({"role": "user", "content": blocks})
+        return out
+
+    def assistant_content(self, message: Message) -> list[dict[str, Any]]:
+        """An assistant turn's content blocks: replay state if it has ours, else its blocks."""
+        replay = message.replay_state
+        if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("content"), list):
+            kept = {call.id for call in message.tool_calls}
+            return [
+                dict(entry)
+                for entry in replay["content"]
+                if isinstance(entry, dict) and (entry.get("type") != "tool_use" or entry.get("id") in kept)
+            ]
+        content: list[dict[str, Any]] = []
+        for block in message.blocks:
+            if isinstance(block, TextBlock):
+                if block.text:
+                    content.append({"type": "text", "text": block.text})
+            elif isinstance(block, ReasoningBlock):
+                if block.signature:
+                    content.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
+            elif isinstance(block, ToolCallBlock):
+                content.append(
+                    {
+                        "type": "tool_use",
+                        "id": block.id,
+                        "name": block.name,
+                        "input": parse_json_object(block.arguments),
+                    }
+                )
+        return content
+
+    # ------------------------------------------------------------------ response
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        return AnthropicTranslator(provider=options.provider, request_id=request_id)
+
+
+__all__ = ["AnthropicAdapter", "THINKING_BUDGETS"]

@@ -1,0 +1,63 @@
+"""The adapter interface: the seam between the service and one provider API.
+
+Contract: :class:`LlmAdapter` is what :class:`~dshstream._service.LlmService` calls —
+``stream`` (or ``stream_batches``, the same chunks a list per network read),
+``provider_info`` and ``list_models``. Every stream obeys the chunk protocol's adapter
+contract (DESIGN.md §2): usage before one terminal ``Finish``, raw JSON tool arguments,
+failures raised as ``LlmError`` or ended as an error finish. HTTP providers subclass
+:class:`~dshstream._adapters.http.HttpAdapter`, which implements all of it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .._core.request import GenerateOptions
+from .._core.types import StreamChunk
+from .settings import FailureReporter
+
+__all__ = ["FailureReporter", "LlmAdapter", "ModelInfo", "ProviderInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInfo:
+    """A provider route as the service lists it."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """A model a provider offers (advisory)."""
+
+    id: str
+    name: str
+
+
+class LlmAdapter:
+    """The interface every adapter implements."""
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        """Stream one response as chunks."""
+        raise NotImplementedError
+
+    def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
+        """The same chunks in lists, as they are decoded (one list per network read).
+
+        The service consumes this when no listener needs single chunks: a list per read
+        instead of a generator hop per chunk. Override it for speed; the default wraps
+        :meth:`stream`.
+        """
+        for chunk in self.stream(options):
+            yield [chunk]
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        """Describe the route ``provider`` this adapter serves."""
+        return ProviderInfo(id=provider, name=provider)
+
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
+        """Models available on ``provider`` (advisory: others are still accepted), fetched
+        within ``timeout`` seconds in all (default 30)."""
+        return []

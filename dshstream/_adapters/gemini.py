@@ -1,0 +1,277 @@
+"""GeminiAdapter: ``POST {base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
+
+Contract: the key goes in the ``x-goog-api-key`` header, never in the URL (a logged URL
+cannot leak it). The body: ``contents`` with ``user``/``model`` roles (consecutive turns of
+one role merged), system messages joined into ``systemInstruction``, tools as one
+``functionDeclarations`` entry, tool results as ``functionResponse`` parts in a user turn
+(the function name looked up from the matching call earlier in the history; a result that
+is a JSON object is sent as is, anything else as ``{"result": ...}`` or, for an error,
+``{"error": ...}``), and ``generationConfig`` (maxOutputTokens, temperature,
+stopSequences, ``thinkingConfig``: on Gemini 3 and later ``includeThoughts`` with a
+``thinkingLevel`` (``low`` for off/minimal/low, ``high`` above: those models can't turn
+thinking off and reject a level together with a budget); on earlier models ``off`` is
+``thinkingBudget: 0`` and other efforts ``includeThoughts`` with a budget); ``extra_body``
+last.
+
+History replay: a model turn that carries this wire's replay state goes back as the parts
+exactly as received, every ``thoughtSignature`` on the part it came with, minus any
+``functionCall`` without a matching :class:`ToolCallBlock` in the message. Without replay
+state the turn is rebuilt from its blocks (text, ``functionCall`` with parsed arguments;
+reasoning is not sent back), and the first ``functionCall`` gets Google's documented
+placeholder signature for history the model did not sign (``foreign_thought_signature``;
+``None`` turns it off), which Gemini 3 requires.
+
+A failed stream is reported to ``failure_reporter`` with a bounded, prompt-free summary
+(:meth:`GeminiAdapter.diagnostics`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from .._core.request import GenerateOptions, Message
+from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.strict_json import parse_json_object
+from .._core.wires.base import Translator
+from .._core.wires.gemini import WIRE, GeminiTranslator
+from .http import HttpAdapter, ModelListFormat
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+FOREIGN_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
+THINKING_BUDGETS: dict[str, int] = {
+    "minimal": 512,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "max": 24576,
+}
+_FLAG_KEYS = frozenset({"thought", "thoughtSignature"})
+_MAX_PART_KINDS = 12
+
+
+_GEMINI_GENERATION = re.compile(r"gemini-(\d+)(?:\.\d+)?-")
+
+
+def _thinking_levels(model: str) -> bool:
+    """Gemini 3 and later take ``thinkingLevel`` instead of a token budget."""
+    match = _GEMINI_GENERATION.search(model)
+    return match is not None and int(match.group(1)) >= 3
+
+
+class GeminiAdapter(HttpAdapter):
+    """Stream Gemini models through the Gemini API (or a compatible endpoint)."""
+
+    default_name = "Google Gemini"
+    default_base_url = DEFAULT_BASE_URL
+    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
+
+    def __init__(
+        self,
+        *,
+        api_version: str = "v1beta",
+        thinking_budgets: Mapping[str, int] | None = None,
+        foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        super().__init__(**settings)
+        self.api_version = api_version.strip("/")
+        self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
+        self.foreign_thought_signature = foreign_thought_signature
+
+    # ------------------------------------------------------------------ request
+
+    def auth_headers(self) -> dict[str, str] | None:
+        return {"x-goog-api-key": self._api_key} if self._api_key else None
+
+    def model_path(self, model: str) -> str:
+        """``models/{model}`` with the model name URL-quoted (a ``models/`` prefix is kept once)."""
+        name = model[len("models/") :] if model.startswith("models/") else model
+        return f"models/{quote(name, safe='-._~@')}"
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}:streamGenerateContent?alt=sse"
+
+    def models_url(self) -> str:
+        return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body for ``options``."""
+        body: dict[str, Any] = {"contents": self.build_contents(options.messages)}
+        system = [m.text for m in options.messages if m.role == "system" and m.text]
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+        if options.tools:
+            body["tools"] = [
+                {
+                    "functionDeclarations": [
+                        {
+                            "name": tool.name,
+                            **({"description": tool.description} if tool.description else {}),
+                            "parameters": dict(tool.parameters),
+                        }
+                        for tool in options.tools
+                    ]
+                }
+            ]
+        config: dict[str, Any] = {}
+        if options.max_tokens is not None:
+            config["maxOutputTokens"] = options.max_tokens
+        if options.temperature is not None:
+            config["temperature"] = options.temperature
+        if options.stop:
+            config["stopSequences"] = list(options.stop)
+        effort = options.reasoning_effort
+        if effort is not None and _thinking_levels(options.model):
+            level = "low" if effort in ("off", "minimal", "low") else "high"
+            config["thinkingConfig"] = {"includeThoughts": True, "thinkingLevel": level}
+        elif effort == "off":
+            config["thinkingConfig"] = {"thinkingBudget": 0}
+        elif effort is not None:
+            budget = self.thinking_budgets.get(effort, THINKING_BUDGETS["medium"])
+            config["thinkingConfig"] = {"includeThoughts": True, "thinkingBudget": budget}
+        if config:
+            body["generationConfig"] = config
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def build_contents(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """The ``contents`` array; consecutive turns of one role are merged."""
+        contents: list[dict[str, Any]] = []
+        calls: dict[str, tuple[str, str | None]] = {}  # call id -> (name, wire id)
+        for message in messages:
+            if message.role == "system":
+                continue
+            if message.role == "assistant":
+                role = "model"
+                parts = self.model_parts(message, calls)
+            else:
+                role = "user"
+                parts = []
+                for block in message.blocks:
+                    if isinstance(block, ToolResultBlock):
+                        parts.append(self.function_response(block, calls))
+                    elif isinstance(block, TextBlock) and block.text:
+                        parts.append({"text": block.text})
+            if not parts:
+                continue
+            if contents and contents[-1]["role"] == role:
+                contents[-1]["parts"].extend(parts)
+            else:
+                contents.append({"role": role, "parts": parts})
+        return contents
+
+    def model_parts(self, message: Message, calls: dict[str, tuple[str, str | None]]) -> list[dict[str, Any]]:
+        """A model turn's parts: replay state if it has ours, else rebuilt from its blocks."""
+        replay = message.replay_state
+        kept = {call.id for call in message.tool_calls}
+        if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("parts"), list):
+            call_ids = replay.get("call_ids")
+            call_ids = call_ids if isinstance(call_ids, list) else []
+            parts: list[dict[str, Any]] = []
+            position = 0
+            for part in replay["parts"]:
+                if not isinstance(part, dict):
+                    continue
+                function_call = part.get("functionCall")
+                if isinstance(function_call, dict):
+                    call_id = call_ids[position] if position < len(call_ids) else None
+                    position += 1
+                    if not isinstance(call_id, str) or call_id not in kept:
+                        continue  # dropped by the assembler (max-tokens)
+                    wire_id = function_call.get("id")
+                    calls[call_id] = (
+                        str(function_call.get("name") or ""),
+                        wire_id if isinstance(wire_id, str) and wire_id else None,
+                    )
+                parts.append(dict(part))
+            return parts
+        parts = []
+        signed = False
+        for block in message.blocks:
+            if isinstance(block, TextBlock):
+                if block.text:
+                    parts.append({"text": block.text})
+            elif isinstance(block, ToolCallBlock):
+                call_part: dict[str, Any] = {
+                    "functionCall": {"name": block.name, "args": parse_json_object(block.arguments)}
+                }
+                if not signed and self.foreign_thought_signature:
+                    call_part["thoughtSignature"] = self.foreign_thought_signature
+                    signed = True
+                parts.append(call_part)
+                calls[block.id] = (block.name, None)
+        return parts
+
+    @staticmethod
+    def function_response(block: ToolResultBlock, calls: Mapping[str, tuple[str, str | None]]) -> dict[str, Any]:
+        """The ``functionResponse`` part for one tool result."""
+        name, wire_id = calls.get(block.call_id, (block.call_id, None))
+        try:
+            parsed: Any = json.loads(block.content)
+        except (ValueError, RecursionError):
+            parsed = block.content
+        if isinstance(parsed, dict) and not block.is_error:
+            response: dict[str, Any] = parsed
+        else:
+            response = {"error" if block.is_error else "result": parsed}
+        function_response: dict[str, Any] = {"name": name, "response": response}
+        if wire_id is not None:
+            function_response["id"] = wire_id
+        return {"functionResponse": function_response}
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def diagnostics(self, options: GenerateOptions) -> dict[str, Any]:
+        """A bounded summary for failure reports: the request model, the last five
+        dialogue roles, part counts of the final turn by kind, whether tool history is
+        present; never prompt text, arguments or media."""
+        try:
+            contents = self.build_contents(options.messages)
+        except Exception:  # noqa: BLE001 - diagnostics must never fail the report
+            contents = []
+        final: dict[str, int] = {}
+        if contents:
+            for part in contents[-1]["parts"]:
+                kind = _part_kind(part)
+                if kind in final or len(final) < _MAX_PART_KINDS:
+                    final[kind] = final.get(kind, 0) + 1
+        has_tools = any(
+            "functionCall" in part or "functionResponse" in part
+            for content in contents
+            for part in content["parts"]
+        )
+        return {
+            "request_model": options.model,
+            "last_roles": [content["role"] for content in contents[-5:]],
+            "turn_count": len(contents),
+            "final_turn_parts": final,
+            "has_tool_history": has_tools,
+            "tool_count": len(options.tools),
+        }
+
+    # ------------------------------------------------------------------ response
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        return GeminiTranslator(provider=options.provider, request_id=request_id)
+
+
+def _part_kind(part: Mapping[str, Any]) -> str:
+    if part.get("thought") is True:
+        return "thought"
+    for key in part:
+        if key not in _FLAG_KEYS:
+            return str(key)[:40]
+    return "signature"
+
+
+__all__ = ["GeminiAdapter", "THINKING_BUDGETS", "FOREIGN_THOUGHT_SIGNATURE"]

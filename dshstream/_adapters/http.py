@@ -1,0 +1,296 @@
+"""HttpAdapter: the base every HTTP provider subclasses — and the one to subclass to add
+a provider of your own.
+
+Contract: a provider is its request body (:meth:`HttpAdapter.build_body`), its endpoint
+(:meth:`HttpAdapter.endpoint`), its auth (:meth:`HttpAdapter.auth_headers`) and its
+translator (:meth:`HttpAdapter.make_translator`); everything else is implemented here,
+once:
+
+1. Settings (:class:`~dshstream._adapters.settings.HttpSettings`) are validated when the
+   adapter is built; an environment key goes only to the provider's own host.
+2. A request is built as: ``endpoint`` + headers (JSON and SSE, the provider's
+   :meth:`~HttpAdapter.protocol_headers`, the caller's headers, auth, attribution) + the
+   body; its ``repr`` never shows the key.
+3. A stream is a sequence of attempts. Each opens the request through the transport and
+   runs the body through the byte pump (:mod:`dshstream._core.pump`). A failed attempt is
+   reported once (:mod:`~dshstream._adapters.reporting`); it is retried only while no
+   ``2xx`` status has arrived (an accepted request may be billed, so it is never resent),
+   only as the :class:`~dshstream._core.retry.RetryPolicy` allows, and never past the deadline.
+   :meth:`~HttpAdapter.should_retry_request` may resend a rejected request at once in
+   another form (without a field the server refused).
+4. ``list_models`` GETs :meth:`~HttpAdapter.models_url` and reads it as
+   :attr:`~HttpAdapter.models_format` says, bounded in size and time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Generator, Iterator
+from contextlib import closing
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .._core.attribution import AppIdentity, merge_headers
+from .._core.decode import StreamDecoder
+from .._core.errors import LlmError, error_for, make_failure
+from .._core.http_request import HttpRequest
+from .._core.log import get_logger
+from .._core.pump import pump
+from .._core.redact import redact, register_secret
+from .._core.request import GenerateOptions
+from .._core.retry import RetryPolicy
+from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, Transport
+from .._core.types import Finish, LlmFailure, StreamChunk
+from .._core.wires.base import Translator
+from .base import LlmAdapter, ModelInfo, ProviderInfo
+from .reporting import report_failure, request_summary
+from .settings import FailureReporter, HttpSettings, checked, checked_base_url, resolve_api_key
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["HttpAdapter", "ModelListFormat"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelListFormat:
+    """Where a model list keeps its entries: ``{list_key: [{id_key, name_key}...]}``;
+    ``id_prefix`` is dropped from ids (Gemini's ``models/``)."""
+
+    list_key: str = "data"
+    id_key: str = "id"
+    name_key: str = "name"
+    id_prefix: str = ""
+
+
+class HttpAdapter(LlmAdapter):
+    """Stream from one HTTP provider: subclass it with a body, an endpoint and a
+    translator (and auth headers when the provider's are not ``Bearer``)."""
+
+    #: the provider's display name
+    default_name = "provider"
+    #: the provider's own API root, used when no ``base_url`` is given
+    default_base_url = ""
+    #: the environment variables holding the provider's key (read for its own host only)
+    key_env: tuple[str, ...] = ()
+    #: the model list's path under ``base_url`` (None: the provider lists no models)
+    models_path: str | None = None
+    #: how to read the model list
+    models_format = ModelListFormat()
+
+    def __init__(
+        self,
+        *,
+        default_base_url: str | None = None,
+        key_env: tuple[str, ...] | None = None,
+        key_any_host: bool = False,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        values = checked(settings)
+        home = default_base_url if default_base_url is not None else self.default_base_url
+        self.base_url = checked_base_url(values.get("base_url") or home)
+        self._api_key = resolve_api_key(
+            values.get("api_key"),
+            self.base_url,
+            self.key_env if key_env is None else key_env,
+            None if key_any_host else home,
+            self.default_name,
+        )
+        if self._api_key:
+            register_secret(self._api_key)
+        self.transport = Transport(values.get("session"), connect_timeout=values.get("connect_timeout", 10.0))
+        self.identity: AppIdentity | None = values.get("identity")
+        self.extra_headers: dict[str, str] = dict(values.get("headers") or {})
+        self.retry_policy = RetryPolicy(max_retries=values.get("max_retries", 2))
+        self.failure_reporter: FailureReporter | None = values.get("failure_reporter")
+        self.max_event_size: int = values.get("max_event_size", 0)
+        self.title: str = values.get("title") or self.default_name
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, api_key=<{key}>)"
+
+    @property
+    def max_retries(self) -> int:
+        """Retries before a 2xx status (the retry policy's)."""
+        return self.retry_policy.max_retries
+
+    @max_retries.setter
+    def max_retries(self, value: int) -> None:
+        self.retry_policy = replace(self.retry_policy, max_retries=value)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this adapter sends."""
+        return (self._api_key,) if self._api_key else ()
+
+    # ------------------------------------------------------------------ provider hooks
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        """The URL a request for ``options`` is POSTed to."""
+        raise NotImplementedError
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body for ``options``."""
+        raise NotImplementedError
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        """A fresh translator for one attempt."""
+        raise NotImplementedError
+
+    def auth_headers(self) -> dict[str, str] | None:
+        """The credential headers (default ``authorization: Bearer <key>``; none without a key)."""
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else None
+
+    def protocol_headers(self) -> dict[str, str]:
+        """Headers the provider's API requires on every call (e.g. a version)."""
+        return {}
+
+    def models_url(self) -> str | None:
+        """The model list's URL (None: no model list)."""
+        return f"{self.base_url}{self.models_path}" if self.models_path is not None else None
+
+    def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
+        """Whether a rejected request should be resent at once in another form
+        (e.g. without a field the server refused); subclasses adjust their state."""
+        return False
+
+    def diagnostics(self, options: GenerateOptions) -> dict[str, Any]:
+        """A bounded, prompt-free summary of the request for failure reports."""
+        return request_summary(options)
+
+    # ------------------------------------------------------------------ requests (rule 2)
+
+    def request_headers(self, *, streaming: bool = True) -> dict[str, str]:
+        """Headers for one call: JSON (and SSE when streaming), the provider's protocol
+        headers, the caller's headers, auth, attribution."""
+        base = {"content-type": "application/json", **self.protocol_headers()}
+        if streaming:
+            base["accept"] = "text/event-stream"
+            base["accept-encoding"] = "identity"
+        return merge_headers(base, self.extra_headers, self.auth_headers(), identity=self.identity)
+
+    def build_request(self, options: GenerateOptions) -> HttpRequest:
+        """The HTTP request for ``options``."""
+        return HttpRequest(
+            url=self.endpoint(options),
+            headers=self.request_headers(),
+            body=self.build_body(options),
+            secrets=self.secrets,
+        )
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        return ProviderInfo(id=provider, name=self.title)
+
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
+        url = self.models_url()
+        if url is None:
+            return []
+        payload = self.transport.get_json(
+            url,
+            self.request_headers(streaming=False),
+            provider=provider,
+            secrets=self.secrets,
+            timeout=DEFAULT_JSON_TIMEOUT if timeout is None else timeout,
+        )
+        fmt = self.models_format
+        entries = payload.get(fmt.list_key) if isinstance(payload, dict) else None
+        models = []
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get(fmt.id_key), str):
+                model_id = entry[fmt.id_key].removeprefix(fmt.id_prefix)
+                models.append(ModelInfo(id=model_id, name=str(entry.get(fmt.name_key) or model_id)))
+        return models
+
+    # ------------------------------------------------------------------ streaming (rule 3)
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        for batch in self.stream_batches(options):
+            yield from batch
+
+    def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
+        started = time.monotonic()
+        deadline = started + options.timeout if options.timeout else None
+        policy = self.retry_policy
+        if options.max_retries is not None:
+            policy = replace(policy, max_retries=options.max_retries)
+        attempt = 0
+        while True:
+            attempt += 1
+            produced = 0
+            accepted: list[bool] = []  # gets an entry once a 2xx status has arrived
+            try:
+                with closing(self._attempt(options, deadline, accepted)) as batches:
+                    for batch in batches:
+                        last = batch[-1]
+                        if type(last) is Finish and last.reason.failure is not None:
+                            assert isinstance(last, Finish)
+                            failure = self._report(last.reason.failure, options, attempt, produced, started)
+                            batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
+                        produced += len(batch)
+                        yield batch
+                    return
+            except LlmError as exc:
+                failure = self._report(exc.failure, options, attempt, produced, started)
+                if produced or accepted:
+                    raise error_for(failure) from None
+                if self.should_retry_request(exc, options):
+                    continue
+                delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=deadline)
+                if delay is None:
+                    raise error_for(failure) from None
+            self._sleep(delay, failure, attempt, options)
+
+    def _attempt(
+        self, options: GenerateOptions, deadline: float | None, accepted: list[bool]
+    ) -> Generator[list[StreamChunk], None, None]:
+        request = self.build_request(options)
+        idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
+        http = self.transport.open(
+            request,
+            provider=options.provider,
+            cancel=options.cancel,
+            idle_timeout=idle,
+            deadline=deadline,
+        )
+        accepted.append(True)
+        with http:
+            decoder = StreamDecoder(
+                self.make_translator(options, http.request_id), max_event_size=self.max_event_size
+            )
+            yield from pump(http, decoder, cancel=options.cancel, provider=options.provider)
+
+    def _sleep(self, delay: float, failure: LlmFailure, attempt: int, options: GenerateOptions) -> None:
+        log.warning(
+            "%s: retrying after %s in %.2fs (attempt %d)", options.provider, failure.code, delay, attempt + 1
+        )
+        if options.cancel is None:
+            time.sleep(delay)
+        elif options.cancel.wait(delay):
+            raise error_for(
+                make_failure(
+                    "ABORTED", f"{options.provider}: stream cancelled by the caller", provider=options.provider
+                )
+            )
+
+    def _report(
+        self, failure: LlmFailure, options: GenerateOptions, attempt: int, chunks: int, started: float
+    ) -> LlmFailure:
+        record = {
+            "provider": options.provider,
+            "model": options.model,
+            "attempt": attempt,
+            "chunks_received": chunks,
+            "elapsed_s": round(time.monotonic() - started, 3),
+            "base_url": redact(self.base_url, self.secrets),
+            **self.diagnostics(options),
+        }
+        return report_failure(
+            failure, self.failure_reporter, provider=options.provider, attempt=attempt, record=record
+        )
+
+

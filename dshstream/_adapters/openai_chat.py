@@ -1,0 +1,156 @@
+"""OpenAIChatAdapter: ``POST {base_url}/chat/completions`` with ``stream: true`` for OpenAI
+and every OpenAI-compatible server (dialects: see :mod:`dshstream._core.dialects`).
+
+Contract: builds the request body from :class:`GenerateOptions` (messages with tool calls
+and tool results, tools, ``stream_options.include_usage``, max tokens, temperature, stop,
+reasoning effort in the dialect's spelling, ``extra_body`` last) and decodes the stream
+with :class:`~dshstream._core.wires.openai_chat.OpenAIChatTranslator`. History replay: reasoning
+goes back as ``reasoning_content`` where the dialect needs it, OpenRouter
+``reasoning_details`` and Gemini-compat tool ``thought_signature`` go back from replay
+state. A server that rejects ``stream_options`` with a 400 is asked once more without it,
+and the adapter remembers that.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._core.dialects import Dialect, get_dialect
+from .._core.errors import LlmError
+from .._core.request import GenerateOptions, Message
+from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.wires.base import Translator
+from .._core.wires.openai_chat import OpenAIChatTranslator
+from .http import HttpAdapter
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+class OpenAIChatAdapter(HttpAdapter):
+    """Stream chat completions from OpenAI or any OpenAI-compatible server."""
+
+    models_path = "/models"
+
+    def __init__(
+        self,
+        *,
+        dialect: str = "openai",
+        think_tags: bool | None = None,
+        include_usage: bool = True,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        self.dialect: Dialect = get_dialect(dialect)
+        settings.setdefault("title", self.dialect.title)
+        super().__init__(
+            default_base_url=self.dialect.base_url,
+            key_env=(self.dialect.key_env,) if self.dialect.key_env else (),
+            **settings,
+        )
+        self.think_tags = think_tags
+        self.include_usage = include_usage
+
+    # ------------------------------------------------------------------ request
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body for ``options``."""
+        body: dict[str, Any] = {
+            "model": options.model,
+            "messages": [m for message in options.messages for m in self.convert_message(message)],
+            "stream": True,
+        }
+        if self.include_usage:
+            body["stream_options"] = {"include_usage": True}
+        if options.tools:
+            body["tools"] = [tool.to_openai() for tool in options.tools]
+        if options.max_tokens is not None:
+            key = "max_completion_tokens" if self.dialect.name == "openai" else "max_tokens"
+            body[key] = options.max_tokens
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.stop:
+            body["stop"] = list(options.stop)
+        if options.reasoning_effort is not None:
+            body.update(self.reasoning_fields(options.reasoning_effort))
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def reasoning_fields(self, effort: str) -> dict[str, Any]:
+        """The dialect's spelling of a reasoning-effort request."""
+        name = self.dialect.name
+        if name == "deepseek":
+            if effort == "off":
+                return {"thinking": {"type": "disabled"}}
+            level = {"minimal": "low", "low": "low", "medium": "high", "high": "high", "max": "max"}[effort]
+            return {"thinking": {"type": "enabled"}, "reasoning_effort": level}
+        if name == "openrouter":
+            if effort == "off":
+                return {"reasoning": {"enabled": False}}
+            return {"reasoning": {"effort": "high" if effort == "max" else effort}}
+        if effort == "off":
+            return {}
+        return {"reasoning_effort": "high" if effort == "max" else effort}
+
+    def convert_message(self, message: Message) -> list[dict[str, Any]]:
+        """One history message in chat-completions form (a tool turn may become several)."""
+        if message.role in ("system", "user"):
+            return [{"role": message.role, "content": message.text}]
+        if message.role == "tool":
+            return [
+                {"role": "tool", "tool_call_id": block.call_id, "content": block.content}
+                for block in message.blocks
+                if isinstance(block, ToolResultBlock)
+            ]
+        text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+        reasoning = "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
+        calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+        replay = message.replay_state if isinstance(message.replay_state, dict) else {}
+        out: dict[str, Any] = {"role": "assistant", "content": text}
+        if reasoning and self.dialect.reasoning_content_passback:
+            out["reasoning_content"] = reasoning
+        details = replay.get("reasoning_details")
+        if details and self.dialect.reasoning_details_passback:
+            out["reasoning_details"] = details
+        if calls:
+            signatures = replay.get("tool_signatures") or {}
+            entries = []
+            for position, call in enumerate(calls):
+                entry: dict[str, Any] = {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                }
+                signature = signatures.get(call.id) or signatures.get(f"#{position}")
+                if signature:
+                    entry["extra_content"] = {"google": {"thought_signature": signature}}
+                entries.append(entry)
+            out["tool_calls"] = entries
+        return [out]
+
+    def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
+        failure = error.failure
+        if (
+            self.include_usage
+            and failure.status == 400
+            and "stream_options" in (failure.detail or "")
+        ):
+            with self._lock:
+                self.include_usage = False
+            return True
+        return False
+
+    # ------------------------------------------------------------------ response
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        return OpenAIChatTranslator(
+            dialect=self.dialect.name,
+            provider=options.provider,
+            request_id=request_id,
+            think_tags=self.think_tags,
+        )
+

@@ -1,0 +1,234 @@
+"""OpenAIResponsesAdapter: ``POST {base_url}/responses`` with ``stream: true`` — OpenAI's
+Responses API, and the endpoints that copy it (DeepSeek, OpenRouter).
+
+Contract: builds a stateless request (``store: false``) from :class:`GenerateOptions`:
+
+* leading system messages become ``instructions``; later ones stay in ``input``;
+* user turns are input messages; an assistant turn becomes, in output order, its
+  reasoning items (replayed from replay state with ``id``, ``encrypted_content``,
+  ``summary`` and ``content``), its text as ``output_text`` messages and its tool calls as
+  ``function_call`` items (``call_id``, name, raw arguments, and the item ``id`` from replay
+  state); tool results become ``function_call_output`` items;
+* tools in the flat Responses function format (``strict: false``: dshstream passes the
+  caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
+  asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
+  ``temperature``, ``extra_body`` last.
+
+A server that rejects ``include`` (``Encrypted content is not supported with this model``)
+with a 400 before streaming is asked once more without it, and the adapter remembers that.
+Responses has no ``stop`` parameter; ``options.stop`` is not sent.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from .._core.errors import LlmError
+from .._core.request import GenerateOptions, Message
+from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.wires.base import Translator
+from .._core.wires.openai_responses import WIRE, OpenAIResponsesTranslator
+from .http import HttpAdapter
+from .settings import HttpSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+_EFFORTS = {"off": "none", "minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "max": "high"}
+_INCLUDE_REJECTED = ("encrypted content", "encrypted_content", "'include'", "include[")
+
+
+class OpenAIResponsesAdapter(HttpAdapter):
+    """Stream from the OpenAI Responses API (or a compatible ``/responses`` endpoint)."""
+
+    default_name = "OpenAI Responses"
+    default_base_url = DEFAULT_BASE_URL
+    models_path = "/models"
+
+    def __init__(
+        self,
+        *,
+        key_env: str | None = "OPENAI_API_KEY",
+        include_encrypted_reasoning: bool = True,
+        reasoning_summary: str | None = "auto",
+        send_item_ids: bool = True,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        super().__init__(
+            key_env=(key_env,) if key_env else (),
+            # the default variable goes only to OpenAI; one the caller named goes anywhere
+            key_any_host=key_env != "OPENAI_API_KEY",
+            **settings,
+        )
+        self.include_encrypted_reasoning = include_encrypted_reasoning
+        self.reasoning_summary = reasoning_summary
+        self.send_item_ids = send_item_ids
+
+    # ------------------------------------------------------------------ request
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/responses"
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body for ``options``."""
+        instructions: list[str] = []
+        items: list[dict[str, Any]] = []
+        leading = True
+        for message in options.messages:
+            if message.role == "system" and leading:
+                if message.text:
+                    instructions.append(message.text)
+                continue
+            leading = False
+            items.extend(self.convert_message(message))
+        body: dict[str, Any] = {
+            "model": options.model,
+            "input": items,
+            "stream": True,
+            "store": False,
+        }
+        if instructions:
+            body["instructions"] = "\n\n".join(instructions)
+        if options.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": dict(tool.parameters),
+                    "strict": False,
+                }
+                for tool in options.tools
+            ]
+        if options.reasoning_effort is not None:
+            reasoning: dict[str, Any] = {"effort": _EFFORTS[options.reasoning_effort]}
+            if self.reasoning_summary and options.reasoning_effort != "off":
+                reasoning["summary"] = self.reasoning_summary
+            body["reasoning"] = reasoning
+        if self.include_encrypted_reasoning:
+            body["include"] = ["reasoning.encrypted_content"]
+        if options.max_tokens is not None:
+            body["max_output_tokens"] = options.max_tokens
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def convert_message(self, message: Message) -> list[dict[str, Any]]:
+        """One history message as Responses input items."""
+        if message.role in ("system", "user"):
+            return [{"role": message.role, "content": message.text}]
+        if message.role == "tool":
+            return [
+                {"type": "function_call_output", "call_id": block.call_id, "output": block.content}
+                for block in message.blocks
+                if isinstance(block, ToolResultBlock)
+            ]
+        return self._assistant_items(message)
+
+    def _assistant_items(self, message: Message) -> list[dict[str, Any]]:
+        texts: deque[str] = deque(b.text for b in message.blocks if isinstance(b, TextBlock) and b.text)
+        calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+        pending_calls = {call.id: call for call in calls}
+        out: list[dict[str, Any]] = []
+        state = message.replay_state
+        replay = state.get("items") if isinstance(state, dict) and state.get("wire") == WIRE else None
+        reasoning_run: int | None = None  # where the reasoning items awaiting their follower start
+        for entry in replay if isinstance(replay, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            kind = entry.get("type")
+            follower: dict[str, Any] | None = None
+            if kind == "reasoning":
+                item = self._reasoning_item(entry)
+                if item is not None:
+                    if reasoning_run is None:
+                        reasoning_run = len(out)
+                    out.append(item)
+                continue
+            if kind == "message":
+                count = entry.get("text_parts")
+                take = count if isinstance(count, int) and count >= 0 else 1
+                parts = [texts.popleft() for _ in range(min(take, len(texts)))]
+                if parts:
+                    follower = self._text_item(parts)
+            elif kind == "function_call":
+                call = pending_calls.pop(str(entry.get("call_id") or ""), None)
+                if call is not None:
+                    item_id = entry.get("id")
+                    follower = self._call_item(call, item_id if isinstance(item_id, str) else None)
+            else:
+                continue
+            if follower is None and reasoning_run is not None:
+                # The item the reasoning preceded is gone (a tool call dropped on
+                # max-tokens): reasoning without its following item is rejected.
+                del out[reasoning_run:]
+            elif follower is not None:
+                out.append(follower)
+            reasoning_run = None
+        if reasoning_run is not None and not texts and not pending_calls:
+            del out[reasoning_run:]  # trailing reasoning with no item after it
+        if texts:
+            out.append(self._text_item(list(texts)))
+        for call in calls:
+            if call.id in pending_calls:
+                out.append(self._call_item(call, None))
+        return out
+
+    def _reasoning_item(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        encrypted = entry.get("encrypted_content")
+        content = entry.get("content")
+        if not encrypted and not content:
+            return None  # an id alone is a lookup, which store=false cannot serve
+        item: dict[str, Any] = {"type": "reasoning"}
+        if self.send_item_ids and isinstance(entry.get("id"), str):
+            item["id"] = entry["id"]
+        summary = entry.get("summary")
+        item["summary"] = summary if isinstance(summary, list) else []
+        if content:
+            item["content"] = content
+        if encrypted:
+            item["encrypted_content"] = encrypted
+        return item
+
+    @staticmethod
+    def _text_item(parts: list[str]) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text} for text in parts],
+        }
+
+    def _call_item(self, call: ToolCallBlock, item_id: str | None) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments or "{}",
+        }
+        if item_id and self.send_item_ids:
+            item["id"] = item_id
+        return item
+
+    def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
+        failure = error.failure
+        detail = (failure.detail or "").lower()
+        if (
+            self.include_encrypted_reasoning
+            and failure.status == 400
+            and any(marker in detail for marker in _INCLUDE_REJECTED)
+        ):
+            with self._lock:
+                self.include_encrypted_reasoning = False
+            return True
+        return False
+
+    # ------------------------------------------------------------------ response
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        return OpenAIResponsesTranslator(provider=options.provider, request_id=request_id)
+

@@ -1,0 +1,60 @@
+"""Failure reporting: one log line and one prompt-free diagnostic record per failed
+attempt, handed to the caller's ``failure_reporter``.
+
+Contract:
+
+1. Every failed attempt is reported exactly once, before the retry decision.
+2. The record never holds prompt text, tool arguments, media or keys: the provider,
+   model, attempt number, chunks received, elapsed time, the redacted ``base_url`` and the
+   adapter's own bounded request summary (:func:`request_summary` by default).
+3. A reporter that raises is logged and ignored: it never breaks the stream.
+4. Failures that point at a defect (ours or the provider's wire) log at ERROR; expected
+   outcomes (rate limits, timeouts) at WARNING.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .._core.log import get_logger
+from .._core.request import GenerateOptions
+from .._core.types import LlmFailure
+from .settings import FailureReporter
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["report_failure", "request_summary"]
+
+_DEFECT_CODES = frozenset({"MALFORMED_RESPONSE", "CONTRACT_VIOLATION", "EVENT_TOO_LARGE", "UNKNOWN"})
+
+
+def request_summary(options: GenerateOptions) -> dict[str, Any]:
+    """A bounded, prompt-free summary of a request: roles, counts, tool history."""
+    return {
+        "last_roles": [m.role for m in options.messages][-5:],
+        "message_count": len(options.messages),
+        "tool_count": len(options.tools),
+        "has_tool_history": any(m.role == "tool" for m in options.messages),
+    }
+
+
+def report_failure(
+    failure: LlmFailure,
+    reporter: FailureReporter | None,
+    *,
+    provider: str,
+    attempt: int,
+    record: dict[str, Any],
+) -> LlmFailure:
+    """Log one failed attempt, hand its record to ``reporter``; return the failure
+    carrying the record as its ``diagnostics`` (rules 1-4)."""
+    level = log.error if failure.code in _DEFECT_CODES else log.warning
+    level("%s: attempt %d failed: %s", provider, attempt, failure.code)
+    failure = replace(failure, diagnostics=record)
+    if reporter is not None:
+        try:
+            reporter(failure, record)
+        except Exception:  # noqa: BLE001 - a reporter must never break the stream
+            log.exception("failure_reporter raised")
+    return failure

@@ -1,0 +1,123 @@
+"""HttpSettings: the settings every HTTP adapter takes, declared once.
+
+Contract: stdlib plus the validators; no I/O except reading the provider's key variables
+from the environment, once, when an adapter is built.
+
+1. Every adapter accepts these settings as keyword arguments (``**settings``) and hands
+   them to :class:`~dshstream._adapters.http.HttpAdapter` unchanged; an adapter declares
+   only the options of its own API.
+2. Settings are validated when the adapter is built: a wrong type or value raises
+   :class:`~dshstream._core.errors.ConfigurationError` naming the setting, never echoing a key.
+3. A key read from the environment goes only to its provider's own host: the variables
+   are read only when ``base_url`` has the scheme, host and port of the provider's default
+   URL. A key passed as ``api_key=`` goes wherever the caller points it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
+from urllib.parse import urlsplit
+
+from .._core.log import get_logger
+from .._core.redact import redact
+from .._core.validate import (
+    check_api_key,
+    check_base_url,
+    check_headers,
+    check_nonneg_int,
+    check_positive_int,
+    check_timeout,
+)
+
+if TYPE_CHECKING:
+    from .._core.attribution import AppIdentity
+    from .._transport import Session
+    from .._core.types import LlmFailure
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "FailureReporter", "HttpSettings", "resolve_api_key", "same_host"]
+
+#: hears every failed attempt: the failure and its prompt-free diagnostic record
+FailureReporter = Callable[["LlmFailure", dict[str, Any]], None]
+DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
+
+
+class HttpSettings(TypedDict, total=False):
+    """The keyword settings of every HTTP adapter (all optional)."""
+
+    #: the key; default: the provider's environment variable (own host only, rule 3)
+    api_key: str | None
+    #: the API root; default: the provider's own
+    base_url: str | None
+    #: a ``requests.Session`` to send with (default: one per adapter)
+    session: Session | None
+    #: the ``User-Agent`` attribution (default: dshstream's)
+    identity: AppIdentity | None
+    #: extra headers on every request (a caller's ``User-Agent`` loses to attribution)
+    headers: Mapping[str, str] | None
+    #: retries before a 2xx status, for retryable failures (default 2)
+    max_retries: int
+    #: hears every failed attempt
+    failure_reporter: FailureReporter | None
+    #: seconds to establish a connection (capped by a request's time left; default 10)
+    connect_timeout: float
+    #: the largest single event accepted, in bytes (default 16 MiB)
+    max_event_size: int
+    #: the provider's display name
+    title: str | None
+
+
+def checked(settings: HttpSettings) -> HttpSettings:
+    """``settings`` validated (rule 2), defaults filled in."""
+    headers = settings.get("headers")
+    return {
+        "api_key": check_api_key(settings.get("api_key")),
+        "base_url": settings.get("base_url"),
+        "session": settings.get("session"),
+        "identity": settings.get("identity"),
+        "headers": check_headers(headers) if headers is not None else {},
+        "max_retries": check_nonneg_int(settings.get("max_retries", 2), "max_retries"),
+        "failure_reporter": settings.get("failure_reporter"),
+        "connect_timeout": check_timeout(settings.get("connect_timeout", 10.0), "connect_timeout", allow_none=False)
+        or 10.0,
+        "max_event_size": check_positive_int(settings.get("max_event_size", DEFAULT_MAX_EVENT_SIZE), "max_event_size"),
+        "title": settings.get("title"),
+    }
+
+
+def same_host(url: str, other: str) -> bool:
+    """Whether ``url`` and ``other`` name the same scheme, host and port."""
+    try:
+        a, b = urlsplit(url), urlsplit(other)
+        return (a.scheme.lower(), a.hostname, a.port) == (b.scheme.lower(), b.hostname, b.port)
+    except ValueError:
+        return False
+
+
+def resolve_api_key(
+    api_key: str | None, base_url: str, key_env: tuple[str, ...], key_host_url: str | None, name: str
+) -> str | None:
+    """The key to send: ``api_key`` if given, else the first non-empty of the ``key_env``
+    variables — only when ``base_url`` is on ``key_host_url``'s host (rule 3; ``None``:
+    any host, for a variable the caller named)."""
+    if api_key is not None or not key_env:
+        return api_key
+    if key_host_url is not None and not same_host(base_url, key_host_url):
+        if any(os.environ.get(variable) for variable in key_env):
+            log.info(
+                "%s: not sending %s to %s (not the provider's own host); pass api_key= to send a key",
+                name,
+                "/".join(key_env),
+                redact(base_url),
+            )
+        return None
+    value = next((os.environ[variable] for variable in key_env if os.environ.get(variable)), None)
+    return check_api_key(value, "/".join(key_env))
+
+
+def checked_base_url(base_url: str) -> str:
+    """``base_url`` validated, without a trailing slash."""
+    return check_base_url(base_url).rstrip("/")

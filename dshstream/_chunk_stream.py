@@ -1,0 +1,186 @@
+"""ChunkStream: what ``LlmService.stream`` returns — an iterator of chunks that is also a
+context manager, assembles as it goes, and can be closed from any thread.
+
+Contract: one consumer thread iterates; any thread may call :meth:`ChunkStream.close` or
+set the request's cancel event. Closing releases the HTTP connection (directly when the
+stream is idle, through the cancel event and the transport's watchdog when another thread
+is blocked reading). ``KeyboardInterrupt`` (the notebook stop button) closes the stream,
+keeps the partial result, and propagates. :meth:`result` never raises for provider
+failures: they are in ``result().finish``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ._core.assembler import AssembledResponse, BlockAssembler
+from ._core.errors import make_failure
+from ._core.types import Finish, FinishReason, StreamChunk, TextDelta
+
+if TYPE_CHECKING:
+    from ._core.request import GenerateOptions
+
+
+class ChunkStream:
+    """An iterator of chunks with ``close()``, ``result()``, ``text_stream()``."""
+
+    def __init__(
+        self,
+        batches: Iterator[list[StreamChunk]],
+        *,
+        options: GenerateOptions | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self._source = batches
+        self._batch: list[StreamChunk] = []
+        self._pos = 0
+        self.options = options
+        self._cancel = cancel
+        provider = options.provider if options is not None else None
+        model = options.model if options is not None else None
+        self._assembler = BlockAssembler(provider=provider, model=model)
+        self._done = False
+        self._running = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "open"
+        provider = self.options.provider if self.options is not None else None
+        return f"ChunkStream(provider={provider!r}, {state})"
+
+    # ------------------------------------------------------------------ iteration
+
+    def __iter__(self) -> ChunkStream:
+        return self
+
+    def __next__(self) -> StreamChunk:
+        pos = self._pos
+        batch = self._batch
+        if pos >= len(batch):
+            batch = self._refill()
+            pos = 0
+        chunk = batch[pos]
+        self._pos = pos + 1
+        self._assembler.push(chunk)
+        if type(chunk) is Finish:
+            self._done = True
+            self._batch = []
+            self._close_source()
+        return chunk
+
+    def _refill(self) -> list[StreamChunk]:
+        """The next non-empty batch from the source (raises StopIteration at the end)."""
+        if self._done:
+            raise StopIteration
+        self._running = True
+        try:
+            batch: list[StreamChunk] = []
+            while not batch:
+                batch = next(self._source)
+        except StopIteration:
+            self._done = True
+            raise
+        except KeyboardInterrupt:
+            self._running = False
+            self._abort("interrupted (KeyboardInterrupt)")
+            raise
+        finally:
+            self._running = False
+        self._batch = batch
+        self._pos = 0
+        return batch
+
+    def _close_source(self) -> None:
+        close = getattr(self._source, "close", None)  # a plain iterator has none
+        if close is not None:
+            close()
+
+    def __enter__(self) -> ChunkStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ control
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream has ended (finished, failed or closed)."""
+        return self._done
+
+    def cancel(self) -> None:
+        """Ask the stream to stop from any thread (the reader ends with ``aborted``)."""
+        if self._cancel is not None:
+            self._cancel.set()
+
+    def close(self) -> None:
+        """Release the connection now; safe from any thread and idempotent."""
+        if self._done:
+            return
+        if self._running:
+            # Another thread is inside the generator: it can't be closed from here, so
+            # signal it; the transport watchdog shuts its socket down.
+            self.cancel()
+            return
+        self._abort("stream closed by the consumer")
+
+    def _abort(self, why: str) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            self._batch = []  # chunks decoded but not yet handed out are dropped with the stream
+            self._pos = 0
+        if self._cancel is not None:
+            self._cancel.set()
+        try:
+            self._close_source()
+        except Exception:  # noqa: BLE001 - closing never raises
+            pass
+        if not self._assembler.finished:
+            provider = self.options.provider if self.options is not None else "stream"
+            failure = make_failure("ABORTED", f"{provider}: {why}", provider=provider)
+            self._assembler.push(Finish(reason=FinishReason(kind="aborted", failure=failure)))
+
+    # ------------------------------------------------------------------ results
+
+    def result(self) -> AssembledResponse:
+        """Consume the rest and return the assembled response (partial if it failed)."""
+        push = self._assembler.push
+        try:
+            while True:
+                batch = self._batch[self._pos :] if self._pos < len(self._batch) else self._refill()
+                self._batch = []
+                self._pos = 0
+                for chunk in batch:
+                    push(chunk)
+                    if type(chunk) is Finish:
+                        self._done = True
+                        self._close_source()
+                        return self._assembler.result()
+        except StopIteration:
+            return self._assembler.result()
+
+    def partial(self) -> AssembledResponse:
+        """What has been assembled so far, without consuming more."""
+        return self._assembler.result()
+
+    def text_stream(self) -> Iterator[str]:
+        """Only the visible text, as it arrives."""
+        for chunk in self:
+            if type(chunk) is TextDelta:
+                yield chunk.text
+
+    def until_done(self, on_chunk: Callable[[StreamChunk], Any]) -> AssembledResponse:
+        """Call ``on_chunk`` for every chunk, then return the assembled response."""
+        for chunk in self:
+            on_chunk(chunk)
+        return self._assembler.result()
+
+    def display(self, **options: Any) -> AssembledResponse:
+        """Render live in a notebook (plain text elsewhere); returns the result."""
+        from ._notebook import display
+
+        return display(self, **options)

@@ -1,0 +1,138 @@
+"""decode: the sans-IO entry point — bytes of a recorded or live stream in, chunks out.
+
+Contract: no I/O. :class:`StreamDecoder` joins an :class:`~dshstream._core.sse.SSEDecoder` to a
+wire translator (``feed(bytes) -> chunks``, ``close() -> chunks``); :func:`decode` runs it
+over bytes or an iterable of byte pieces. The output is identical however the bytes are
+split. Wires: ``openai-chat`` and each dialect name (``deepseek``, ``openrouter``, ...),
+``anthropic``, ``gemini``, ``openai-responses``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from .dialects import DIALECTS
+from .sse import SSEDecoder
+from .types import StreamChunk
+from .wires.base import Translator
+
+
+def _openai_chat(dialect: str) -> Callable[..., Translator]:
+    def make(**options: Any) -> Translator:
+        from .wires.openai_chat import OpenAIChatTranslator
+
+        options.setdefault("dialect", dialect)
+        return OpenAIChatTranslator(**options)
+
+    return make
+
+
+def _lazy(module: str, name: str) -> Callable[..., Translator]:
+    def make(**options: Any) -> Translator:
+        import importlib
+
+        cls: Callable[..., Translator] = getattr(importlib.import_module(module, __package__), name)
+        return cls(**options)
+
+    return make
+
+
+WIRES: dict[str, Callable[..., Translator]] = {
+    "openai-chat": _openai_chat("openai"),
+    **{name: _openai_chat(name) for name in DIALECTS},
+    "anthropic": _lazy(".wires.anthropic", "AnthropicTranslator"),
+    "gemini": _lazy(".wires.gemini", "GeminiTranslator"),
+    "openai-responses": _lazy(".wires.openai_responses", "OpenAIResponsesTranslator"),
+}
+
+
+def translator_for(wire: str, **options: Any) -> Translator:
+    """A fresh translator for ``wire``; raises ``ValueError`` naming the known wires."""
+    factory = WIRES.get(wire)
+    if factory is None:
+        raise ValueError(f"unknown wire {wire!r}; known: {', '.join(WIRES)}")
+    return factory(**options)
+
+
+class StreamDecoder:
+    """Bytes in, chunks out: SSE framing plus one wire translator."""
+
+    __slots__ = ("sse", "translator")
+
+    def __init__(self, translator: Translator, *, max_event_size: int = 16 * 1024 * 1024) -> None:
+        self.sse = SSEDecoder(max_event_size=max_event_size)
+        self.translator = translator
+
+    @property
+    def done(self) -> bool:
+        """Whether the wire's terminal marker (or an in-band error) ended the stream."""
+        return self.translator.done
+
+    def feed(self, data: bytes) -> list[StreamChunk]:
+        """Decode a piece of the body; returns the chunks it completed."""
+        return self.translator.feed_events(self.sse.feed(data))
+
+    def close(self) -> list[StreamChunk]:
+        """End of body: flush the framer and finish the stream."""
+        translator = self.translator
+        out = translator.feed_events(self.sse.close())
+        out += translator.close()
+        return out
+
+
+def decode(
+    data: bytes | Iterable[bytes],
+    *,
+    wire: str,
+    max_event_size: int = 16 * 1024 * 1024,
+    **options: Any,
+) -> Iterator[StreamChunk]:
+    """Decode a whole stream (bytes, or an iterable of byte pieces) into chunks.
+
+    ``options`` go to the wire's translator (``provider=``, ``think_tags=`` ...).
+    """
+    decoder = StreamDecoder(translator_for(wire, **options), max_event_size=max_event_size)
+    pieces = (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data
+    for piece in pieces:
+        chunks = decoder.feed(bytes(piece))
+        if chunks:
+            yield from chunks
+        if decoder.done:
+            break
+    yield from decoder.close()
+
+
+_DIALECT_HINTS: tuple[tuple[bytes, str], ...] = (
+    (b'"x_groq"', "groq"),
+    (b'"provider":"', "openrouter"),
+    (b'"provider": "', "openrouter"),
+    (b'"native_finish_reason"', "openrouter"),
+    (b'"prompt_cache_hit_tokens"', "deepseek"),
+    (b'"model":"deepseek', "deepseek"),
+    (b'"timings"', "llamacpp"),
+    (b'"model":"grok', "xai"),
+    (b'"cost_in_usd_ticks"', "xai"),
+    (b'"model":"magistral', "mistral"),
+    (b'"model":"mistral', "mistral"),
+)
+
+
+def detect_wire(data: bytes) -> str:
+    """Guess the wire of a recorded stream from its first bytes.
+
+    ``event: message_start`` is Anthropic; ``response.*`` event types are the Responses
+    API; ``candidates`` objects are Gemini; ``chat.completion.chunk`` is the chat wire,
+    with the dialect guessed from provider-specific fields.
+    """
+    head = data[:65536]
+    if b"message_start" in head and (b"event: message_start" in head or b'"type":"message_start"' in head or b'"type": "message_start"' in head):
+        return "anthropic"
+    if b'"type":"response.' in head or b'"type": "response.' in head or b"event: response." in head:
+        return "openai-responses"
+    if b'"candidates"' in head or b'"usageMetadata"' in head:
+        return "gemini"
+    for hint, dialect in _DIALECT_HINTS:
+        if hint in head:
+            return dialect
+    return "openai-chat"

@@ -1,0 +1,66 @@
+"""The byte pump: a response body through a :class:`~dshstream._core.decode.StreamDecoder`
+into lists of chunks, with the idle clock and cancellation.
+
+Contract: no sockets of its own — the body is anything with the small
+:class:`Body` interface (the transport's ``HttpStream`` has it; a test can fake it).
+
+1. One list per read that produced chunks; reads that produce none (keep-alives, partial
+   events) yield nothing.
+2. Content restarts the idle clock: ``body.touch()`` is called for every read that
+   produced chunks; keep-alive comments and pings do not count.
+3. When the decoder has seen the wire's terminal marker, the connection is released for
+   reuse *before* the last list is handed out (the consumer may stop right there).
+4. A cancel event seen between reads aborts the body and raises ``ABORTED``.
+5. At EOF the decoder is closed: a stream cut before its terminal marker ends with the
+   decoder's own failure (``STREAM_CLOSED``), never a fabricated stop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Protocol
+
+from .decode import StreamDecoder
+from .types import StreamChunk
+
+__all__ = ["Body", "pump"]
+
+
+class Body(Protocol):
+    """A response body as the pump needs it."""
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+    def touch(self) -> None:
+        """Content arrived: restart the idle clock."""
+
+    def release(self) -> None:
+        """The stream is complete: hand the connection back."""
+
+    def abort(self, code: str = "ABORTED", message: str | None = None) -> None:
+        """End the body now."""
+
+    def raise_if_aborted(self) -> None:
+        """Raise the abort's error, if there was one."""
+
+
+def pump(
+    body: Body, decoder: StreamDecoder, *, cancel: threading.Event | None, provider: str
+) -> Iterator[list[StreamChunk]]:
+    """Decode ``body`` into lists of chunks (rules 1-5)."""
+    for piece in body:
+        chunks = decoder.feed(piece)
+        if chunks:
+            body.touch()
+            if decoder.done:
+                body.release()
+                yield chunks
+                return
+            yield chunks
+        if cancel is not None and cancel.is_set():
+            body.abort("ABORTED", f"{provider}: stream cancelled by the caller")
+            body.raise_if_aborted()
+    chunks = decoder.close()
+    if chunks:
+        yield chunks

@@ -1,0 +1,375 @@
+"""An incremental, sans-IO Server-Sent-Events decoder (WHATWG EventSource parsing rules).
+
+Contract: stdlib only, no I/O, synchronous. Feed raw body bytes in pieces of any size with
+:meth:`SSEDecoder.feed`; each call returns the events (:class:`ServerSentEvent`) and comment
+lines (:class:`SSEComment`, liveness only) completed by those bytes, in stream order. The
+output never depends on where the pieces were cut. Line ends are CR, LF or CRLF only (a
+CRLF split across feeds is one line end); lines are framed on bytes and then decoded as
+UTF-8 with replacement characters, so nothing here raises ``UnicodeDecodeError``. One
+leading BOM is stripped. :meth:`SSEDecoder.close` marks the end of input and discards an
+incomplete event, as the spec says; read :attr:`SSEDecoder.has_partial_event` before it to
+detect truncation. An event (its lines, line ends counted as one byte each) or a single
+unterminated line longer than ``max_event_size`` bytes raises the ``EVENT_TOO_LARGE``
+:class:`~dshstream._core.errors.ProtocolError`; buffered memory stays below ``max_event_size``
+plus one feed's bytes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, NoReturn, TypeAlias
+
+from .errors import error_for, make_failure
+from .types import LlmFailure
+
+__all__ = ["SSEComment", "SSEDecoder", "SSEItem", "ServerSentEvent"]
+
+
+class ServerSentEvent(NamedTuple):
+    """One dispatched event.
+
+    ``event`` is the ``event:`` field or ``"message"``; ``data`` is the ``data:`` lines
+    joined with ``"\\n"``; ``id`` is the last event ID seen so far on the stream (it
+    persists across events, per the spec) or ``None`` before any ``id:`` field; ``retry`` is
+    the reconnection time in milliseconds when this event carried a valid ``retry:`` field.
+    """
+
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEComment(NamedTuple):
+    """A comment line (``:text``); not an event, reported so transports can count liveness."""
+
+    text: str
+
+
+SSEItem: TypeAlias = ServerSentEvent | SSEComment
+
+_BOM = b"\xef\xbb\xbf"
+_new = tuple.__new__  # builds a NamedTuple without the Python-level __new__ frame
+
+
+def _normalize(region: bytes | bytearray) -> bytes | bytearray:
+    """``region`` with every CRLF and lone CR turned into LF."""
+    return region.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def _tail_size(region: bytes | bytearray, size: int) -> int:
+    """Bytes of the undispatched event after LF-normalized ``region`` (``size`` before it)."""
+    r = region.rfind(b"\n\n")
+    if r >= 0:
+        return len(region) - r - 2
+    if region[:1] == b"\n":
+        return len(region) - 1
+    return size + len(region)
+
+
+class SSEDecoder:
+    """Incremental SSE decoder; see the module docstring for the contract."""
+
+    __slots__ = (
+        "_max",
+        "_bytes_fed",
+        "_partial",
+        "_event_size",
+        "_skip_lf",
+        "_at_start",
+        "_data",
+        "_event",
+        "_last_id",
+        "_retry",
+        "_event_retry",
+        "_dirty",
+        "_failure",
+    )
+
+    def __init__(self, max_event_size: int = 16 * 1024 * 1024) -> None:
+        if max_event_size < 1:
+            raise ValueError("max_event_size must be positive")
+        self._max = max_event_size
+        self._bytes_fed = 0
+        self._partial = bytearray()  # the unterminated last line (no CR/LF); amortized growth
+        self._event_size = 0  # bytes of complete lines since the last blank line
+        self._skip_lf = False  # the last feed ended with CR: drop a leading LF next
+        self._at_start = True  # no byte past a possible BOM seen yet
+        self._data: list[str] = []
+        self._event = ""
+        self._last_id: str | None = None
+        self._retry: int | None = None
+        self._event_retry: int | None = None
+        self._dirty = False  # a field line of an undispatched event was seen
+        self._failure: LlmFailure | None = None  # set once EVENT_TOO_LARGE was raised
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def has_partial_event(self) -> bool:
+        """True while bytes of an undispatched event or of an unterminated line are held."""
+        return self._dirty or bool(self._partial)
+
+    @property
+    def bytes_fed(self) -> int:
+        """Total bytes passed to :meth:`feed`."""
+        return self._bytes_fed
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The last event ID buffer (for ``Last-Event-ID`` on reconnect)."""
+        return self._last_id
+
+    @property
+    def retry(self) -> int | None:
+        """The last valid ``retry:`` value seen, in milliseconds, dispatched or not."""
+        return self._retry
+
+    # ------------------------------------------------------------------ public API
+
+    def feed(self, data: bytes) -> list[SSEItem]:
+        """Decode ``data``; return the events and comments it completes, in order."""
+        if self._failure is not None:
+            raise error_for(self._failure)
+        n = len(data)
+        if not n:
+            return []
+        self._bytes_fed += n
+        if (  # the common case: whole LF-framed events, nothing carried over
+            data.endswith(b"\n\n")
+            and not self._partial
+            and not self._dirty
+            and not self._skip_lf
+            and not self._at_start
+            and self._event_size + n <= self._max
+            and b"\r" not in data
+        ):
+            self._event_size = 0
+            text = data.decode("utf-8", "replace")
+            if text.startswith("data:") and text.find("\n") == len(text) - 2:
+                value = text[6:-2] if text[5:6] == " " else text[5:-2]
+                return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
+            return self._decode_lf(text)
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[0] == 10:
+                data = data[1:]
+                n -= 1
+                if not n:
+                    return []
+        if self._at_start:
+            if self._partial:  # a BOM prefix held back by an earlier feed
+                data = bytes(self._partial) + data
+                n = len(data)
+                self._partial = bytearray()
+            if n < 3 and _BOM.startswith(data):
+                self._partial += data
+                return []
+            self._at_start = False
+            if data.startswith(_BOM):
+                data = data[3:]
+                n -= 3
+                if not n:
+                    return []
+
+        lf = data.rfind(b"\n")
+        cr = data.rfind(b"\r")
+        last = lf if lf > cr else cr
+        partial = self._partial
+        if last < 0:  # no line end: the unterminated line grows
+            partial += data
+            if self._event_size + len(partial) > self._max:
+                self._fail()
+            return []
+
+        end = last + 1
+        region: bytes | bytearray
+        if partial:  # the held line ends in this feed: ``region`` takes over the buffer
+            partial += memoryview(data)[:end]
+            region = partial
+            partial = self._partial = bytearray()
+        else:
+            region = data[:end] if end < n else data
+        if end < n:
+            partial += memoryview(data)[end:]
+        partial_len = len(partial)
+        if cr < 0:  # LF-only line ends: the fast path
+            if self._event_size + len(region) + partial_len > self._max:
+                self._check_sizes(region)
+            self._event_size = _tail_size(region, self._event_size)
+            return self._decode_lf(region.decode("utf-8", "replace"))
+
+        if cr == n - 1:
+            self._skip_lf = True
+        if self._event_size + len(region) + partial_len > self._max:
+            self._check_sizes(_normalize(region))
+        k = region.rfind(b"\r\n\r\n")  # blocks are split on CRLF CRLF below
+        if k < 0:
+            self._event_size = _tail_size(_normalize(region), self._event_size)
+        elif k + 4 < len(region):
+            self._event_size = _tail_size(_normalize(region[k + 4 :]), 0)
+        else:
+            self._event_size = 0
+        return self._decode_cr(region.decode("utf-8", "replace"))
+
+    def close(self) -> list[SSEItem]:
+        """End of input: discard an incomplete event and any unterminated line.
+
+        A trailing CR was already handled as a line end by :meth:`feed`, so nothing is left
+        to dispatch here; the list is returned for symmetry with :meth:`feed`.
+        """
+        if self._failure is not None:
+            raise error_for(self._failure)
+        self._partial = bytearray()
+        self._event_size = 0
+        self._skip_lf = False
+        self._data = []
+        self._event = ""
+        self._event_retry = None
+        self._dirty = False
+        return []
+
+    # ------------------------------------------------------------------ internals
+
+    def _decode_lf(self, text: str) -> list[SSEItem]:
+        """Process ``text``: complete lines, each ending with LF (no CR anywhere)."""
+        out: list[SSEItem] = []
+        append = out.append
+        blocks = text.split("\n\n")  # each block but the last is followed by a blank line
+        tail = blocks.pop()
+        if self._dirty and blocks:  # the first block ends an event begun earlier
+            self._lines(blocks[0], out)
+            self._dispatch(out)
+            del blocks[0]
+        last_id = self._last_id
+        for block in blocks:
+            if "\n" not in block:
+                if block.startswith("data:"):  # the common case: one data line
+                    append(
+                        _new(
+                            ServerSentEvent,
+                            ("message", block[6:] if block[5:6] == " " else block[5:], last_id, None),
+                        )
+                    )
+                    continue
+            elif block.startswith("event:"):  # the common case with a type: two lines
+                head, sep, value = block.partition("\ndata:")
+                if sep and "\n" not in value and "\n" not in head:
+                    event = head[7:] if head[6:7] == " " else head[6:]
+                    append(
+                        _new(
+                            ServerSentEvent,
+                            (
+                                event or "message",
+                                value[1:] if value[:1] == " " else value,
+                                last_id,
+                                None,
+                            ),
+                        )
+                    )
+                    continue
+            self._lines(block, out)
+            self._dispatch(out)
+            last_id = self._last_id
+        if tail:
+            self._lines(tail[:-1], out)
+        return out
+
+    def _decode_cr(self, text: str) -> list[SSEItem]:
+        """Process ``text``: complete lines, each ending with CR, LF or CRLF.
+
+        Blocks are split on CRLF CRLF (a line end, then a blank line, whatever precedes
+        it); a block or tail with other line ends is normalized to LF on its own.
+        """
+        out: list[SSEItem] = []
+        append = out.append
+        blocks = text.split("\r\n\r\n")
+        tail = blocks.pop()
+        if self._dirty and blocks:
+            self._lines(blocks[0].replace("\r\n", "\n").replace("\r", "\n"), out)
+            self._dispatch(out)
+            del blocks[0]
+        last_id = self._last_id
+        for block in blocks:
+            if "\n" not in block and "\r" not in block and block.startswith("data:"):
+                append(
+                    _new(
+                        ServerSentEvent,
+                        ("message", block[6:] if block[5:6] == " " else block[5:], last_id, None),
+                    )
+                )
+                continue
+            self._lines(block.replace("\r\n", "\n").replace("\r", "\n"), out)
+            self._dispatch(out)
+            last_id = self._last_id
+        if tail:
+            self._lines(tail.replace("\r\n", "\n").replace("\r", "\n")[:-1], out)
+        return out
+
+    def _lines(self, block: str, out: list[SSEItem]) -> None:
+        """Process the LF-separated lines of ``block`` (a blank line dispatches)."""
+        for line in block.split("\n"):
+            if not line:
+                self._dispatch(out)
+                continue
+            colon = line.find(":")
+            if colon == 0:
+                out.append(_new(SSEComment, (line[2:] if line[1:2] == " " else line[1:],)))
+                continue
+            self._dirty = True
+            if colon < 0:
+                name = line
+                value = ""
+            else:
+                name = line[:colon]
+                value = line[colon + 2 :] if line[colon + 1 : colon + 2] == " " else line[colon + 1 :]
+            if name == "data":
+                self._data.append(value)
+            elif name == "event":
+                self._event = value
+            elif name == "id":
+                if "\x00" not in value:
+                    self._last_id = value
+            elif name == "retry":
+                if value.isascii() and value.isdigit():
+                    self._retry = self._event_retry = int(value)
+
+    def _dispatch(self, out: list[SSEItem]) -> None:
+        data = self._data
+        if data:
+            out.append(
+                _new(
+                    ServerSentEvent,
+                    (self._event or "message", "\n".join(data), self._last_id, self._event_retry),
+                )
+            )
+            self._data = []
+        self._event = ""
+        self._event_retry = None
+        self._dirty = False
+
+    def _check_sizes(self, region: bytes | bytearray) -> None:
+        """Raise if an event in ``region`` (LF-normalized) or the held tail is too large."""
+        limit = self._max
+        size = self._event_size  # bytes of the current event before ``region``
+        prev_end = 0
+        p = 0 if region[:1] == b"\n" else -1
+        if p < 0:
+            q = region.find(b"\n\n")
+            p = q + 1 if q >= 0 else -1
+        while p >= 0:  # p: position of a blank line
+            if size + p - prev_end > limit:
+                self._fail()
+            size = 0
+            prev_end = p + 1
+            q = region.find(b"\n\n", p)
+            p = q + 1 if q >= 0 else -1
+        if size + len(region) - prev_end + len(self._partial) > limit:
+            self._fail()
+
+    def _fail(self) -> NoReturn:
+        self._partial = bytearray()
+        self._data = []
+        self._failure = make_failure(
+            "EVENT_TOO_LARGE", f"SSE event exceeds the maximum size of {self._max} bytes"
+        )
+        raise error_for(self._failure)

@@ -1,0 +1,503 @@
+"""What every wire translator shares: block bookkeeping and the end-of-stream protocol.
+
+Contract: sans-IO (no sockets, time, threads or environment).
+
+1. A :class:`ChunkWriter` allocates block indices in first-appearance order, opens a block
+   only on its first non-empty payload, accumulates each block by appending (joined once,
+   at its end) and defers usage and finish until the stream ends.
+2. A stream ends in exactly one of three ways: :meth:`ChunkWriter.complete` (terminal
+   marker seen), :meth:`ChunkWriter.fail` (in-band provider error, partial output kept)
+   or :meth:`ChunkWriter.cut` (EOF before the marker: ``STREAM_CLOSED`` unless a finish
+   reason already arrived, open tool calls marked truncated). A ``stop`` with no block at
+   all becomes ``EMPTY_RESPONSE``. Each way asks the translator's ``replay_state()`` hook
+   once, as the finish is emitted.
+3. A :class:`Translator` is fed one SSE event at a time (``feed``) and told about the end
+   of the input (``close``); both return the chunks produced so far. Its endings
+   (``complete``, ``fail_with``, ``end_input``) flush the subclass's held state first
+   (``flush(cut=...)``); ``fail_with`` classifies an error payload once for every wire
+   (:meth:`Translator.classify_error`: forced codes, then the stream's serving provider
+   and request id back-filled where the payload names none).
+4. Translators parse each payload with :func:`~dshstream._core.strict_json.loads_event`, called
+   directly (it runs once per event): lone surrogate escapes become U+FFFD, so every text
+   a translator emits is valid UTF-8, and the ``EventJsonError`` of a payload that is not
+   JSON leaves ``feed`` and ``feed_events`` as ``MALFORMED_RESPONSE``.
+
+Why the writer's :class:`_OpenBlock` is not the assembler's ``_Partial`` (both append
+every delta): the chunk stream is the only interface between the two. The writer must
+finish a block itself, because ``BlockEnd`` carries the assembled block to consumers that
+never assemble (and Anthropic's replay needs the text); the assembler folds chunks from
+any source (listeners, recorded or deserialized streams, custom adapters) and must rebuild
+the blocks of a stream cut before its ``BlockEnd``. Neither can lean on the other's copy;
+each append is O(1) and each join happens once, so the cost stays linear.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from ..classify import classify_error_payload
+from ..errors import error_for, make_failure
+from ..filters.json_repair import finalize_tool_arguments
+from ..redact import redact
+from ..sse import ServerSentEvent
+from ..strict_json import EventJsonError
+from ..types import (
+    Block,
+    BlockEnd,
+    BlockStart,
+    BlockType,
+    FailureCategory,
+    Finish,
+    FinishKind,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    ResponseMetadata,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+
+__all__ = [
+    "ChunkWriter",
+    "Translator",
+    "cost_or_none",
+    "dict_or_empty",
+    "first_str",
+    "int_or_none",
+    "list_or_empty",
+    "sum_optional",
+]
+
+
+class _OpenBlock:
+    """A block between its first payload and its end (see the module docstring for why
+    the assembler keeps its own)."""
+
+    __slots__ = ("index", "block_type", "pieces", "call_id", "name", "signature")
+
+    def __init__(self, index: int, block_type: BlockType) -> None:
+        self.index = index
+        self.block_type = block_type
+        self.pieces: list[str] = []
+        self.call_id = ""
+        self.name = ""
+        self.signature: str | None = None
+
+
+class ChunkWriter:
+    """Turns a translator's observations into contract-valid chunks, appended to ``out``."""
+
+    def __init__(
+        self,
+        *,
+        provider: str | None = None,
+        request_id: str | None = None,
+        replay_state: Callable[[], Any] | None = None,
+    ) -> None:
+        self.out: list[StreamChunk] = []
+        self.provider = provider
+        self._open: dict[Hashable, _OpenBlock] = {}
+        self.block_count = 0
+        self.tool_call_count = 0
+        self.usage: TokenUsage | None = None
+        self._raw_usage: tuple[Callable[[dict[str, Any]], TokenUsage | None], dict[str, Any]] | None = None
+        self.finish_kind: FinishKind | None = None
+        self.finish_raw: str | None = None
+        self.finish_failure: LlmFailure | None = None
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self.serving_provider: str | None = None
+        self.request_id = request_id
+        self._replay_state = replay_state
+        self.finished = False
+
+    # ------------------------------------------------------------------ blocks
+
+    def _start(self, key: Hashable, block_type: BlockType) -> _OpenBlock:
+        block = _OpenBlock(self.block_count, block_type)
+        self.block_count += 1
+        self._open[key] = block
+        self.out.append(BlockStart(block.index, block_type))
+        return block
+
+    def is_open(self, key: Hashable) -> bool:
+        """Whether the block under ``key`` is open."""
+        return key in self._open
+
+    def text(self, key: Hashable, text: str) -> None:
+        """Visible text for the text block under ``key`` (opened on the first non-empty text)."""
+        if not text:
+            return
+        block = self._open.get(key)
+        if block is None:
+            block = self._start(key, "text")
+        block.pieces.append(text)
+        self.out.append(TextDelta(block.index, text))  # positional: the hot path
+
+    def reasoning(self, key: Hashable, text: str, signature: str | None = None) -> None:
+        """Reasoning text (and optionally its signature) for the block under ``key``."""
+        block = self._open.get(key)
+        if block is None:
+            if not text and not signature:
+                return
+            block = self._start(key, "reasoning")
+        if text:
+            block.pieces.append(text)
+            self.out.append(ReasoningDelta(block.index, text))
+        if signature:
+            block.signature = signature
+
+    def tool_call(
+        self,
+        key: Hashable,
+        call_id: str | None = None,
+        name: str | None = None,
+        arguments: str = "",
+    ) -> None:
+        """A tool-call fragment: id and name when known, a raw JSON arguments fragment."""
+        block = self._open.get(key)
+        if block is None:
+            block = self._start(key, "tool-call")
+            self.tool_call_count += 1
+        if call_id:
+            block.call_id = call_id
+        if name and name != block.name:
+            # Some proxies repeat the full name on every delta; others stream fragments.
+            # A repeat or an extension replaces; only a true fragment is appended.
+            if block.name and not name.startswith(block.name):
+                block.name += name
+            else:
+                block.name = name
+        if arguments:
+            block.pieces.append(arguments)
+        self.out.append(ToolCallDelta(block.index, block.call_id, block.name or None, arguments))
+
+    def end(self, key: Hashable, *, cut: bool = False, truncated: bool = False) -> Block | None:
+        """Close the block under ``key`` and return the finished block (``None`` when it is
+        not open). ``truncated`` marks a tool call cut short even when its arguments parse
+        (a wire that assembles arguments itself knows more than the JSON does)."""
+        block = self._open.pop(key, None)
+        if block is None:
+            return None
+        done: Block
+        if block.block_type == "text":
+            done = TextBlock("".join(block.pieces))
+        elif block.block_type == "reasoning":
+            done = ReasoningBlock("".join(block.pieces), signature=block.signature)
+        else:
+            raw = "".join(block.pieces)
+            arguments, repaired = finalize_tool_arguments(raw)
+            if cut and not repaired and not raw.strip():
+                repaired = True  # cut before any argument arrived: nothing proves "{}"
+            done = ToolCallBlock(
+                id=block.call_id or f"call-{block.index}",
+                name=block.name,
+                arguments=arguments,
+                arguments_truncated=repaired or truncated,
+                raw_arguments=raw if arguments != raw else None,
+            )
+        self.out.append(BlockEnd(index=block.index, block=done))
+        return done
+
+    def end_all(self, *, cut: bool = False) -> None:
+        """Close every open block in the order they were opened."""
+        for key in list(self._open):
+            self.end(key, cut=cut)
+
+    # ------------------------------------------------------------------ finish
+
+    def set_finish(self, kind: FinishKind, raw: str | None = None, failure: LlmFailure | None = None) -> None:
+        """Record the finish reason, emitted later by :meth:`complete` (last one wins)."""
+        self.finish_kind = kind
+        self.finish_raw = raw
+        self.finish_failure = failure
+
+    def identify(
+        self, response_id: Any = None, model: Any = None, serving_provider: Any = None
+    ) -> None:
+        """Record the response's identifiers from wire values: the first response id and
+        serving provider win, the latest model wins; a value that is not a non-empty
+        string is ignored."""
+        if self.response_id is None and isinstance(response_id, str) and response_id:
+            self.response_id = response_id
+        if isinstance(model, str) and model:
+            self.model = model
+        if self.serving_provider is None and isinstance(serving_provider, str) and serving_provider:
+            self.serving_provider = serving_provider
+
+    def metadata(self) -> ResponseMetadata | None:
+        """The response identifiers gathered so far."""
+        if not (self.response_id or self.model or self.serving_provider or self.request_id):
+            return None
+        return ResponseMetadata(
+            response_id=self.response_id,
+            model=self.model,
+            serving_provider=self.serving_provider,
+            request_id=self.request_id,
+        )
+
+    def defer_usage(
+        self, parse: Callable[[dict[str, Any]], TokenUsage | None], raw: dict[str, Any]
+    ) -> None:
+        """Remember the latest cumulative usage record; ``parse`` runs once, at the end.
+
+        Providers that repeat usage on every event (Gemini, vLLM continuous stats) would
+        otherwise pay for normalizing thousands of records only the last of which counts.
+        """
+        self._raw_usage = (parse, raw)
+
+    def _resolve_usage(self) -> None:
+        if self._raw_usage is not None:
+            parse, raw = self._raw_usage
+            self._raw_usage = None
+            usage = parse(raw)
+            if usage is not None:
+                self.usage = usage
+
+    def _emit_finish(self, reason: FinishReason) -> None:
+        self._resolve_usage()
+        if self.usage is not None:
+            self.out.append(UsageChunk(usage=self.usage))
+        # Asked once; dropping the hook also breaks the translator <-> writer cycle, so a
+        # finished stream is freed by reference counting alone.
+        hook, self._replay_state = self._replay_state, None
+        replay = hook() if hook is not None else None
+        self.out.append(Finish(reason=reason, replay_state=replay, metadata=self.metadata()))
+        self.finished = True
+
+    def failure(self, code: str, message: str, **fields: Any) -> LlmFailure:
+        """A failure attributed to this stream's provider and serving provider."""
+        fields.setdefault("provider", self.provider)
+        fields.setdefault("serving_provider", self.serving_provider)
+        fields.setdefault("request_id", self.request_id)
+        return make_failure(code, message, **fields)
+
+    def stop_failure(self, reason: str, **fields: Any) -> LlmFailure:
+        """The failure of a finish reason no wire rule maps: the reason, upper-cased with
+        every other character as ``_`` (at most 40), is the code."""
+        code = "".join(c if c.isalnum() else "_" for c in reason.upper())[:40] or "UNKNOWN"
+        return self.failure(code, f"{self.provider}: model stopped: {code.lower()}", **fields)
+
+    def complete(self) -> None:
+        """The wire's terminal marker arrived: close blocks, emit usage and finish."""
+        if self.finished:
+            return
+        kind = self.finish_kind or ("tool-calls" if self.tool_call_count else "stop")
+        failure = self.finish_failure
+        self.end_all(cut=kind == "max-tokens")
+        if kind == "stop" and self.tool_call_count:
+            kind = "tool-calls"  # e.g. a forced tool choice reports "stop"
+        if kind == "stop" and self.block_count == 0:
+            kind = "error"
+            failure = self.failure(
+                "EMPTY_RESPONSE",
+                f"{self.provider or 'provider'}: model returned a completed response with no content",
+            )
+        if kind in ("error", "aborted") and failure is None:
+            failure = self.failure("UNKNOWN", f"{self.provider or 'provider'}: stream ended in an error")
+        self._emit_finish(FinishReason(kind=kind, failure=failure, raw=self.finish_raw))
+
+    def fail(self, failure: LlmFailure) -> None:
+        """An in-band provider error ends the stream; partial output is kept."""
+        if self.finished:
+            return
+        self.end_all(cut=True)
+        self._emit_finish(FinishReason(kind="error", failure=failure, raw=self.finish_raw))
+
+    def cut(self) -> None:
+        """EOF before the terminal marker: normal only if a finish reason was seen."""
+        if self.finished:
+            return
+        if self.finish_kind is not None:
+            self.complete()
+            return
+        self.end_all(cut=True)
+        who = self.provider or "provider"
+        self._emit_finish(
+            FinishReason(
+                kind="error",
+                failure=self.failure(
+                    "STREAM_CLOSED", f"{who}: stream ended before the provider's end-of-stream marker"
+                ),
+            )
+        )
+
+    def take(self) -> list[StreamChunk]:
+        """Hand over the chunks produced since the last call."""
+        out = self.out
+        self.out = []
+        return out
+
+
+class Translator:
+    """Base of every wire translator: SSE events in, chunks out.
+
+    A subclass implements :meth:`on_event` and, where it holds state, the two end-of-stream
+    hooks: :meth:`flush` (release what it holds) and :meth:`replay_state`. The ways a
+    stream ends live here once: :meth:`complete` (the wire's terminal marker),
+    :meth:`fail_with` (an in-band error payload), :meth:`end_input` (EOF, or a marker that
+    only ends the input).
+    """
+
+    wire = "base"
+    #: in-band error ``error.type`` values whose code is fixed whatever their wording says:
+    #: type -> (code, category, headline); such a failure is retryable
+    forced_error_codes: ClassVar[Mapping[str, tuple[str, FailureCategory, str]]] = {}
+
+    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
+        self.writer = ChunkWriter(
+            provider=provider or self.wire, request_id=request_id, replay_state=self.replay_state
+        )
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream has ended (nothing more will be produced)."""
+        return self.writer.finished
+
+    def feed(self, event: ServerSentEvent) -> list[StreamChunk]:
+        """Translate one SSE event."""
+        if not self.writer.finished:
+            try:
+                self.on_event(event)
+            except EventJsonError as exc:
+                raise self._malformed(exc.text) from None
+        return self.writer.take()
+
+    def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
+        """Translate a batch of decoder output (comments are skipped); the hot path."""
+        writer = self.writer
+        on_event = self.on_event
+        try:
+            for item in items:
+                if type(item) is ServerSentEvent and not writer.finished:
+                    on_event(item)
+        except EventJsonError as exc:  # from loads_event, anywhere in on_event
+            raise self._malformed(exc.text) from None
+        return writer.take()
+
+    def close(self) -> list[StreamChunk]:
+        """End of input: finish the stream (``STREAM_CLOSED`` if cut short)."""
+        if not self.writer.finished:
+            self.end_input()
+        return self.writer.take()
+
+    # ------------------------------------------------------------------ subclass hooks
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        """Handle one event (subclasses)."""
+        raise NotImplementedError
+
+    def flush(self, *, cut: bool) -> None:
+        """Release held state (filters, open wire blocks) before the writer ends the
+        stream; ``cut``: the stream ended without its finish (subclasses)."""
+
+    def replay_state(self) -> Any:
+        """The replay state the finish carries; the writer asks once, as it emits the
+        finish, whichever way the stream ends (subclasses; ``None``: nothing to replay)."""
+        return None
+
+    # ------------------------------------------------------------------ endings
+
+    def complete(self) -> None:
+        """The wire's terminal marker arrived: flush, close blocks, emit usage and finish."""
+        self.flush(cut=False)
+        self.writer.complete()
+
+    def end_input(self) -> None:
+        """No more input: complete if a finish reason arrived, else ``STREAM_CLOSED``."""
+        self.flush(cut=self.writer.finish_kind is None)
+        self.writer.cut()
+
+    def fail_with(self, payload: Any) -> None:
+        """An in-band error payload ends the stream; partial output is kept."""
+        failure = self.classify_error(payload)
+        self.flush(cut=True)
+        self.writer.fail(failure)
+
+    def classify_error(self, payload: Any) -> LlmFailure:
+        """The failure an in-band error payload describes, attributed to this stream:
+        :attr:`forced_error_codes` applied, serving provider and request id back-filled."""
+        writer = self.writer
+        failure = classify_error_payload(payload, provider=writer.provider)
+        updates: dict[str, Any] = {}
+        if self.forced_error_codes and type(payload) is dict:
+            kind = dict_or_empty(payload.get("error")).get("type")
+            forced = self.forced_error_codes.get(kind) if isinstance(kind, str) else None
+            if forced is not None and failure.code != forced[0]:
+                code, category, headline = forced
+                updates.update(
+                    code=code,
+                    category=category,
+                    retryable=True,
+                    message=f"{writer.provider}: {headline} ({code})",
+                )
+        if failure.serving_provider is None and writer.serving_provider:
+            updates["serving_provider"] = writer.serving_provider
+        if failure.request_id is None and writer.request_id:
+            updates["request_id"] = writer.request_id
+        return replace(failure, **updates) if updates else failure
+
+    # ------------------------------------------------------------------ helpers
+
+    def _malformed(self, data: str) -> Exception:
+        who = self.writer.provider
+        return error_for(
+            self.writer.failure(
+                "MALFORMED_RESPONSE",
+                f"{who}: stream carried a payload that is not valid JSON",
+                detail=redact(data, limit=120),
+            )
+        )
+
+
+def cost_or_none(value: Any) -> float | None:
+    """A finite, non-negative cost in USD, or ``None`` (huge, NaN or non-numeric values)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if math.isfinite(cost) and cost >= 0 else None
+
+
+def int_or_none(value: Any) -> int | None:
+    """``value`` if it is a non-negative int (bools excluded), else ``None``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def first_str(*values: Any) -> str | None:
+    """The first non-empty string among ``values``."""
+    for value in values:
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def dict_or_empty(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty dict (wire JSON is untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_or_empty(value: Any) -> list[Any]:
+    """``value`` if it is a list, else an empty list."""
+    return value if isinstance(value, list) else []
+
+
+def sum_optional(values: Iterable[int | None]) -> int | None:
+    """Sum of the values that are present; ``None`` when none is."""
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None

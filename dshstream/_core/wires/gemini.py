@@ -1,0 +1,469 @@
+"""The Google Gemini wire (``streamGenerateContent?alt=sse``, Gemini API and Vertex AI).
+
+Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no terminator):
+
+1. Candidate 0 only. Parts in order: ``text`` is visible text, ``text`` with
+   ``thought: true`` reasoning (a ``thoughtSignature`` on a thought part becomes the
+   reasoning block's signature); a change of kind closes the open block, so blocks keep
+   the order of the parts. ``functionCall`` on the Gemini API arrives whole: one block
+   with one delta, the compact JSON of ``args`` (``"{}"`` without args), then its end.
+   Vertex streamed arguments arrive as a name with ``willContinue``, then ``partialArgs``
+   entries addressed by ``jsonPath`` (string values continue while ``willContinue``),
+   closed by a ``functionCall`` without ``willContinue`` (usually ``{}``); they are
+   assembled into one JSON string, emitted at the close. The call id is the wire's
+   ``id`` or ``call-<block index>``.
+2. ``executableCode``, ``codeExecutionResult``, inline data, grounding metadata and any
+   unknown part are kept for replay only and never break the stream.
+3. ``usageMetadata`` is cumulative, the last record with counts wins: input =
+   promptTokenCount + toolUsePromptTokenCount − cachedContentTokenCount, cache_read =
+   cachedContentTokenCount, output = candidatesTokenCount + thoughtsTokenCount,
+   reasoning = thoughtsTokenCount.
+4. Finish: STOP is ``stop`` (``tool-calls`` when a function call was made), MAX_TOKENS
+   ``max-tokens``; ``promptFeedback.blockReason`` and SAFETY, RECITATION, BLOCKLIST,
+   PROHIBITED_CONTENT, SPII, IMAGE_SAFETY (and the other IMAGE_ block reasons) are
+   ``error`` finishes with ``CONTENT_FILTER`` (content_blocked, not retryable);
+   MALFORMED_FUNCTION_CALL an ``error`` finish (model_error, retryable); other reasons an
+   ``error`` finish with the reason as code. ``raw`` keeps Google's word.
+5. No terminator: EOF after a finish reason completes the stream, EOF before one is
+   ``STREAM_CLOSED`` (an open streamed call is marked truncated). An ``{"error": ...}``
+   object in the stream ends it with a classified failure, keeping partial output.
+6. Replay state: ``{"wire": "gemini", "parts": [...], "call_ids": [...]}`` — the model
+   turn's parts in order, every ``thoughtSignature`` on the exact part it came with
+   (a signed part is never merged; consecutive unsigned text parts of the same kind are
+   joined), streamed calls assembled into one ``functionCall`` part; ``call_ids`` gives
+   the dshstream call id of each ``functionCall`` part, in order.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..redact import redact
+from ..sse import ServerSentEvent
+from ..strict_json import dump_json, loads_event
+from ..types import FinishKind, LlmFailure, TokenUsage
+from .base import Translator, dict_or_empty, int_or_none
+
+WIRE = "gemini"
+
+_BLOCKED = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+_FINISH_KINDS: dict[str, FinishKind] = {"STOP": "stop", "MAX_TOKENS": "max-tokens"}
+_TEXT_PART_KEYS = frozenset({"text", "thought", "thoughtSignature"})
+_PATH_TOKEN = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
+
+
+_MAX_PATH_INDEX_DIGITS = 6  # an array index beyond this is not a real argument path
+
+
+def parse_json_path(path: str) -> list[str | int] | None:
+    """``$.a.b[0]['c d']`` → ``["a", "b", 0, "c d"]``; ``None`` when it is not a path."""
+    if not path.startswith("$"):
+        return None
+    out: list[str | int] = []
+    pos = 1
+    while pos < len(path):
+        match = _PATH_TOKEN.match(path, pos)
+        if match is None:
+            return None
+        name, number, single, double = match.groups()
+        if number is not None:
+            if len(number) > _MAX_PATH_INDEX_DIGITS:
+                return None
+            out.append(int(number))
+        else:
+            raw = name if name is not None else single if single is not None else double
+            out.append(re.sub(r"\\(.)", r"\1", raw) if name is None else raw)
+        pos = match.end()
+    return out
+
+
+class _Pieces(list[str]):
+    """A string value still streaming in (joined when the call closes)."""
+
+
+def _settle(value: Any) -> Any:
+    if isinstance(value, _Pieces):
+        return "".join(value)
+    if isinstance(value, dict):
+        return {k: _settle(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_settle(v) for v in value]
+    return value
+
+
+class _StreamedCall:
+    """A Vertex function call whose arguments arrive as ``partialArgs``."""
+
+    __slots__ = ("key", "call_id", "wire_id", "name", "signature", "args", "continuing", "position")
+
+    def __init__(self, key: tuple[str, int], call_id: str, wire_id: str | None, name: str, position: int) -> None:
+        self.key = key
+        self.call_id = call_id
+        self.wire_id = wire_id
+        self.name = name
+        self.signature: str | None = None
+        self.args: dict[str, Any] = {}
+        self.continuing: set[tuple[str | int, ...]] = set()
+        self.position = position
+
+    def apply(self, entry: dict[str, Any]) -> None:
+        """Apply one ``partialArgs`` entry."""
+        path = entry.get("jsonPath")
+        steps = parse_json_path(path) if isinstance(path, str) else None
+        if not steps:
+            return
+        if "stringValue" in entry:
+            value: Any = entry.get("stringValue")
+            value = value if isinstance(value, str) else ""
+        elif "numberValue" in entry:
+            value = entry.get("numberValue")
+        elif "boolValue" in entry:
+            value = entry.get("boolValue")
+        elif "nullValue" in entry:
+            value = None
+        elif "structValue" in entry:
+            value = entry.get("structValue")
+        elif "listValue" in entry:
+            value = entry.get("listValue")
+        else:
+            return
+        container: Any = self.args
+        for step, following in zip(steps, steps[1:]):
+            child = _get(container, step)
+            if not isinstance(child, (dict, list)) or isinstance(child, _Pieces):
+                child = [] if isinstance(following, int) else {}
+                _put(container, step, child)
+            container = child
+        last = steps[-1]
+        ident = tuple(steps)
+        current = _get(container, last)
+        if isinstance(value, str):
+            if ident in self.continuing and isinstance(current, _Pieces):
+                current.append(value)
+            else:
+                _put(container, last, _Pieces([value]))
+        else:
+            _put(container, last, value)
+        if entry.get("willContinue") is True:
+            self.continuing.add(ident)
+        else:
+            self.continuing.discard(ident)
+
+
+def _get(container: Any, step: str | int) -> Any:
+    if isinstance(step, int):
+        return container[step] if isinstance(container, list) and step < len(container) else None
+    return container.get(step) if isinstance(container, dict) else None
+
+
+def _put(container: Any, step: str | int, value: Any) -> None:
+    if isinstance(step, int):
+        if isinstance(container, list):
+            # Members arrive in order; a step past the end would pad with invented nulls.
+            if step == len(container):
+                container.append(value)
+            elif step < len(container):
+                container[step] = value
+    elif isinstance(container, dict):
+        container[step] = value
+
+
+class _TextPart:
+    """A replay text part being accumulated (unsigned parts of one kind are joined)."""
+
+    __slots__ = ("pieces", "thought", "signature")
+
+    def __init__(self, text: str, thought: bool, signature: str | None) -> None:
+        self.pieces = [text]
+        self.thought = thought
+        self.signature = signature
+
+    def to_part(self) -> dict[str, Any]:
+        part: dict[str, Any] = {"text": "".join(self.pieces)}
+        if self.thought:
+            part["thought"] = True
+        if self.signature is not None:
+            part["thoughtSignature"] = self.signature
+        return part
+
+
+class GeminiTranslator(Translator):
+    """Gemini / Vertex ``GenerateContentResponse`` events to dshstream chunks."""
+
+    wire = WIRE
+
+    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
+        super().__init__(provider=provider or "gemini", request_id=request_id)
+        self._kind: str | None = None  # "text" or "reasoning": the open text-like block
+        self._key: tuple[str, int] = ("text", 0)
+        self._seq = 0
+        self._call: _StreamedCall | None = None
+        self._parts: list[dict[str, Any] | _TextPart] = []
+        self._call_ids: list[str] = []
+
+    # ------------------------------------------------------------------ events
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        payload = loads_event(event.data)
+        if type(payload) is list and len(payload) == 1:
+            payload = payload[0]  # a JSON array of one response (or one error)
+        if type(payload) is not dict:
+            if event.event == "error":
+                self.fail_with(payload)
+            return
+        if payload.get("error") is not None or event.event == "error":
+            self.fail_with(payload)
+            return
+        writer = self.writer
+        model = payload.get("modelVersion")
+        if writer.response_id is None or model != writer.model:  # every event repeats them
+            writer.identify(payload.get("responseId"), model)
+        candidates = payload.get("candidates")
+        if type(candidates) is list:
+            for candidate in candidates:
+                if type(candidate) is dict and candidate.get("index", 0) in (0, None):
+                    self._on_candidate(candidate)
+                    break
+        usage = payload.get("usageMetadata")
+        if type(usage) is dict and _USAGE_COUNT_KEYS & usage.keys():
+            writer.defer_usage(gemini_usage, usage)
+        if "promptFeedback" not in payload:
+            return
+        feedback = dict_or_empty(payload["promptFeedback"])
+        block_reason = feedback.get("blockReason")
+        if isinstance(block_reason, str) and block_reason and block_reason != "BLOCK_REASON_UNSPECIFIED":
+            message = feedback.get("blockReasonMessage")
+            failure = writer.failure(
+                "CONTENT_FILTER",
+                f"{writer.provider}: prompt blocked by the provider ({block_reason})",
+                detail=redact(message, limit=2000) if isinstance(message, str) and message else None,
+            )
+            writer.set_finish("error", block_reason, failure)
+
+    def _on_candidate(self, candidate: dict[str, Any]) -> None:
+        content = dict_or_empty(candidate.get("content"))
+        parts = content.get("parts")
+        if type(parts) is list:
+            for part in parts:
+                if type(part) is dict:
+                    self._on_part(part)
+        reason = candidate.get("finishReason")
+        if isinstance(reason, str) and reason and reason != "FINISH_REASON_UNSPECIFIED":
+            message = candidate.get("finishMessage")
+            self._on_finish_reason(reason, message if isinstance(message, str) else None)
+
+    def _on_part(self, part: dict[str, Any]) -> None:
+        signature = part.get("thoughtSignature")
+        signature = signature if isinstance(signature, str) and signature else None
+        call = part.get("functionCall")
+        if type(call) is dict:
+            self._on_function_call(part, call, signature)
+            return
+        text = part.get("text")
+        if isinstance(text, str) and part.keys() <= _TEXT_PART_KEYS:
+            self._on_text(text, part.get("thought") is True, signature)
+            return
+        if isinstance(text, str) and text:
+            # A text part with extra fields: stream it, replay it verbatim.
+            self._emit_text(text, part.get("thought") is True, signature)
+        self._parts.append(dict(part))
+
+    # ------------------------------------------------------------------ text
+
+    def _block_key(self, kind: str) -> tuple[str, int]:
+        if self._kind != kind:
+            self._end_text_block()
+            self._kind = kind
+            self._seq += 1
+            self._key = (kind, self._seq)
+        return self._key
+
+    def _end_text_block(self) -> None:
+        if self._kind is not None:
+            self.writer.end(self._key)
+            self._kind = None
+
+    def _emit_text(self, text: str, thought: bool, signature: str | None) -> None:
+        if thought:
+            if text or signature:
+                self.writer.reasoning(self._block_key("reasoning"), text, signature)
+        elif text:
+            self.writer.text(self._block_key("text"), text)
+
+    def _on_text(self, text: str, thought: bool, signature: str | None) -> None:
+        self._emit_text(text, thought, signature)
+        if not text and signature is None:
+            return
+        last = self._parts[-1] if self._parts else None
+        if (
+            signature is None
+            and isinstance(last, _TextPart)
+            and last.signature is None
+            and last.thought == thought
+        ):
+            last.pieces.append(text)
+        else:
+            self._parts.append(_TextPart(text, thought, signature))
+
+    # ------------------------------------------------------------------ function calls
+
+    def _on_function_call(self, part: dict[str, Any], call: dict[str, Any], signature: str | None) -> None:
+        name = call.get("name")
+        name = name if isinstance(name, str) and name else None
+        partial = call.get("partialArgs")
+        entries = partial if type(partial) is list else None
+        more = call.get("willContinue") is True
+        open_call = self._call
+        if name is not None:
+            if open_call is not None:
+                self._close_call()
+            if not more and entries is None:
+                self._whole_call(part, call, name)
+                return
+            open_call = self._start_call(call, name)
+        elif open_call is None:
+            return  # arguments or a close with no call to attach them to
+        if signature is not None and open_call.signature is None:
+            open_call.signature = signature
+        args = call.get("args")
+        if type(args) is dict and args and not open_call.args:
+            open_call.args = dict(args)
+        for entry in entries or ():
+            if type(entry) is dict:
+                open_call.apply(entry)
+        if not more:
+            self._close_call()
+
+    def _new_call_id(self, call: dict[str, Any]) -> tuple[str, str | None]:
+        wire_id = call.get("id")
+        wire_id = wire_id if isinstance(wire_id, str) and wire_id else None
+        return (wire_id or f"call-{self.writer.block_count}", wire_id)
+
+    def _whole_call(self, part: dict[str, Any], call: dict[str, Any], name: str) -> None:
+        self._end_text_block()
+        call_id, _ = self._new_call_id(call)
+        self._seq += 1
+        key = ("call", self._seq)
+        args = call.get("args")
+        arguments = dump_json(args) if isinstance(args, (dict, list)) else ""
+        writer = self.writer
+        writer.tool_call(key, call_id=call_id, name=name, arguments=arguments or "")
+        writer.end(key, truncated=arguments is None)
+        self._parts.append(dict(part))
+        self._call_ids.append(call_id)
+
+    def _start_call(self, call: dict[str, Any], name: str) -> _StreamedCall:
+        self._end_text_block()
+        call_id, wire_id = self._new_call_id(call)
+        self._seq += 1
+        streamed = _StreamedCall(("call", self._seq), call_id, wire_id, name, len(self._parts))
+        self._parts.append({})  # filled in when the call closes
+        self._call_ids.append(call_id)
+        self.writer.tool_call(streamed.key, call_id=call_id, name=name)
+        self._call = streamed
+        return streamed
+
+    def _close_call(self, *, truncated: bool = False) -> None:
+        streamed = self._call
+        if streamed is None:
+            return
+        self._call = None
+        try:
+            args = _settle(streamed.args)
+            arguments = dump_json(args)
+        except RecursionError:
+            args, arguments = {}, None
+        if arguments is None:  # nesting JSON can't carry: keep the call, flag it
+            args, arguments, truncated = {}, "", True
+        writer = self.writer
+        writer.tool_call(streamed.key, arguments=arguments)
+        writer.end(streamed.key, cut=truncated, truncated=truncated)
+        function_call: dict[str, Any] = {"name": streamed.name, "args": args}
+        if streamed.wire_id is not None:
+            function_call["id"] = streamed.wire_id
+        part: dict[str, Any] = {"functionCall": function_call}
+        if streamed.signature is not None:
+            part["thoughtSignature"] = streamed.signature
+        self._parts[streamed.position] = part
+
+    # ------------------------------------------------------------------ finish
+
+    def _on_finish_reason(self, reason: str, message: str | None) -> None:
+        writer = self.writer
+        who = writer.provider
+        detail = redact(message, limit=2000) if message else None
+        kind = _FINISH_KINDS.get(reason)
+        if kind is not None:
+            writer.set_finish(kind, reason)
+            return
+        failure: LlmFailure
+        if reason in _BLOCKED:
+            failure = writer.failure(
+                "CONTENT_FILTER", f"{who}: response blocked by the provider ({reason})", detail=detail
+            )
+        elif reason == "MALFORMED_FUNCTION_CALL":
+            failure = writer.failure(
+                "MALFORMED_FUNCTION_CALL",
+                f"{who}: the model produced a malformed function call (MALFORMED_FUNCTION_CALL)",
+                category="model_error",
+                retryable=True,
+                detail=detail,
+            )
+        else:
+            failure = writer.stop_failure(reason, detail=detail)
+        writer.set_finish("error", reason, failure)
+
+    # ------------------------------------------------------------------ end
+
+    def flush(self, *, cut: bool) -> None:
+        # No terminator: a streamed call still open here never got its close, so it is cut
+        # short whether or not a finish reason arrived.
+        self._close_call(truncated=True)
+        self._end_text_block()
+
+    def replay_state(self) -> Any:
+        parts = [p.to_part() if isinstance(p, _TextPart) else p for p in self._parts]
+        parts = [p for p in parts if p]
+        if not parts:
+            return None
+        state: dict[str, Any] = {"wire": WIRE, "parts": parts}
+        if self._call_ids:
+            state["call_ids"] = list(self._call_ids)
+        return state
+
+
+# the fields gemini_usage needs; a record without any of them keeps the previous usage
+_USAGE_COUNT_KEYS = frozenset({"promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount"})
+
+
+def gemini_usage(usage: dict[str, Any]) -> TokenUsage | None:
+    """Normalize a ``usageMetadata`` record to disjoint counts (``None`` without counts)."""
+    prompt = int_or_none(usage.get("promptTokenCount"))
+    candidates = int_or_none(usage.get("candidatesTokenCount"))
+    thoughts = int_or_none(usage.get("thoughtsTokenCount"))
+    if prompt is None and candidates is None and thoughts is None:
+        return None  # e.g. Vertex's {"trafficType": ...} on intermediate chunks
+    tool_prompt = int_or_none(usage.get("toolUsePromptTokenCount")) or 0
+    cached = int_or_none(usage.get("cachedContentTokenCount"))
+    input_tokens = max(0, (prompt or 0) + tool_prompt - (cached or 0))
+    return TokenUsage(
+        input_tokens=input_tokens,
+        output_tokens=(candidates or 0) + (thoughts or 0),
+        cache_read_tokens=cached,
+        reasoning_tokens=thoughts,
+    )
+
+
+__all__ = ["GeminiTranslator", "gemini_usage", "parse_json_path"]

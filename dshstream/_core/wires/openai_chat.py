@@ -1,0 +1,346 @@
+"""The OpenAI chat-completions wire and every OpenAI-compatible dialect.
+
+Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`` last):
+
+1. Choice 0 only (``n > 1`` streams use choice 0). Within one delta the order is reasoning,
+   content, tool calls, finish reason.
+2. Reasoning from ``reasoning_content`` or ``reasoning`` (or Mistral ``thinking`` parts);
+   OpenRouter ``reasoning_details`` are merged per entry into replay state, and a
+   ``reasoning.text`` signature is set on the reasoning block. Content from a string or a
+   Mistral part list (legacy ``/completions`` ``choices[].text`` too); ``refusal`` text is
+   visible text, past the filters. A block opens only on its first non-empty payload;
+   content and reasoning go through :class:`~dshstream._core.filters.pipeline.ContentFilters`
+   (optional think-tag stripping, the reasoning spill guard, verbatim tool calls) when any
+   stage is on, straight to the writer otherwise.
+3. Tool calls are correlated by id, then wire index, then the latest open call (Ollama
+   omits ``index``); a repeated id or name is identity, never appended.
+4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM
+   continuous stats, Groq ``x_groq.usage``); cached tokens are subtracted from input;
+   a server that reports reasoning outside ``completion_tokens`` (xAI) gets it added.
+   ``usage.cost`` (OpenRouter) and ``cost_in_usd_ticks`` (xAI) become ``cost``.
+5. ``finish_reason``: ``""`` is null; stop/tool_calls/length map to stop/tool-calls/
+   max-tokens; content_filter is an ``error`` finish with ``CONTENT_FILTER``; anything
+   else an ``error`` finish with the reason upper-cased; ``raw`` keeps
+   ``native_finish_reason`` when present.
+6. An ``{"error": ...}`` payload or an ``event: error`` frame ends the stream with a
+   classified error finish (``Translator.fail_with``), keeping partial output and usage.
+7. ``[DONE]`` is the terminal marker; EOF without it is normal only after a finish reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from ..dialects import get_dialect
+from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
+from ..sse import ServerSentEvent
+from ..strict_json import dump_json, loads_event
+from ..types import FinishKind, TokenUsage
+from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none
+
+_FINISH_KINDS: dict[str, FinishKind] = {
+    "stop": "stop",
+    "end": "stop",
+    "eos": "stop",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+    "length": "max-tokens",
+    "max_tokens": "max-tokens",
+}
+_USD_TICKS = 1e10  # xAI bills in ticks of 1e-10 USD
+
+
+def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
+    """Normalize a chat-completions ``usage`` object to disjoint counts."""
+    prompt = int_or_none(usage.get("prompt_tokens"))
+    completion = int_or_none(usage.get("completion_tokens"))
+    if prompt is None and completion is None:
+        return None
+    prompt = prompt or 0
+    completion = completion or 0
+    prompt_details = dict_or_empty(usage.get("prompt_tokens_details"))
+    completion_details = dict_or_empty(usage.get("completion_tokens_details"))
+    cache_read = int_or_none(prompt_details.get("cached_tokens"))
+    if cache_read is None:
+        cache_read = int_or_none(usage.get("prompt_cache_hit_tokens"))
+    cache_write = int_or_none(prompt_details.get("cache_write_tokens"))
+    reasoning = int_or_none(completion_details.get("reasoning_tokens"))
+    total = int_or_none(usage.get("total_tokens"))
+    output = completion
+    if reasoning and total is not None and total == prompt + completion + reasoning:
+        output = completion + reasoning  # reasoning billed outside completion_tokens (xAI)
+    cost = cost_or_none(usage.get("cost"))
+    if cost is None:
+        ticks = cost_or_none(usage.get("cost_in_usd_ticks"))
+        cost = ticks / _USD_TICKS if ticks is not None else None
+    return TokenUsage(
+        input_tokens=max(0, prompt - (cache_read or 0) - (cache_write or 0)),
+        output_tokens=output,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=reasoning,
+        cost=cost,
+    )
+
+
+class OpenAIChatTranslator(Translator):
+    """Chat-completions chunks (any dialect) to dshstream chunks."""
+
+    wire = "openai-chat"
+
+    def __init__(
+        self,
+        *,
+        dialect: str = "openai",
+        provider: str | None = None,
+        request_id: str | None = None,
+        think_tags: bool | None = None,
+        spill_guard: bool = True,
+        verbatim_tools: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        preset = get_dialect(dialect)
+        super().__init__(provider=provider or preset.name, request_id=request_id)
+        self.dialect = preset
+        use_tags = preset.think_tags if think_tags is None else think_tags
+        self._filters: ContentFilters | None = None
+        # Where content and reasoning go: the filter pipeline, or straight to the writer.
+        self._content: Callable[[str], None] = partial(self.writer.text, TEXT_KEY)
+        self._reasoning: Callable[[str], None] = partial(self.writer.reasoning, REASONING_KEY)
+        if use_tags or spill_guard or verbatim_tools:
+            self._filters = ContentFilters(
+                self.writer,
+                think_tags=use_tags,
+                spill_guard=spill_guard,
+                verbatim_tools=verbatim_tools,
+            )
+            self._content = self._filters.content
+            self._reasoning = self._filters.reasoning
+        self._by_id: dict[str, int] = {}
+        self._by_index: dict[int, int] = {}
+        self._last_call: int | None = None
+        self._calls = 0
+        self._reasoning_details: list[dict[str, Any]] = []
+        self._details_by_index: dict[Any, dict[str, Any]] = {}
+        self._tool_signatures: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ events
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        data = event.data
+        if data == "[DONE]":
+            self.complete()
+            return
+        payload = loads_event(data)
+        if type(payload) is not dict:
+            if event.event == "error":
+                self.fail_with(payload)
+            return
+        writer = self.writer
+        # writer.identify, inlined: this runs for every chunk of every chat stream
+        if writer.response_id is None:
+            rid = payload.get("id")
+            if isinstance(rid, str) and rid:
+                writer.response_id = rid
+        model = payload.get("model")
+        if model and model != writer.model and type(model) is str:
+            writer.model = model
+        if writer.serving_provider is None:
+            served = payload.get("provider")
+            if isinstance(served, str) and served:
+                writer.serving_provider = served
+        usage = payload.get("usage")
+        if usage is None and "x_groq" in payload:
+            usage = dict_or_empty(payload["x_groq"]).get("usage")
+        if usage is not None and type(usage) is dict and ("prompt_tokens" in usage or "completion_tokens" in usage):
+            writer.defer_usage(openai_chat_usage, usage)
+        choices = payload.get("choices")
+        if choices and type(choices) is list:
+            first = choices[0]
+            if type(first) is dict and first.get("index", 0) in (0, None):
+                self._on_choice(first)
+            else:
+                choice = self._choice_zero(choices)
+                if choice is not None:
+                    self._on_choice(choice)
+        if event.event == "error" or payload.get("error") is not None:
+            self.fail_with(payload)
+
+    @staticmethod
+    def _choice_zero(choices: list[Any]) -> dict[str, Any] | None:
+        for choice in choices:
+            if type(choice) is dict and choice.get("index", 0) in (0, None):
+                return choice
+        return None
+
+    def _on_choice(self, choice: dict[str, Any]) -> None:
+        delta = choice.get("delta")
+        if type(delta) is dict:
+            self._on_delta(delta)
+        elif delta is None:
+            text = choice.get("text")  # legacy /completions streams
+            if isinstance(text, str) and text:
+                self._content(text)
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            native = choice.get("native_finish_reason")
+            raw = native if isinstance(native, str) and native else reason
+            self._on_finish_reason(reason, raw)
+
+    def _on_delta(self, delta: dict[str, Any]) -> None:
+        if len(delta) == 1:
+            # Fast path: most deltas carry exactly one field.
+            ((field, value),) = delta.items()
+            if field == "content" and type(value) is str:
+                if value:
+                    self._content(value)
+                return
+            if field == "tool_calls" and type(value) is list:
+                for call in value:
+                    if type(call) is dict:
+                        self._on_tool_call(call)
+                return
+        reasoning = delta.get("reasoning_content")
+        if not (isinstance(reasoning, str) and reasoning):
+            reasoning = delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            self._reasoning(reasoning)
+        details = delta.get("reasoning_details")
+        if type(details) is list and details:
+            self._merge_reasoning_details(details, bool(reasoning))
+        content = delta.get("content")
+        if isinstance(content, str):
+            if content:
+                self._content(content)
+        elif type(content) is list:
+            self._on_content_parts(content)
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self.writer.text(TEXT_KEY, refusal)  # refusal text bypasses the filters
+        tool_calls = delta.get("tool_calls")
+        if type(tool_calls) is list:
+            for call in tool_calls:
+                if type(call) is dict:
+                    self._on_tool_call(call)
+
+    def _on_content_parts(self, parts: list[Any]) -> None:
+        for part in parts:
+            if type(part) is not dict:
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                text = part.get("text")
+                if isinstance(text, str) and text:
+                    self._content(text)
+            elif kind == "thinking":
+                thinking = part.get("thinking")
+                pieces = thinking if type(thinking) is list else [thinking]
+                for piece in pieces:
+                    text = piece.get("text") if type(piece) is dict else piece
+                    if isinstance(text, str) and text:
+                        self._reasoning(text)
+
+    def _merge_reasoning_details(self, details: list[Any], text_already_streamed: bool) -> None:
+        for entry in details:
+            if type(entry) is not dict:
+                continue
+            kind, position = entry.get("type"), entry.get("index", len(self._reasoning_details))
+            if not isinstance(kind, (str, type(None))) or not isinstance(position, (str, int, type(None))):
+                continue  # not a reasoning-details entry we can merge
+            key = (kind, position)
+            merged = self._details_by_index.get(key)
+            if merged is None:
+                merged = dict(entry)
+                self._details_by_index[key] = merged
+                self._reasoning_details.append(merged)
+            else:
+                for field, value in entry.items():
+                    if field in ("text", "summary") and isinstance(value, str):
+                        merged[field] = str(merged.get(field) or "") + value
+                    elif value not in (None, ""):
+                        merged[field] = value
+            text = first_str(entry.get("text"), entry.get("summary")) if not text_already_streamed else None
+            signature = first_str(entry.get("signature")) if entry.get("type") == "reasoning.text" else None
+            if text or (signature and self.writer.is_open(REASONING_KEY)):
+                # Some routes stream reasoning only inside reasoning_details; a signature
+                # belongs to the reasoning block it closes.
+                self.writer.reasoning(REASONING_KEY, text or "", signature=signature)
+
+    def _on_tool_call(self, call: dict[str, Any]) -> None:
+        if len(call) == 2 and "function" in call:
+            # Fast path for the continuation shape {"index": i, "function": {"arguments": s}}.
+            index = call.get("index")
+            known = self._by_index.get(index) if type(index) is int else None
+            function = call["function"]
+            if known is not None and type(function) is dict and len(function) == 1:
+                fragment = function.get("arguments")
+                if type(fragment) is str:
+                    self._last_call = known
+                    self.writer.tool_call(known, None, None, fragment)
+                    return
+        call_id = call.get("id")
+        if not call_id or type(call_id) is not str:
+            call_id = None
+        wire_index = call.get("index")
+        if type(wire_index) is not int:
+            wire_index = None
+        key: int | None = None
+        if call_id is not None:
+            key = self._by_id.get(call_id)
+        if key is None and wire_index is not None:
+            key = self._by_index.get(wire_index)
+        if key is None and call_id is None and wire_index is None:
+            key = self._last_call
+        if key is None:
+            key = self._calls
+            self._calls += 1
+        if call_id is not None and call_id not in self._by_id:
+            self._by_id[call_id] = key
+        if wire_index is not None and wire_index not in self._by_index:
+            self._by_index[wire_index] = key
+        self._last_call = key
+        function = call.get("function")
+        name = arguments = None
+        if type(function) is dict:
+            name = function.get("name")
+            arguments = function.get("arguments")
+        if type(arguments) is not str:
+            arguments = (dump_json(arguments) or "") if isinstance(arguments, (dict, list)) else ""
+        self.writer.tool_call(key, call_id, name if type(name) is str else None, arguments)
+        extra = call.get("extra_content")
+        if extra:
+            signature = dict_or_empty(dict_or_empty(extra).get("google")).get("thought_signature")
+            if isinstance(signature, str) and signature:
+                self._tool_signatures[call_id or f"#{key}"] = signature
+
+    def _on_finish_reason(self, reason: str, raw: str) -> None:
+        kind = _FINISH_KINDS.get(reason)
+        writer = self.writer
+        if kind is not None:
+            writer.set_finish(kind, raw)
+            return
+        who = writer.provider
+        if reason == "content_filter":
+            failure = writer.failure(
+                "CONTENT_FILTER", f"{who}: response blocked by the provider's content filter"
+            )
+        elif reason == "error":
+            failure = writer.failure("SERVER", f"{who}: stream terminated due to a provider error")
+        else:
+            failure = writer.stop_failure(reason)
+        writer.set_finish("error", raw, failure)
+
+    # ------------------------------------------------------------------ end
+
+    def flush(self, *, cut: bool) -> None:
+        if self._filters is not None:
+            self._filters.flush(cut=cut)
+
+    def replay_state(self) -> Any:
+        state: dict[str, Any] = {}
+        if self._reasoning_details:
+            state["reasoning_details"] = self._reasoning_details
+        if self._tool_signatures:
+            state["tool_signatures"] = self._tool_signatures
+        return {"wire": "openai-chat", **state} if state else None

@@ -1,0 +1,169 @@
+"""Live rendering of a stream in a Jupyter notebook, with a plain-text fallback.
+
+Contract: IPython is imported lazily, only when :func:`display` runs; outside a kernel
+the stream is rendered as plain text by :class:`~dshstream._render.TextRenderer`. In a
+notebook the answer is shown as Markdown, updated at most ``max_updates_per_second``
+times (default 15), reasoning in a collapsible section, tool calls as a small table,
+usage and finish at the end. The stop button (``KeyboardInterrupt``) ends the current
+stream — its partial output stays on screen, marked aborted, and stays available as
+``stream.partial()`` — and then propagates, so the cell stops (a cell looping over
+prompts needs one Stop, not one per stream). The plain-text fallback does the same.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from ._core.assembler import AssembledResponse
+from ._render import TextRenderer, describe_usage
+from ._core.types import BlockEnd, Finish, ReasoningDelta, StreamChunk, TextDelta, ToolCallBlock, UsageChunk
+
+
+class Displayable(Protocol):
+    """What :func:`display` needs of a stream (a :class:`~dshstream._chunk_stream.ChunkStream`
+    has it; this module never imports that one, which imports this one lazily)."""
+
+    def __iter__(self) -> Iterator[StreamChunk]: ...
+
+    def close(self) -> None: ...
+
+    def partial(self) -> AssembledResponse: ...
+
+
+class DisplayHandle(Protocol):
+    """What IPython's ``display(..., display_id=True)`` returns."""
+
+    def update(self, obj: Any) -> None: ...
+
+
+class MarkdownView:
+    """Accumulates a stream into Markdown (pure: no IPython needed)."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.tool_calls: list[ToolCallBlock] = []
+        self.footer = ""
+        self.finished = False
+
+    def feed(self, chunk: object) -> None:
+        if type(chunk) is TextDelta:
+            self.text.append(chunk.text)
+        elif type(chunk) is ReasoningDelta:
+            self.reasoning.append(chunk.text)
+        elif type(chunk) is BlockEnd and isinstance(chunk.block, ToolCallBlock):
+            self.tool_calls.append(chunk.block)
+        elif type(chunk) is UsageChunk:
+            self.footer = f"*usage: {describe_usage(chunk.usage)}*"
+        elif type(chunk) is Finish:
+            self.finished = True
+            reason = chunk.reason
+            line = f"*finish: {reason.kind}{f' ({reason.raw})' if reason.raw else ''}*"
+            if reason.failure is not None:
+                line += f" — **{html.escape(reason.failure.message)}**"
+            self.footer = f"{self.footer}  \n{line}" if self.footer else line
+
+    def render(self) -> str:
+        parts = []
+        if self.reasoning:
+            body = html.escape("".join(self.reasoning))
+            parts.append(f"<details><summary>Reasoning</summary>\n\n<pre>{body}</pre>\n\n</details>")
+        if self.text:
+            parts.append("".join(self.text))
+        if self.tool_calls:
+            rows = ["| tool | arguments | id |", "|---|---|---|"]
+            for call in self.tool_calls:
+                args = call.arguments.replace("|", "\\|")
+                flag = " ⚠ truncated" if call.arguments_truncated else ""
+                rows.append(f"| `{call.name}` | `{args}`{flag} | `{call.id}` |")
+            parts.append("\n".join(rows))
+        if self.footer:
+            parts.append(self.footer)
+        return "\n\n".join(parts)
+
+
+def _ipython_display() -> Callable[[str], DisplayHandle] | None:
+    """A factory of live Markdown displays when running inside a kernel, else None."""
+    if "IPython" not in sys.modules:
+        return None
+    try:
+        import IPython
+        import IPython.display
+    except ImportError:
+        return None
+    get_ipython: Any = getattr(IPython, "get_ipython", None)
+    markdown: Any = IPython.display.Markdown
+    ipy_display: Any = IPython.display.display
+    if get_ipython is None:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+
+    def make(initial: str) -> DisplayHandle:
+        handle: DisplayHandle = ipy_display(markdown(initial), display_id=True)
+
+        class _Handle:
+            def update(self, obj: Any) -> None:
+                handle.update(markdown(obj))
+
+        return _Handle()
+
+    return make
+
+
+def display(
+    stream: Displayable,
+    *,
+    max_updates_per_second: float = 15.0,
+    display_factory: Callable[[str], DisplayHandle] | None = None,
+) -> AssembledResponse:
+    """Render ``stream`` live; returns the assembled response (an error finish included).
+
+    ``KeyboardInterrupt`` (the notebook's Stop) closes the stream, shows the partial
+    output marked aborted and propagates; ``stream.partial()`` keeps that result.
+    """
+    factory = display_factory or _ipython_display()
+    if factory is None:
+        renderer = TextRenderer()
+        finished = False
+        try:
+            for chunk in stream:
+                renderer.feed(chunk)
+                finished = type(chunk) is Finish
+        except KeyboardInterrupt:
+            stream.close()
+            if not finished:
+                renderer.feed(Finish(reason=stream.partial().finish))
+            renderer.close()
+            raise
+        renderer.close()
+        return stream.partial()
+    view = MarkdownView()
+    handle = factory("")
+    interval = 1.0 / max_updates_per_second
+    last = 0.0
+    dirty = False
+    try:
+        for chunk in stream:
+            view.feed(chunk)
+            dirty = True
+            now = time.monotonic()
+            if now - last >= interval:
+                handle.update(view.render())
+                last = now
+                dirty = False
+    except KeyboardInterrupt:
+        # Stop: end this stream, show what came marked aborted, then stop the cell.
+        stream.close()
+        if not view.finished:
+            view.feed(Finish(reason=stream.partial().finish))
+        handle.update(view.render())
+        raise
+    if dirty:
+        handle.update(view.render())
+    return stream.partial()

@@ -1,0 +1,389 @@
+"""LlmService: the registry of adapters, the listener waterfall and replay-state routing.
+
+Contract:
+- ``register_adapter`` validates the whole route list before writing anything
+  (``INVALID_ADAPTER``, ``DUPLICATE_ADAPTER``); a :class:`Registration` can ``replace``
+  its routes atomically or ``dispose`` of them.
+- Listeners wrap ``stream``: ``fn(options, next) -> Iterator[chunk]``; each may yield its
+  own chunks, call ``next`` with a rewritten request, or observe. Adapter lookup happens
+  at the end of the chain, so rerouting works.
+- ``stream`` checks its options first (:func:`~dshstream._core.request.check_options`, which also
+  catches a ``GenerateOptions`` altered behind the dataclass's back) and raises
+  :class:`~dshstream._core.errors.ConfigurationError` (``INVALID_OPTIONS``) or
+  :class:`~dshstream._core.errors.ConfigurationTypeError` (``INVALID_OPTIONS_TYPE``, also for an
+  object that is not a ``GenerateOptions``) synchronously; that is the only exception it
+  raises. Everything else surfaces as chunks.
+- Anything raised by a listener, by adapter lookup or by iteration — an ``LlmError`` or any
+  other ``Exception`` — becomes one terminal ``Finish``: ``aborted`` if the request was
+  cancelled or the code is ``ABORTED``, else ``error`` (a foreign exception is ``UNKNOWN``
+  with its redacted text in ``detail``; options a listener passes on that fail the checks
+  are ``INVALID_OPTIONS``/``INVALID_OPTIONS_TYPE``). A listener that yields something that
+  is not a chunk ends the stream with ``CONTRACT_VIOLATION``. An exception after the
+  ``Finish`` is logged and dropped. Only ``KeyboardInterrupt``/``SystemExit`` propagate, and
+  ``CONTRACT_VIOLATION`` from ``check_contract=True`` (a debugging aid) is raised while
+  iterating.
+- Replay state in history is kept only when the message's provider and the target
+  provider are registered to the very same adapter instance; requests are never mutated.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+
+from ._adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
+from ._core.contract import check_contract as _check_contract
+from ._core.errors import LlmError, error_for, make_failure
+from ._core.log import get_logger
+from ._core.redact import redact
+from ._core.request import GenerateOptions, Message, check_options
+from ._chunk_stream import ChunkStream
+from ._core.types import CHUNK_TYPES, Finish, FinishKind, FinishReason, LlmFailure, StreamChunk
+
+log = get_logger("dshstream.service")
+
+Next = Callable[[GenerateOptions], Iterator[StreamChunk]]
+Listener = Callable[[GenerateOptions, Next], Iterator[StreamChunk]]
+
+
+def _config_error(code: str, message: str) -> LlmError:
+    return error_for(make_failure(code, message))
+
+
+class Registration:
+    """A handle on one ``register_adapter`` call."""
+
+    def __init__(self, service: LlmService, adapter: LlmAdapter, providers: tuple[str, ...]) -> None:
+        self._service = service
+        self.adapter = adapter
+        self.providers = providers
+        self.disposed = False
+
+    def replace(self, providers: Sequence[str]) -> None:
+        """Swap this registration's routes atomically."""
+        self._service._replace(self, tuple(providers))
+
+    def dispose(self) -> None:
+        """Remove every route of this registration."""
+        self._service._dispose(self)
+
+    def __repr__(self) -> str:
+        return f"Registration(providers={list(self.providers)!r}, disposed={self.disposed})"
+
+
+class LlmService:
+    """Routes requests to adapters; every stream ends with exactly one ``Finish``."""
+
+    def __init__(
+        self,
+        *,
+        check_contract: bool | None = None,
+        failure_reporter: FailureReporter | None = None,
+    ) -> None:
+        if check_contract is None:
+            check_contract = os.environ.get("DSHSTREAM_DEBUG") == "1"
+        self.check_contract = check_contract
+        self.failure_reporter = failure_reporter
+        self._routes: dict[str, Registration] = {}
+        self._registrations: list[Registration] = []
+        self._listeners: list[Listener] = []
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"LlmService(providers={list(self._routes)!r})"
+
+    # ------------------------------------------------------------------ registry
+
+    def register_adapter(self, providers: Sequence[str], adapter: LlmAdapter) -> Registration:
+        """Route ``providers`` to ``adapter``; all-or-nothing."""
+        routes = tuple(providers)
+        with self._lock:
+            self._validate(routes, adapter, owner=None)
+            registration = Registration(self, adapter, routes)
+            for provider in routes:
+                self._routes[provider] = registration
+            self._registrations.append(registration)
+        return registration
+
+    def _validate(self, routes: tuple[str, ...], adapter: LlmAdapter, owner: Registration | None) -> None:
+        if owner is None and not routes:
+            raise _config_error("INVALID_ADAPTER", "register_adapter needs at least one provider")
+        seen: set[str] = set()
+        for provider in routes:
+            if not isinstance(provider, str) or not provider:
+                raise _config_error("INVALID_ADAPTER", "provider names must be non-empty strings")
+            if provider in seen:
+                raise _config_error("DUPLICATE_ADAPTER", f"provider {provider!r} is listed twice")
+            seen.add(provider)
+            current = self._routes.get(provider)
+            if current is not None and current is not owner:
+                raise _config_error("DUPLICATE_ADAPTER", f"provider {provider!r} is already registered")
+            info = adapter.provider_info(provider)
+            if not isinstance(info, ProviderInfo) or info.id != provider or not info.name:
+                raise _config_error(
+                    "INVALID_ADAPTER", f"provider_info({provider!r}) must echo the id with a name"
+                )
+
+    def _replace(self, registration: Registration, routes: tuple[str, ...]) -> None:
+        with self._lock:
+            if registration.disposed:
+                raise _config_error("REGISTRATION_DISPOSED", "this registration was disposed")
+            self._validate(routes, registration.adapter, owner=registration)
+            for provider in registration.providers:
+                self._routes.pop(provider, None)
+            for provider in routes:
+                self._routes[provider] = registration
+            registration.providers = routes
+
+    def _dispose(self, registration: Registration) -> None:
+        with self._lock:
+            if registration.disposed:
+                raise _config_error("REGISTRATION_DISPOSED", "this registration was disposed")
+            for provider in registration.providers:
+                if self._routes.get(provider) is registration:
+                    del self._routes[provider]
+            registration.disposed = True
+            registration.providers = ()
+            self._registrations.remove(registration)
+
+    def list_providers(self) -> list[ProviderInfo]:
+        """Every route, as detached copies, in registration order."""
+        with self._lock:
+            return [
+                ProviderInfo(id=info.id, name=info.name)
+                for registration in self._registrations
+                for provider in registration.providers
+                for info in (registration.adapter.provider_info(provider),)
+            ]
+
+    def adapter_for(self, provider: str) -> LlmAdapter:
+        """The adapter registered for ``provider``; raises ``NO_ADAPTER``."""
+        with self._lock:
+            registration = self._routes.get(provider)
+        if registration is None:
+            raise _config_error("NO_ADAPTER", f"no adapter registered for provider {provider!r}")
+        return registration.adapter
+
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
+        """Models of ``provider`` (advisory), fetched within ``timeout`` seconds in all
+        (default 30) and at most 16 MiB of answer."""
+        adapter = self.adapter_for(provider)
+        if timeout is None:  # adapters written before ``timeout`` existed keep working
+            return adapter.list_models(provider)
+        return adapter.list_models(provider, timeout=timeout)
+
+    def add_listener(self, listener: Listener) -> Callable[[], None]:
+        """Add a listener to the waterfall; returns a function that removes it."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
+
+    # ------------------------------------------------------------------ streaming
+
+    def stream(self, options: GenerateOptions) -> ChunkStream:
+        """Start a stream; iterate the result, or call ``.result()``.
+
+        Raises only ``ConfigurationError`` (bad options, see the module docstring); every
+        other failure is the stream's terminal ``Finish``.
+        """
+        options = check_options(options)
+        cancel = options.cancel
+        if cancel is None:
+            cancel = threading.Event()
+            options = replace(options, cancel=cancel)
+        with self._lock:
+            listeners = tuple(self._listeners)
+        if not listeners and not self.check_contract:
+            # Nobody needs single chunks on the way: hand lists through (one per read).
+            return ChunkStream(self._terminal_batches(options), options=options, cancel=cancel)
+        source = self._guarded(listeners, options)
+        if self.check_contract:
+            source = _check_contract(source)
+        return ChunkStream(_singles(source), options=options, cancel=cancel)
+
+    def _guarded(self, listeners: tuple[Listener, ...], options: GenerateOptions) -> Iterator[StreamChunk]:
+        """The listener chain, with every exception it raises turned into the ``Finish``."""
+        finished = False
+        source: Iterator[StreamChunk] | None = None
+        try:
+            chain: Next = self._terminal
+            for listener in reversed(listeners):
+                chain = _bind(listener, chain)
+            source = iter(chain(options))
+            for chunk in source:
+                if type(chunk) not in CHUNK_TYPES:
+                    raise error_for(
+                        make_failure(
+                            "CONTRACT_VIOLATION",
+                            f"{options.provider}: a listener yielded {type(chunk).__name__}, not a chunk",
+                            provider=options.provider,
+                        )
+                    )
+                if type(chunk) is Finish:
+                    finished = True
+                yield chunk
+        except GeneratorExit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish
+            if finished:
+                log.error("%s: listener raised %s after the finish", options.provider, type(exc).__name__)
+                return
+            finish = self._finish_for(exc, options, who="listener")
+            assert finish.reason.failure is not None
+            self._report(finish.reason.failure, options)
+            yield finish
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - closing never raises
+                    log.exception("closing a listener's stream raised")
+
+    def _terminal(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        """The end of the listener chain: the options a listener passes on are checked."""
+        for batch in self._terminal_batches(options, check=True):
+            yield from batch
+
+    def _terminal_batches(self, options: GenerateOptions, *, check: bool = False) -> Iterator[list[StreamChunk]]:
+        """The end of the waterfall: adapter lookup, replay routing, failure → Finish."""
+        finished = False
+        try:
+            if check:
+                options = check_options(options)
+            adapter = self.adapter_for(options.provider)
+            options = self._route_replay(options, adapter)
+            if _cancelled(options):
+                raise _config_error("ABORTED", f"{options.provider}: stream cancelled by the caller")
+            batches = adapter.stream_batches(options)
+            try:
+                for batch in batches:
+                    if finished or not batch:
+                        continue
+                    last = batch[-1]
+                    if type(last) is Finish:
+                        finished = True
+                        assert isinstance(last, Finish)
+                        if last.reason.failure is not None:
+                            self._report(last.reason.failure, options)
+                    yield batch
+            finally:
+                close = getattr(batches, "close", None)
+                if close is not None:
+                    close()
+            if not finished:  # an adapter that ended without its Finish: a cut, not a stop
+                failure = make_failure(
+                    "STREAM_CLOSED",
+                    f"{options.provider}: the adapter ended the stream without a finish (STREAM_CLOSED)",
+                    provider=options.provider,
+                )
+                self._report(failure, options)
+                yield [Finish(reason=FinishReason(kind="error", failure=failure))]
+        except GeneratorExit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish
+            if finished:
+                return
+            finish = self._finish_for(exc, options)
+            assert finish.reason.failure is not None
+            self._report(finish.reason.failure, options)
+            yield [finish]
+
+    def _finish_for(self, exc: Exception, options: GenerateOptions, who: str = "adapter") -> Finish:
+        provider = _provider_of(options)
+        failure = _failure_of(exc, provider, who)
+        cancelled = _cancelled(options)
+        if cancelled and failure.code != "ABORTED":
+            failure = make_failure("ABORTED", f"{provider}: stream cancelled by the caller", provider=provider)
+        kind: FinishKind = "aborted" if cancelled or failure.code == "ABORTED" else "error"
+        if not isinstance(exc, LlmError):
+            log.error("%s: %s raised %s", provider, who, type(exc).__name__)
+        return Finish(reason=FinishReason(kind=kind, failure=failure))
+
+    def _report(self, failure: LlmFailure, options: GenerateOptions) -> None:
+        """The service-level reporter hears each failed stream once (its final failure);
+        adapters' own reporters hear every failed attempt."""
+        if self.failure_reporter is None:
+            return
+        try:
+            model = getattr(options, "model", None)
+            self.failure_reporter(
+                failure, {"provider": _provider_of(options), "model": model if isinstance(model, str) else None}
+            )
+        except Exception:  # noqa: BLE001 - a reporter must never break the stream
+            log.exception("failure_reporter raised")
+
+    def _route_replay(self, options: GenerateOptions, target: LlmAdapter) -> GenerateOptions:
+        changed = False
+        messages: list[Message] = []
+        for message in options.messages:
+            if message.replay_state is not None:
+                source = self._routes.get(message.provider or "")
+                if source is None or source.adapter is not target:
+                    message = replace(message, replay_state=None)
+                    changed = True
+            messages.append(message)
+        return replace(options, messages=tuple(messages)) if changed else options
+
+
+def _singles(chunks: Iterator[StreamChunk]) -> Iterator[list[StreamChunk]]:
+    try:
+        for chunk in chunks:
+            yield [chunk]
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def _bind(listener: Listener, next_: Next) -> Next:
+    def call(options: GenerateOptions) -> Iterator[StreamChunk]:
+        return listener(options, next_)
+
+    return call
+
+
+def _provider_of(options: object) -> str:
+    """The request's provider name, or ``"service"`` for options too broken to have one."""
+    provider = getattr(options, "provider", None)
+    return provider if isinstance(provider, str) and provider else "service"
+
+
+def _cancelled(options: object) -> bool:
+    """Whether the request's cancel event is set (``False`` when it can't be asked)."""
+    cancel = getattr(options, "cancel", None)
+    if cancel is None:
+        return False
+    try:
+        return bool(cancel.is_set())
+    except Exception:  # noqa: BLE001 - a broken cancel object is not a cancellation
+        return False
+
+
+def _exception_text(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - a hostile __str__ must not break the boundary
+        return type(exc).__name__
+
+
+def _failure_of(exc: BaseException, provider: str, who: str = "adapter") -> LlmFailure:
+    if isinstance(exc, LlmError):
+        failure = exc.failure
+        if failure.provider is None:
+            failure = replace(failure, provider=provider)
+        return failure
+    return make_failure(
+        "UNKNOWN",
+        f"{provider}: {who} failed with {type(exc).__name__}",
+        provider=provider,
+        detail=redact(_exception_text(exc), limit=1900) or None,
+    )

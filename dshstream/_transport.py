@@ -1,0 +1,835 @@
+"""Transport: the only module that imports ``requests`` (and ``urllib3``).
+
+Contract:
+
+1. **Prompt reads.** A body is read with the first ``read1`` on offer: urllib3's own
+   (2.2 and later) or, on older urllib3 (1.26, 2.0, 2.1), the underlying
+   ``http.client`` response's, decompressing gzip/deflate here. Either way every byte
+   reaches the caller as soon as it arrives, on chunked and close-delimited bodies alike
+   (never ``iter_lines()``: a CRLF split across reads dispatches a half-built event; never
+   ``iter_content(chunk_size=None)`` or ``raw.read(n)`` on a close-delimited body: they
+   wait for ``n`` bytes or EOF).
+2. **No redirects.** Redirects are never followed (``allow_redirects=False`` on every
+   request): a credential goes only to the host it was configured for. A 3xx answer is a
+   ``REDIRECT`` failure (not retryable) naming the ``base_url`` to check; the
+   ``Location`` goes, redacted, into ``detail``.
+3. **Limits hold from the first connect.** A request is sent on a short-lived worker
+   thread while the caller waits on an event, so the total ``deadline``, the content-idle
+   clock (header bytes are not content), the ``cancel`` event and ``abort()`` end it
+   within one watchdog tick (~50 ms) while it is connecting, sending or waiting for
+   headers, exactly as they do once the body flows. The connect timeout is capped by the
+   time left; a worker left behind is cut off by shutting its socket down (sessions the
+   transport creates itself hook connection checkout for this).
+4. **Watchdog.** A blocked body read never outlives its limits: one shared daemon thread
+   shuts the socket down when the caller cancels, when no content arrived for
+   ``idle_timeout`` (keep-alives are liveness, not content: the consumer calls
+   :meth:`HttpStream.touch` on content) or when the total ``timeout`` ran out.
+   ``abort()`` does the same from any thread.
+5. **Bounded bodies.** A non-2xx body is read up to :data:`ERROR_BODY_LIMIT` bytes and
+   classified into an :class:`LlmError`; a non-stream JSON body (``get_json``) up to
+   :data:`JSON_BODY_LIMIT` within a total time limit. A 2xx HTML page (captive portal,
+   proxy login) is a ``MALFORMED_RESPONSE`` failure saying so.
+6. **Foreign exceptions** are mapped here, once, into an :class:`LlmError` whose detail
+   is redacted; they are never chained raw (their text can carry a key in a URL).
+   Header-derived fields (request ids) are dropped when they echo a credential.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import requests
+import requests.adapters
+import urllib3
+
+from ._core.classify import classify_error_payload, classify_http_error
+from ._core.errors import LlmError, error_for, make_failure
+from ._headers import request_id_from
+from ._core.http_request import HttpRequest
+from ._core.log import get_logger
+from ._core.redact import redact
+from ._core.types import LlmFailure
+
+log = get_logger("dshstream.transport")
+
+#: the session type adapters accept (re-exported so no other module imports requests)
+Session = requests.Session
+
+DEFAULT_IDLE_TIMEOUT = 300.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: total time limit of a non-streamed JSON request (``list_models``), seconds
+DEFAULT_JSON_TIMEOUT = 30.0
+#: the most bytes read from an error body
+ERROR_BODY_LIMIT = 65536
+#: the most bytes read from a non-streamed JSON body (a model list)
+JSON_BODY_LIMIT = 16 * 1024 * 1024
+_READ_SIZE = 65536
+_WATCH_INTERVAL = 0.05
+_RELEASE_WAIT = 0.05
+_NO_DECODE = ("", "identity")
+
+Reader = Callable[[], bytes]
+
+
+class _Watchdog:
+    """One daemon thread that enforces cancel and time limits on every open stream."""
+
+    def __init__(self) -> None:
+        self._streams: set[HttpStream] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, stream: HttpStream) -> None:
+        with self._lock:
+            self._streams.add(stream)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="dshstream-watchdog", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def remove(self, stream: HttpStream) -> None:
+        with self._lock:
+            self._streams.discard(stream)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                streams = list(self._streams)
+            if not streams:
+                self._wake.wait(5.0)
+                self._wake.clear()
+                continue
+            now = time.monotonic()
+            for stream in streams:
+                stream.check(now)
+            time.sleep(_WATCH_INTERVAL)
+
+
+_watchdog = _Watchdog()
+
+# The request a worker thread is sending, for the connection-checkout hook (rule 3).
+_sending = threading.local()
+
+
+class _WatchedPoolMixin:
+    """Records the connection a worker checks out, so an abandoned request can be cut off."""
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        conn = super()._get_conn(timeout)  # type: ignore[misc]
+        stream = getattr(_sending, "stream", None)
+        if stream is not None:
+            stream._conn = conn
+        return conn
+
+
+class _WatchedHTTPConnectionPool(_WatchedPoolMixin, urllib3.HTTPConnectionPool):
+    pass
+
+
+class _WatchedHTTPSConnectionPool(_WatchedPoolMixin, urllib3.HTTPSConnectionPool):
+    pass
+
+
+class _WatchedAdapter(requests.adapters.HTTPAdapter):
+    """``requests``' adapter with connection checkout hooked (same pools otherwise)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        classes = dict(getattr(self.poolmanager, "pool_classes_by_scheme", {}))
+        if classes.get("http") is urllib3.HTTPConnectionPool:
+            classes["http"] = _WatchedHTTPConnectionPool
+        if classes.get("https") is urllib3.HTTPSConnectionPool:
+            classes["https"] = _WatchedHTTPSConnectionPool
+        self.poolmanager.pool_classes_by_scheme = classes
+
+
+def new_session() -> requests.Session:
+    """A ``requests.Session`` whose abandoned requests can be cut off before headers."""
+    session = requests.Session()
+    session.mount("http://", _WatchedAdapter())
+    session.mount("https://", _WatchedAdapter())
+    return session
+
+
+class HttpStream:
+    """One request and its streaming response: iterate for byte pieces; always closed.
+
+    It exists before the request is sent, so the watchdog covers every phase (rule 3).
+    """
+
+    def __init__(
+        self,
+        request: HttpRequest,
+        *,
+        provider: str,
+        cancel: threading.Event | None,
+        idle_timeout: float | None,
+        deadline: float | None,
+        started: float,
+    ) -> None:
+        self.response: requests.Response | None = None
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.request_id: str | None = None
+        self._request = request
+        self._provider = provider
+        self._cancel = cancel
+        self._idle_timeout = idle_timeout
+        self._deadline = deadline
+        self._last_content = started
+        self._abort_code: str | None = None
+        self._abort_message = ""
+        #: bytes read ahead (while checking what the body is), handed out first
+        self.prefix = b""
+        self._closed = False
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._outcome: requests.Response | BaseException | None = None
+        self._conn: Any = None  # the connection a worker checked out (rule 3)
+        self._read: Reader | None = None
+        _watchdog.add(self)
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self, session: requests.Session, method: str, kwargs: dict[str, Any]) -> None:
+        """Send the request on a worker thread; return when headers are in, or raise the
+        classified failure (including this stream's own abort) — never later than the
+        limits allow."""
+        worker = threading.Thread(
+            target=self._work, args=(session, method, kwargs), name="dshstream-send", daemon=True
+        )
+        try:
+            worker.start()
+            self._ready.wait()
+        except BaseException:  # KeyboardInterrupt while waiting: cut the request off
+            self.abort("ABORTED", f"{self._provider}: interrupted")
+            self.close()
+            raise
+        with self._lock:
+            outcome = self._outcome
+            aborted = self._abort_code is not None
+        if aborted:
+            if isinstance(outcome, requests.Response):
+                outcome.close()  # else the worker closes it when it gets it
+            self.close()
+            self.raise_if_aborted()
+        if isinstance(outcome, BaseException):
+            self.close()
+            raise _send_failure(outcome, self._request, self._provider) from None
+        assert isinstance(outcome, requests.Response)
+        self.response = outcome
+        self.status = outcome.status_code
+        self.headers = dict(outcome.headers)
+        # a server echoing the key back must not put it in a repr
+        self.request_id = request_id_from(self.headers, self._request.secrets)
+        self._read = _reader_for(outcome, self.headers)
+
+    def _work(self, session: requests.Session, method: str, kwargs: dict[str, Any]) -> None:
+        _sending.stream = self
+        outcome: requests.Response | BaseException
+        try:
+            outcome = session.request(method, stream=True, allow_redirects=False, **kwargs)
+            while outcome.status_code in _INTERIM:
+                outcome = _final_response(outcome)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome = exc
+        finally:
+            _sending.stream = None
+        with self._lock:
+            abandoned = self._abort_code is not None or self._closed
+            self._outcome = outcome
+        if abandoned and isinstance(outcome, requests.Response):
+            outcome.close()
+        self._ready.set()
+
+    # ------------------------------------------------------------------ control
+
+    def touch(self) -> None:
+        """Content arrived: restart the idle clock."""
+        self._last_content = time.monotonic()
+
+    def check(self, now: float) -> None:
+        """Watchdog tick: abort on cancel or an expired limit."""
+        if self._closed or self._abort_code is not None:
+            return
+        if self._cancel is not None and self._cancel.is_set():
+            self.abort("ABORTED", f"{self._provider}: stream cancelled by the caller")
+        elif self._deadline is not None and now >= self._deadline:
+            self.abort("TIMEOUT", f"{self._provider}: total timeout expired (TIMEOUT)")
+        elif self._idle_timeout is not None and now - self._last_content >= self._idle_timeout:
+            self.abort(
+                "TIMEOUT",
+                f"{self._provider}: no content for {self._idle_timeout:g}s (idle timeout, TIMEOUT)",
+            )
+
+    def abort(self, code: str = "ABORTED", message: str | None = None) -> None:
+        """End a blocked send or read now, from any thread; the caller raises ``code``."""
+        with self._lock:
+            if self._abort_code is not None or self._closed:
+                return
+            self._abort_code = code
+            self._abort_message = message or f"{self._provider}: stream cancelled by the caller"
+            response = self.response
+        if response is not None:
+            _shutdown(response)
+        else:
+            _shutdown_socket(getattr(self._conn, "sock", None))
+            self._ready.set()
+
+    @property
+    def aborted(self) -> bool:
+        """Whether :meth:`abort` ended the stream."""
+        return self._abort_code is not None
+
+    def raise_if_aborted(self) -> None:
+        """Raise the abort's error if the stream was aborted."""
+        if self._abort_code is not None:
+            raise error_for(
+                make_failure(
+                    self._abort_code,
+                    self._abort_message,
+                    provider=self._provider,
+                    request_id=self.request_id,
+                )
+            )
+
+    def release(self) -> None:
+        """The stream reached its terminal marker: hand the connection back to the session's
+        pool for the next request when the rest of the body (usually just the chunked
+        terminator) is already here; otherwise close it. Never waits more than a moment."""
+        if self._closed or self.response is None or self._read is None:
+            self.close()
+            return
+        raw: Any = self.response.raw
+        sock = _socket_of(raw)
+        if sock is None or self._abort_code is not None:
+            self.close()
+            return
+        read = self._read
+        try:
+            # A server that keeps the body open after its end marker must not hold the
+            # caller: a short socket timeout ends the wait (and that connection).
+            sock.settimeout(_RELEASE_WAIT)
+            drained = 0
+            while drained <= ERROR_BODY_LIMIT:
+                data = read()
+                if not data:
+                    break
+                drained += len(data)
+            else:
+                self.close()
+                return
+            sock.settimeout(None)
+        except Exception:  # noqa: BLE001 - any trouble: just close
+            self.close()
+            return
+        self._closed = True
+        _watchdog.remove(self)
+        try:
+            raw.release_conn()
+        except Exception:  # noqa: BLE001
+            self.response.close()
+
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            response = self.response
+        _watchdog.remove(self)
+        if response is None:
+            self._ready.set()
+            return
+        try:
+            response.close()
+        except Exception:  # noqa: BLE001 - closing must never raise
+            pass
+
+    def __enter__(self) -> HttpStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ reading
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self.prefix:
+            prefix, self.prefix = self.prefix, b""
+            yield prefix
+        read = self._read
+        if read is None:
+            return
+        while True:
+            try:
+                data = read()
+            except Exception as exc:  # noqa: BLE001 - mapped once, here
+                self.raise_if_aborted()
+                raise self._read_failure(exc) from None
+            if not data:
+                self.raise_if_aborted()
+                return
+            yield data
+
+    def read_bounded(self, limit: int) -> tuple[bytes, bool]:
+        """The body up to ``limit`` bytes, and whether more was there."""
+        pieces: list[bytes] = []
+        size = 0
+        for piece in self:
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
+                return b"".join(pieces)[:limit], True
+        return b"".join(pieces), False
+
+    def _read_failure(self, exc: BaseException) -> LlmError:
+        detail = redact(f"{type(exc).__name__}: {exc}", self._request.secrets, limit=1900)
+        if _is_timeout(exc):
+            code, what = "TIMEOUT", "read timed out"
+        else:
+            code, what = "TRANSPORT", "the response body failed mid-stream"
+        return error_for(
+            make_failure(
+                code,
+                f"{self._provider}: {what} ({code})",
+                provider=self._provider,
+                request_id=self.request_id,
+                detail=detail,
+            )
+        )
+
+
+# ---------------------------------------------------------------------- interim answers
+
+#: informational answers ``http.client`` hands up as if final (it skips only ``100``)
+_INTERIM = frozenset({100, 102, 103})
+
+
+def _header_pairs(answer: http.client.HTTPResponse) -> Any:
+    # every urllib3 (1.26 to 2.x) builds its header dict from (name, value) pairs
+    return answer.getheaders()
+
+
+class _BufferedSocket:
+    """Stands in for a socket whose reader (with the bytes already buffered) exists."""
+
+    def __init__(self, fp: Any) -> None:
+        self._fp = fp
+
+    def makefile(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fp
+
+
+def _final_response(interim: requests.Response) -> requests.Response:
+    """The answer after an informational one (``103 Early Hints``), read from the same
+    connection's buffered reader and wrapped the way ``requests`` wraps any answer."""
+    raw: Any = interim.raw
+    original: Any = getattr(raw, "_original_response", None) or getattr(raw, "_fp", None)
+    fp = getattr(original, "fp", None)
+    adapter: Any = getattr(interim, "connection", None)
+    if fp is None or adapter is None or interim.request is None:
+        raise ValueError(f"cannot read past an informational HTTP {interim.status_code} answer")
+    # The final answer takes over the reader and the connection: the interim objects,
+    # closed when collected, must not close them.
+    connection, pool = getattr(raw, "_connection", None), getattr(raw, "_pool", None)
+    original.fp = None
+    raw._connection = None
+    raw._pool = None
+    answer = http.client.HTTPResponse(
+        _BufferedSocket(fp), method=getattr(original, "_method", None)  # type: ignore[arg-type]
+    )
+    answer.begin()
+    body = urllib3.HTTPResponse(
+        body=answer,
+        headers=_header_pairs(answer),
+        status=answer.status,
+        version=answer.version,
+        reason=answer.reason,
+        preload_content=False,
+        decode_content=False,
+        original_response=answer,
+        pool=pool,
+        connection=connection,
+    )
+    final: requests.Response = adapter.build_response(interim.request, body)
+    return final
+
+
+# ---------------------------------------------------------------------- body readers
+
+
+def _reader_for(response: requests.Response, headers: dict[str, str]) -> Reader:
+    """A prompt ``read()`` for the body (rule 1): urllib3's ``read1`` when it has one,
+    else the ``http.client`` response's ``read1`` with decompression done here."""
+    raw: Any = response.raw
+    encoding = (headers.get("content-encoding") or headers.get("Content-Encoding") or "").strip().lower()
+    decode = encoding not in _NO_DECODE
+    read1 = getattr(raw, "read1", None)
+    if read1 is not None:
+        # Decode only a compressed body: urllib3's decoding path buffers and copies every
+        # read even for identity bodies.
+        return lambda: read1(_READ_SIZE, decode_content=decode)
+    fp = getattr(raw, "_fp", None)
+    fp_read1 = getattr(fp, "read1", None)
+    if fp_read1 is None:  # not an http.client response: urllib3's generator is prompt enough
+        return _generator_reader(raw.stream(_READ_SIZE, decode_content=decode))
+    if not decode:
+        return lambda: fp_read1(_READ_SIZE)
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return _Inflater(fp_read1, encoding).read
+    return _generator_reader(raw.stream(_READ_SIZE, decode_content=True))
+
+
+def _generator_reader(pieces: Iterator[bytes]) -> Reader:
+    return lambda: next(pieces, b"")
+
+
+class _Inflater:
+    """gzip/deflate decompression over a prompt ``read1``, bounded per read (a
+    decompression bomb yields many bounded pieces, never one huge one)."""
+
+    def __init__(self, read1: Callable[[int], bytes], encoding: str) -> None:
+        self._read1 = read1
+        self._gzip = encoding != "deflate"
+        self._zlib_header: bool | None = None
+        self._inflate = self._new()
+        self._pending = b""
+
+    def _new(self) -> Any:
+        if self._gzip:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return zlib.decompressobj(zlib.MAX_WBITS if self._zlib_header is not False else -zlib.MAX_WBITS)
+
+    def read(self) -> bytes:
+        while True:
+            if not self._pending:
+                data = self._read1(_READ_SIZE)
+                if not data:
+                    tail: bytes = self._inflate.flush()
+                    return tail
+                self._pending = data
+            data, self._pending = self._pending, b""
+            try:
+                out: bytes = self._inflate.decompress(data, _READ_SIZE)
+            except zlib.error:
+                if self._gzip or self._zlib_header is not None:
+                    raise
+                self._zlib_header = False  # "deflate" sent raw, as some servers do
+                self._inflate = self._new()
+                out = self._inflate.decompress(data, _READ_SIZE)
+            if not self._gzip and self._zlib_header is None:
+                self._zlib_header = True
+            self._pending = self._inflate.unconsumed_tail
+            if self._inflate.eof and self._inflate.unused_data:  # another gzip member
+                self._pending = self._inflate.unused_data + self._pending
+                self._inflate = self._new()
+            if out:
+                return out
+
+
+# ---------------------------------------------------------------------- sockets
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (TimeoutError, socket.timeout, requests.Timeout)):
+            return True
+        if "timed out" in str(current).lower() or "timeout" in type(current).__name__.lower():
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _shutdown(response: requests.Response) -> None:
+    """Shut the response's socket down so a blocked read returns at once (urllib3 before
+    2.3 has no ``HTTPResponse.shutdown``)."""
+    raw: Any = response.raw
+    try:
+        shutdown = getattr(raw, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+            return
+    except Exception:  # noqa: BLE001 - fall back to the socket itself
+        pass
+    _shutdown_socket(_socket_of(raw))
+
+
+def _shutdown_socket(sock: object) -> None:
+    # ``socket.socket.shutdown`` directly: an SSL socket's own shutdown also tears down its
+    # SSL object, which the thread blocked in it may still be using.
+    if isinstance(sock, socket.socket):
+        try:
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:  # best effort: the socket may be gone already
+            pass
+
+
+def _socket_of(raw: Any) -> socket.socket | None:
+    connection = getattr(raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+# ---------------------------------------------------------------------- the transport
+
+
+class Transport:
+    """Sends :class:`HttpRequest` values with a ``requests.Session`` (one per transport)."""
+
+    def __init__(
+        self,
+        session: requests.Session | None = None,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
+        self.session = session if session is not None else new_session()
+        self.connect_timeout = connect_timeout
+
+    def __repr__(self) -> str:
+        return f"Transport(connect_timeout={self.connect_timeout!r})"
+
+    def open(
+        self,
+        request: HttpRequest,
+        *,
+        provider: str,
+        cancel: threading.Event | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        deadline: float | None = None,
+    ) -> HttpStream:
+        """POST ``request`` and return the open stream, or raise a classified LlmError."""
+        stream = self._send(
+            "POST",
+            request,
+            provider=provider,
+            cancel=cancel,
+            idle_timeout=idle_timeout,
+            deadline=deadline,
+            data=request.body_bytes(),
+        )
+        content_type = (stream.headers.get("content-type") or stream.headers.get("Content-Type") or "").lower()
+        if "event-stream" not in content_type:
+            if "json" in content_type:
+                _refuse_json_body(stream, request, provider)
+            elif "html" in content_type:
+                _refuse_html_body(stream, request, provider)
+        return stream
+
+    def get_json(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        provider: str,
+        secrets: tuple[str, ...] = (),
+        timeout: float | None = DEFAULT_JSON_TIMEOUT,
+        cancel: threading.Event | None = None,
+        limit: int = JSON_BODY_LIMIT,
+    ) -> Any:
+        """GET ``url`` and return its JSON — at most ``limit`` bytes, within ``timeout``
+        seconds in all — or raise a classified LlmError."""
+        request = HttpRequest(url=url, headers=headers, body={}, secrets=secrets)
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        stream = self._send(
+            "GET", request, provider=provider, cancel=cancel, idle_timeout=None, deadline=deadline
+        )
+        with stream:
+            body, more = stream.read_bounded(limit)
+        if more:
+            raise error_for(
+                make_failure(
+                    "MALFORMED_RESPONSE",
+                    f"{provider}: the answer is larger than {limit} bytes (MALFORMED_RESPONSE)",
+                    provider=provider,
+                    request_id=stream.request_id,
+                )
+            )
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise error_for(
+                make_failure(
+                    "MALFORMED_RESPONSE",
+                    f"{provider}: the answer is not JSON (MALFORMED_RESPONSE)",
+                    provider=provider,
+                    request_id=stream.request_id,
+                )
+            ) from None
+
+    def _send(
+        self,
+        method: str,
+        request: HttpRequest,
+        *,
+        provider: str,
+        cancel: threading.Event | None,
+        idle_timeout: float | None,
+        deadline: float | None,
+        data: bytes | None = None,
+    ) -> HttpStream:
+        """Send ``request`` under the watchdog; return the stream of a 2xx answer, or raise
+        the classified failure (3xx: ``REDIRECT``; 4xx/5xx: its bounded, classified body)."""
+        started = time.monotonic()
+        if cancel is not None and cancel.is_set():
+            raise error_for(
+                make_failure("ABORTED", f"{provider}: stream cancelled by the caller", provider=provider)
+            )
+        if deadline is not None and started >= deadline:
+            raise error_for(
+                make_failure("TIMEOUT", f"{provider}: total timeout expired (TIMEOUT)", provider=provider)
+            )
+        connect_timeout = self.connect_timeout
+        read_timeout = idle_timeout
+        if deadline is not None:
+            remaining = max(0.001, deadline - started)
+            connect_timeout = min(connect_timeout, remaining)
+            read_timeout = remaining if read_timeout is None else min(read_timeout, remaining)
+        stream = HttpStream(
+            request, provider=provider, cancel=cancel, idle_timeout=idle_timeout, deadline=deadline, started=started
+        )
+        kwargs: dict[str, Any] = {
+            "url": request.url,
+            "headers": dict(request.headers),
+            "timeout": (connect_timeout, read_timeout),
+        }
+        if data is not None:
+            kwargs["data"] = data
+        stream.send(self.session, method, kwargs)
+        status = stream.status
+        if 200 <= status < 300:
+            return stream
+        if status < 200:
+            stream.close()
+            raise error_for(
+                make_failure(
+                    "MALFORMED_RESPONSE",
+                    f"{provider}: the server answered HTTP {status}, not a response (MALFORMED_RESPONSE)",
+                    provider=provider,
+                    status=status,
+                )
+            )
+        try:
+            body, _ = stream.read_bounded(ERROR_BODY_LIMIT)
+        except LlmError:
+            body = b""
+        finally:
+            stream.close()
+        if status < 400:
+            raise error_for(_redirect_failure(status, stream, request, provider))
+        raise error_for(
+            classify_http_error(status, body, stream.headers, provider=provider, secrets=request.secrets)
+        )
+
+
+def _send_failure(exc: BaseException, request: HttpRequest, provider: str) -> LlmError:
+    if isinstance(exc, requests.exceptions.InvalidURL) or isinstance(
+        exc, (requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema)
+    ):
+        code, what = "INVALID_OPTIONS", "the base URL is not valid"
+    elif isinstance(exc, requests.exceptions.ConnectTimeout):
+        code, what = "TIMEOUT", "connect timed out"
+    elif isinstance(exc, requests.exceptions.Timeout):
+        code, what = "TIMEOUT", "no response before the timeout"
+    elif isinstance(exc, (requests.exceptions.RequestException, OSError, ValueError)):
+        code, what = "TRANSPORT", "request failed"
+    else:
+        code, what = "UNKNOWN", "request failed unexpectedly"
+    detail = redact(f"{type(exc).__name__}: {exc}", request.secrets, limit=1900)
+    log.warning("%s: %s (%s)", provider, what, code)
+    return error_for(make_failure(code, f"{provider}: {what} ({code})", provider=provider, detail=detail))
+
+
+def _redirect_failure(status: int, stream: HttpStream, request: HttpRequest, provider: str) -> LlmFailure:
+    location = stream.headers.get("location") or stream.headers.get("Location")
+    detail = redact(f"Location: {location}", request.secrets, limit=1900) if location else None
+    return make_failure(
+        "REDIRECT",
+        f"{provider}: the endpoint answered HTTP {status} (moved); redirects are not followed — "
+        "check base_url (REDIRECT)",
+        category="api_error",
+        retryable=False,
+        status=status,
+        provider=provider,
+        request_id=stream.request_id,
+        detail=detail,
+    )
+
+
+def _refuse_json_body(stream: HttpStream, request: HttpRequest, provider: str) -> None:
+    """A 2xx answer labelled JSON: some servers report errors that way, others ignore
+    ``stream: true``. Raise a classified error for a JSON document; hand anything else
+    (an event stream with a wrong label) on to the reader unchanged."""
+    pieces = iter(stream)
+    head = next(pieces, b"")  # one read: a mislabelled event stream must not be delayed
+    if head.lstrip()[:1] not in (b"{", b"["):
+        stream.prefix = head
+        return
+    size = len(head)
+    rest = [head]
+    for piece in pieces:
+        rest.append(piece)
+        size += len(piece)
+        if size >= ERROR_BODY_LIMIT:
+            break
+    head = b"".join(rest)
+    try:
+        payload = json.loads(head)
+    except ValueError:
+        stream.prefix = head
+        return
+    stream.close()
+    if _has_error(payload):
+        raise error_for(classify_error_payload(payload, provider=provider, secrets=request.secrets))
+    raise error_for(
+        make_failure(
+            "MALFORMED_RESPONSE",
+            f"{provider}: the server answered with a JSON document instead of an event stream "
+            "(MALFORMED_RESPONSE)",
+            provider=provider,
+            request_id=stream.request_id,
+            detail=redact(head.decode("utf-8", "replace"), request.secrets, limit=1900),
+        )
+    )
+
+
+def _refuse_html_body(stream: HttpStream, request: HttpRequest, provider: str) -> None:
+    """A 2xx HTML page where an event stream belongs: a captive portal, a proxy's login
+    page or a web server at the wrong path. Never a stream; say so."""
+    try:
+        body, _ = stream.read_bounded(2000)
+    except LlmError:
+        body = b""
+    stream.close()
+    raise error_for(
+        make_failure(
+            "MALFORMED_RESPONSE",
+            f"{provider}: the server answered with an HTML page, not an event stream (a captive "
+            "portal, proxy login or wrong base_url?) (MALFORMED_RESPONSE)",
+            provider=provider,
+            status=stream.status,
+            request_id=stream.request_id,
+            detail=redact(body.decode("utf-8", "replace"), request.secrets, limit=1900),
+        )
+    )
+
+
+def _has_error(payload: Any) -> bool:
+    if isinstance(payload, list) and payload:
+        payload = payload[0]
+    return isinstance(payload, dict) and (payload.get("error") is not None or payload.get("type") == "error")

@@ -1,2 +1,0 @@
-"""Adapters: a request builder and a wire translator joined to the transport. Each one
-turns :class:`~dshstream.request.GenerateOptions` into a stream of chunks."""
