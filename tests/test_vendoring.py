@@ -199,7 +199,7 @@ def test_vendored_copy_runs_demo_replay_and_a_loopback_stream(vendor_root: Path,
 
     # Modules, loggers: all under the vendored name, none imported from the installed copy.
     modules: dict[str, str | None] = report["modules"]  # type: ignore[assignment]
-    assert f"{VENDORED}.demo" in modules and f"{VENDORED}.transport" in modules
+    assert f"{VENDORED}._demo" in modules and f"{VENDORED}._transport" in modules
     for name, file in modules.items():
         assert file is not None and vendored_dir.resolve() in Path(file).resolve().parents, (name, file)
     assert report["leaked_modules"] == []
