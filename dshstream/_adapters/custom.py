@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.request import GenerateOptions, Message, ToolSpec
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
-from .._core.wires.base import Translator
-from .._core.wires.openai_chat import OpenAIChatTranslator
 from .openai_chat import OpenAIChatAdapter
 from .settings import HttpSettings
 
@@ -77,11 +75,5 @@ class CustomAdapter(OpenAIChatAdapter):
             return [{"role": "assistant", "content": "".join(parts).strip()}]
         return super().convert_message(message)
 
-    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
-        return OpenAIChatTranslator(
-            dialect=self.dialect.name,
-            provider=options.provider,
-            request_id=request_id,
-            think_tags=self.think_tags,
-            verbatim_tools=[tool.to_openai() for tool in options.tools],
-        )
+    def prose_tools(self, options: GenerateOptions) -> list[dict[str, Any]]:
+        return [tool.to_openai() for tool in options.tools]

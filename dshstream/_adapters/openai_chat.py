@@ -152,5 +152,11 @@ class OpenAIChatAdapter(HttpAdapter):
             provider=options.provider,
             request_id=request_id,
             think_tags=self.think_tags,
+            verbatim_tools=self.prose_tools(options),
         )
+
+    def prose_tools(self, options: GenerateOptions) -> list[dict[str, Any]]:
+        """Tools whose calls the model writes in prose, to parse out of its text (none:
+        this API calls tools natively)."""
+        return []
 
