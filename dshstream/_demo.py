@@ -23,11 +23,21 @@ from ._service import LlmService
 # (``legacyapp._vendor.dshstream``) reads its own data, not an installed copy's.
 _PACKAGE = __name__.rpartition(".")[0]
 
-_WEATHER = ToolSpec(
-    name="get_weather",
-    description="Current weather for a city",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+_GET_CAPITAL = ToolSpec(
+    name="get_capital",
+    parameters={
+        "type": "object",
+        "properties": {"country": {"type": "string"}},
+        "required": ["country"],
+        "additionalProperties": False,
+    },
 )
+_FIXED_VERSION = ToolSpec(
+    name="fixed_version",
+    description="Return the fixed version number",
+    parameters={"type": "object", "properties": {}},
+)
+_DUMMY = ToolSpec(name="dummy", parameters={"type": "object", "properties": {}, "additionalProperties": False})
 
 
 @dataclass(frozen=True)
@@ -38,8 +48,15 @@ class Demo:
     file: str
     provider: str
     model: str
+    #: the recorded request's user message (see demo_data/PROVENANCE.md)
     prompt: str
     make_adapter: Callable[[str], LlmAdapter]
+    #: the tools the recorded request offered
+    tools: tuple[ToolSpec, ...] = ()
+    #: the recorded request's system prompt, if it had one
+    system: str | None = None
+    #: the recorded request asked for reasoning
+    reasoning: bool = False
 
 
 def _openai(dialect: str) -> Callable[[str], LlmAdapter]:
@@ -69,7 +86,7 @@ DEMOS: tuple[Demo, ...] = (
         "deepseek_reasoning.sse",
         "deepseek",
         "deepseek-reasoner",
-        "How many r's are in strawberry?",
+        "Hello",
         _openai("deepseek"),
     ),
     Demo(
@@ -77,24 +94,30 @@ DEMOS: tuple[Demo, ...] = (
         "openai_tool_call.sse",
         "openai",
         "gpt-4o-mini",
-        "What's the weather in Paris?",
+        "What is the capital of the UK? Use the tool, then answer.",
         _openai("openai"),
+        tools=(_GET_CAPITAL,),
     ),
     Demo(
         "Anthropic Claude: signed thinking, then a tool call",
         "anthropic_thinking_tool_use.sse",
         "anthropic",
         "claude-sonnet-4-5",
-        "Use a tool to answer.",
+        "Use the fixed_version tool, tell me the version, and make a short joke about it.",
         _anthropic,
+        tools=(_FIXED_VERSION,),
+        reasoning=True,
     ),
     Demo(
         "Google Gemini 2.5 Pro: thought parts with signatures",
         "gemini_thoughts.sse",
         "gemini",
         "gemini-2.5-pro",
-        "Think it through.",
+        "How do I cross the street?",
         _gemini,
+        tools=(_DUMMY,),
+        system="You are a helpful assistant.",
+        reasoning=True,
     ),
     Demo(
         "OpenRouter (Claude via a gateway): reasoning_details, cost, serving provider",
@@ -103,6 +126,7 @@ DEMOS: tuple[Demo, ...] = (
         "anthropic/claude-sonnet-4.5",
         "What is 2+2?",
         _openai("openrouter"),
+        reasoning=True,
     ),
 )
 
@@ -110,6 +134,17 @@ DEMOS: tuple[Demo, ...] = (
 def load_transcript(name: str) -> bytes:
     """The bytes of a bundled demo transcript."""
     return resources.files(_PACKAGE).joinpath("demo_data", name).read_bytes()
+
+
+def _describe_request(demo: Demo) -> str:
+    """The recorded request, as the reader should see it before the reply."""
+    lines = []
+    if demo.system:
+        lines.append(f"system: {demo.system}")
+    lines.append(f"user: {demo.prompt}")
+    if demo.tools:
+        lines.append("tools: " + ", ".join(f"{tool.name}()" for tool in demo.tools))
+    return "".join(f"{line}\n" for line in lines)
 
 
 def run_demo(out: TextIO, err: TextIO) -> int:
@@ -124,11 +159,14 @@ def run_demo(out: TextIO, err: TextIO) -> int:
         for demo in DEMOS:
             header = f"== {demo.title} [{demo.provider} · {demo.model}] =="
             out.write(f"\n{BOLD}{header}{RESET}\n" if color else f"\n{header}\n")
+            out.write(_describe_request(demo))
+            system = (Message.system(demo.system),) if demo.system else ()
             options = GenerateOptions(
                 provider=demo.provider,
                 model=demo.model,
-                messages=(Message.user(demo.prompt),),
-                tools=(_WEATHER,),
+                messages=(*system, Message.user(demo.prompt)),
+                tools=demo.tools,
+                reasoning_effort="medium" if demo.reasoning else None,
             )
             renderer = TextRenderer(out, err)
             stream = service.stream(options)
