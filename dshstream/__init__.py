@@ -25,7 +25,7 @@ The package tree::
         redact.py validate.py request.py http_request.py strict_json.py log.py attribution.py dialects.py
       _transport.py      the only module that imports requests (and urllib3)
       _headers.py        response header parsing (Retry-After, request ids)
-      _adapters/         one per provider API, on one HttpAdapter base
+      _adapters/         one per provider API (and cloud: azure, vertex), on one HttpAdapter base
       _service.py _chunk_stream.py _defaults.py    routing, the stream object, the default service
       _cli.py _render.py _demo.py _notebook.py _replay_server.py    the command, renderers, loopback server
 """
@@ -61,6 +61,7 @@ from ._core.types import (
     Block as Block,
     BlockEnd as BlockEnd,
     BlockStart as BlockStart,
+    Citation as Citation,
     Finish as Finish,
     FinishReason as FinishReason,
     LlmFailure as LlmFailure,
@@ -81,6 +82,10 @@ from ._core.types import (
 
 if TYPE_CHECKING:
     from ._adapters.anthropic import AnthropicAdapter as AnthropicAdapter
+    from ._adapters.azure import (
+        AzureOpenAIAdapter as AzureOpenAIAdapter,
+        AzureOpenAIResponsesAdapter as AzureOpenAIResponsesAdapter,
+    )
     from ._adapters.base import (
         LlmAdapter as LlmAdapter,
         ModelInfo as ModelInfo,
@@ -88,10 +93,15 @@ if TYPE_CHECKING:
     )
     from ._adapters.custom import CustomAdapter as CustomAdapter
     from ._adapters.gemini import GeminiAdapter as GeminiAdapter
+    from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
     from ._adapters.http import HttpAdapter as HttpAdapter, ModelListFormat as ModelListFormat
     from ._adapters.openai_chat import OpenAIChatAdapter as OpenAIChatAdapter
     from ._adapters.openai_responses import OpenAIResponsesAdapter as OpenAIResponsesAdapter
     from ._adapters.settings import HttpSettings as HttpSettings
+    from ._adapters.vertex import (
+        VertexAnthropicAdapter as VertexAnthropicAdapter,
+        VertexGeminiAdapter as VertexGeminiAdapter,
+    )
     from ._chunk_stream import ChunkStream as ChunkStream
     from ._core.assembler import (
         AssembledResponse as AssembledResponse,
@@ -146,12 +156,16 @@ _EXPORTS: dict[str, str] = {
     "AppIdentity": "._core.attribution",
     "AssembledResponse": "._core.assembler",
     "AuthenticationError": "._core.errors",
+    "AuthorizedUserCredentials": "._adapters.google_oauth",
+    "AzureOpenAIAdapter": "._adapters.azure",
+    "AzureOpenAIResponsesAdapter": "._adapters.azure",
     "Block": "._core.types",
     "BlockAssembler": "._core.assembler",
     "BlockEnd": "._core.types",
     "BlockStart": "._core.types",
     "ChunkStream": "._chunk_stream",
     "ChunkWriter": "._core.wires.base",
+    "Citation": "._core.types",
     "ConfigurationError": "._core.errors",
     "ConfigurationTypeError": "._core.errors",
     "ContentBlockedError": "._core.errors",
@@ -212,6 +226,8 @@ _EXPORTS: dict[str, str] = {
     "TransportError": "._core.errors",
     "UsageChunk": "._core.types",
     "VerbatimToolCallParser": "._core.filters.verbatim_tools",
+    "VertexAnthropicAdapter": "._adapters.vertex",
+    "VertexGeminiAdapter": "._adapters.vertex",
     "assemble": "._core.assembler",
     "attribution_headers": "._core.attribution",
     "check_contract": "._core.contract",

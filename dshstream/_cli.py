@@ -11,6 +11,13 @@ honoured.
 Keys: a key read from the environment goes only to its provider's own host. With
 ``--base-url`` no environment key is sent unless the caller names the variable with
 ``--api-key-env``.
+
+Clouds, configured from the environment their SDKs read: ``-p azure`` (the model is the
+deployment; ``AZURE_OPENAI_ENDPOINT`` or ``--base-url``, ``AZURE_OPENAI_API_KEY`` or
+``--api-key-env``, ``OPENAI_API_VERSION``), ``-p vertex`` (``GOOGLE_CLOUD_PROJECT``,
+``GOOGLE_CLOUD_LOCATION``, Application Default Credentials of the ``authorized_user``
+kind; ``--api-key-env`` names an express-mode key instead; a ``claude-*`` model goes to
+Claude on Vertex) and ``-p vertex-anthropic``.
 """
 
 from __future__ import annotations
@@ -136,7 +143,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(f"{info.id}\t{info.name}\n")
         return EXIT_OK
     if args.command == "models":
-        service = _service_for(args.provider, api_key_env=args.api_key_env, for_chat=False)
+        service = _service_for(args.provider, api_key_env=args.api_key_env, for_chat=False, model="")
         for model in service.list_models(args.provider):
             out.write(f"{model.id}\n")
         return EXIT_OK
@@ -284,6 +291,45 @@ def _adapter(provider: str, api_key: str | None, base_url: str | None = None) ->
     return OpenAIChatAdapter(api_key=api_key, base_url=base_url, dialect=provider)
 
 
+def _cloud_adapter(provider: str, model: str, api_key_env: str | None, base_url: str | None) -> LlmAdapter:
+    """The adapter for a cloud provider from the environment, or a :class:`UsageError`
+    naming what to set."""
+    from ._defaults import cloud_adapter
+
+    settings: dict[str, Any] = {}
+    if api_key_env:
+        settings["api_key"] = _key_from(api_key_env)
+    if provider == "azure":
+        if base_url is not None:
+            settings["endpoint"] = _check_url(base_url)
+        elif not os.environ.get("AZURE_OPENAI_ENDPOINT"):
+            raise UsageError(
+                "provider 'azure' needs an endpoint: set AZURE_OPENAI_ENDPOINT "
+                "(or --base-url https://<resource>.openai.azure.com)"
+            )
+    elif base_url is not None:
+        raise UsageError(f"--base-url is not used with -p {provider}: set GOOGLE_CLOUD_LOCATION instead")
+    if provider == "vertex" and model.startswith("claude"):
+        provider = "vertex-anthropic"
+    express = provider == "vertex" and "api_key" in settings
+    if provider != "azure" and not express and not os.environ.get("GOOGLE_CLOUD_PROJECT"):
+        hint = " (or --api-key-env naming an express-mode key)" if provider == "vertex" else ""
+        raise UsageError(f"provider {provider!r} needs GOOGLE_CLOUD_PROJECT{hint}")
+    try:
+        adapter = cloud_adapter(provider, **settings)
+    except LlmError as exc:
+        raise UsageError(exc.failure.message) from None
+    if adapter.credential.describe() == "none":
+        if provider == "azure":
+            raise UsageError("provider 'azure' needs an API key: set AZURE_OPENAI_API_KEY (or name one with --api-key-env)")
+        raise UsageError(
+            f"provider {provider!r} needs credentials: run `gcloud auth application-default login` or set "
+            "GOOGLE_APPLICATION_CREDENTIALS to an authorized_user file (service accounts: use the library's "
+            "api_key= callable recipe)"
+        )
+    return adapter
+
+
 def _service_for(
     provider: str,
     *,
@@ -291,14 +337,20 @@ def _service_for(
     base_url: str | None = None,
     dialect: str | None = None,
     for_chat: bool = True,
+    model: str = "",
 ) -> LlmService:
     """A service with one adapter for ``provider``, or a :class:`UsageError` saying what
     is missing (the key variable to set, or ``--base-url``)."""
-    from ._defaults import KEYED_PROVIDERS, LOCAL_PROVIDERS
+    from ._defaults import CLOUD_PROVIDERS, KEYED_PROVIDERS, LOCAL_PROVIDERS
     from ._core.dialects import DIALECTS
     from ._service import LlmService
 
     service = LlmService()
+    if provider in CLOUD_PROVIDERS:
+        if dialect is not None:
+            raise UsageError(f"--dialect is not used with -p {provider}")
+        service.register_adapter([provider], _cloud_adapter(provider, model, api_key_env, base_url))
+        return service
     if base_url is not None:
         from ._adapters.openai_chat import OpenAIChatAdapter
 
@@ -313,7 +365,7 @@ def _service_for(
         return service
     base_url_hint = " (or --base-url URL for an OpenAI-compatible server)" if for_chat else ""
     keyed = dict(KEYED_PROVIDERS)
-    known = [*keyed, *(d for d in DIALECTS if d not in keyed)]
+    known = [*keyed, *CLOUD_PROVIDERS, *(d for d in DIALECTS if d not in keyed)]
     if provider not in keyed and provider not in DIALECTS:
         raise UsageError(
             f"unknown provider {provider!r}; known: {', '.join(known)}{base_url_hint}"
@@ -336,7 +388,7 @@ def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ._core.request import GenerateOptions, Message
 
     service = _service_for(
-        args.provider, api_key_env=args.api_key_env, base_url=args.base_url, dialect=args.dialect
+        args.provider, api_key_env=args.api_key_env, base_url=args.base_url, dialect=args.dialect, model=args.model
     )
     tools = _load_tools(args.tools) if args.tools else ()
     prompt = " ".join(args.prompt) if args.prompt else sys.stdin.read()

@@ -3,6 +3,14 @@ plus the keyless local servers, and :func:`stream` as the one-line entry point.
 
 Contract: reads the environment only when called; builds a fresh service each time
 :func:`default_service` is called (``stream`` caches one per process, rebuilt on demand).
+The clouds are registered as their official SDKs configure them: ``azure`` (Azure OpenAI
+chat) when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set (with
+``OPENAI_API_VERSION``, else the v1 API); ``vertex`` (Gemini) and ``vertex-anthropic``
+(Claude) when ``GOOGLE_CLOUD_PROJECT`` is set and Application Default Credentials are an
+``authorized_user`` file (``GOOGLE_APPLICATION_CREDENTIALS`` or gcloud's; location
+``GOOGLE_CLOUD_LOCATION``, else ``global``). A cloud whose environment is unusable (a
+service-account file, which needs the google-auth recipe) is left out with a warning in
+the log, never an exception.
 """
 
 from __future__ import annotations
@@ -10,11 +18,18 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ._core.errors import LlmError
+from ._core.log import get_logger
 from ._core.request import GenerateOptions, Message
 from ._service import LlmService
 from ._chunk_stream import ChunkStream
+
+if TYPE_CHECKING:
+    from ._adapters.http import HttpAdapter
+
+log = get_logger("dshstream")
 
 #: (provider id, environment variables holding its key)
 KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -28,6 +43,8 @@ KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("xai", ("XAI_API_KEY",)),
 )
 LOCAL_PROVIDERS = ("ollama", "llamacpp", "vllm")
+#: cloud provider ids configured from their SDKs' environment (see the module docstring)
+CLOUD_PROVIDERS = ("azure", "vertex", "vertex-anthropic")
 
 
 def _key(names: tuple[str, ...]) -> str | None:
@@ -39,7 +56,8 @@ def _key(names: tuple[str, ...]) -> str | None:
 
 
 def default_service(**service_options: Any) -> LlmService:
-    """A service with an adapter per provider whose key is set, plus local servers."""
+    """A service with an adapter per provider whose key is set, the clouds the
+    environment configures, and the local servers."""
     from ._adapters.openai_chat import OpenAIChatAdapter
 
     service = LlmService(**service_options)
@@ -57,9 +75,47 @@ def default_service(**service_options: Any) -> LlmService:
             service.register_adapter([provider], GeminiAdapter(api_key=key))
         else:
             service.register_adapter([provider], OpenAIChatAdapter(api_key=key, dialect=provider))
+    for provider in CLOUD_PROVIDERS:
+        if not cloud_configured(provider):
+            continue
+        try:
+            adapter = cloud_adapter(provider)
+        except LlmError as exc:
+            log.warning("%s: not registered (%s)", provider, exc.failure.message)
+            continue
+        service.register_adapter([provider], adapter)
     for provider in LOCAL_PROVIDERS:
         service.register_adapter([provider], OpenAIChatAdapter(dialect=provider))
     return service
+
+
+def cloud_configured(provider: str) -> bool:
+    """Whether the environment configures the cloud ``provider`` (the module docstring)."""
+    if provider == "azure":
+        return bool(os.environ.get("AZURE_OPENAI_ENDPOINT") and os.environ.get("AZURE_OPENAI_API_KEY"))
+    if provider in ("vertex", "vertex-anthropic"):
+        from ._adapters.google_oauth import default_credentials_file
+
+        return bool(os.environ.get("GOOGLE_CLOUD_PROJECT")) and default_credentials_file() is not None
+    return False
+
+
+def cloud_adapter(provider: str, **settings: Any) -> HttpAdapter:
+    """The adapter for the cloud ``provider`` from the environment (``settings`` go to it);
+    raises :class:`~dshstream._core.errors.ConfigurationError` when it is unusable."""
+    if provider == "azure":
+        from ._adapters.azure import AzureOpenAIAdapter
+
+        return AzureOpenAIAdapter(**settings)
+    if provider == "vertex":
+        from ._adapters.vertex import VertexGeminiAdapter
+
+        return VertexGeminiAdapter(**settings)
+    if provider == "vertex-anthropic":
+        from ._adapters.vertex import VertexAnthropicAdapter
+
+        return VertexAnthropicAdapter(**settings)
+    raise KeyError(f"unknown cloud provider {provider!r}; known: {', '.join(CLOUD_PROVIDERS)}")
 
 
 _service: LlmService | None = None

@@ -3,11 +3,12 @@
 Contract: IPython is imported lazily, only when :func:`display` runs; outside a kernel
 the stream is rendered as plain text by :class:`~dshstream._render.TextRenderer`. In a
 notebook the answer is shown as Markdown, updated at most ``max_updates_per_second``
-times (default 15), reasoning in a collapsible section, tool calls as a small table,
-usage and finish at the end. The stop button (``KeyboardInterrupt``) ends the current
-stream — its partial output stays on screen, marked aborted, and stays available as
-``stream.partial()`` — and then propagates, so the cell stops (a cell looping over
-prompts needs one Stop, not one per stream). The plain-text fallback does the same.
+times (default 15), reasoning in a collapsible section, the sources the answer cites as a
+numbered list of links under it, tool calls as a small table, usage and finish at the
+end. The stop button (``KeyboardInterrupt``) ends the current stream — its partial
+output stays on screen, marked aborted, and stays available as ``stream.partial()`` —
+and then propagates, so the cell stops (a cell looping over prompts needs one Stop, not
+one per stream). The plain-text fallback does the same.
 """
 
 from __future__ import annotations
@@ -19,8 +20,28 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from ._core.assembler import AssembledResponse
-from ._render import TextRenderer, describe_usage
-from ._core.types import BlockEnd, Finish, ReasoningDelta, StreamChunk, TextDelta, ToolCallBlock, UsageChunk
+from ._render import Sources, TextRenderer, describe_source, describe_usage
+from ._core.types import (
+    BlockEnd,
+    Citation,
+    Finish,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    UsageChunk,
+)
+
+
+def _markdown_source(citation: Citation) -> str:
+    """A citation as Markdown: a link when it has a URL."""
+    if citation.url is None:
+        return html.escape(describe_source(citation))
+    label = citation.title or citation.url
+    label = label.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    url = citation.url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    return f"[{html.escape(label)}]({url})"
 
 
 class Displayable(Protocol):
@@ -47,6 +68,8 @@ class MarkdownView:
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.tool_calls: list[ToolCallBlock] = []
+        self.sources: list[tuple[int, Citation]] = []
+        self._numbered = Sources()
         self.footer = ""
         self.finished = False
 
@@ -57,6 +80,8 @@ class MarkdownView:
             self.reasoning.append(chunk.text)
         elif type(chunk) is BlockEnd and isinstance(chunk.block, ToolCallBlock):
             self.tool_calls.append(chunk.block)
+        elif type(chunk) is BlockEnd and isinstance(chunk.block, TextBlock) and chunk.block.citations:
+            self.sources.extend(self._numbered.new(chunk.block.citations))
         elif type(chunk) is UsageChunk:
             self.footer = f"*usage: {describe_usage(chunk.usage)}*"
         elif type(chunk) is Finish:
@@ -74,6 +99,9 @@ class MarkdownView:
             parts.append(f"<details><summary>Reasoning</summary>\n\n<pre>{body}</pre>\n\n</details>")
         if self.text:
             parts.append("".join(self.text))
+        if self.sources:
+            lines = [f"{number}. {_markdown_source(citation)}" for number, citation in self.sources]
+            parts.append("**Sources**\n\n" + "\n".join(lines))
         if self.tool_calls:
             rows = ["| tool | arguments | id |", "|---|---|---|"]
             for call in self.tool_calls:

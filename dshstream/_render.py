@@ -12,7 +12,9 @@ before anything else is written, so it never erases a line of the answer. :meth:
 (also called by :meth:`summary`) stops the ticker, clears the status line and ends a
 partly written line; :meth:`summary` then prints the final time and rate on ``err``.
 Piped output and ``NO_COLOR`` get no status line, no summary and no escape sequences.
-Each tool call gets its own line. When ``out`` and ``err`` are both terminals,
+Each tool call gets its own line. A text block that cites sources is followed by a
+``sources:`` list (``[n] title — url``, each source once per stream, numbered in order of
+first citation). When ``out`` and ``err`` are both terminals,
 :attr:`TextRenderer.failure_shown` says a failure was already shown on the finish line
 (callers then need not repeat it on ``err``).
 
@@ -34,9 +36,11 @@ from ._core.assembler import AssembledResponse
 from ._core.types import (
     BlockEnd,
     BlockStart,
+    Citation,
     Finish,
     ReasoningDelta,
     StreamChunk,
+    TextBlock,
     TextDelta,
     TokenUsage,
     ToolCallBlock,
@@ -104,6 +108,36 @@ def describe_usage(usage: TokenUsage) -> str:
     return " · ".join(parts)
 
 
+def describe_source(citation: Citation) -> str:
+    """A citation as one line of a sources list: ``title — url`` (or the location where
+    there is no URL, or the kind alone when the provider named nothing)."""
+    label = citation.title or citation.location or citation.url or citation.kind
+    where = citation.url or (citation.location if citation.title else None)
+    return f"{label} — {where}" if where and where != label else label
+
+
+def source_key(citation: Citation) -> tuple[str | None, ...]:
+    """What makes two citations the same source in a sources list."""
+    return (citation.url, citation.title, citation.location if citation.url is None else None)
+
+
+class Sources:
+    """Numbers sources in order of first citation (each source once)."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[tuple[str | None, ...], int] = {}
+
+    def new(self, citations: tuple[Citation, ...]) -> list[tuple[int, Citation]]:
+        """The sources among ``citations`` not listed yet, numbered."""
+        fresh = []
+        for citation in citations:
+            key = source_key(citation)
+            if key not in self._numbers:
+                self._numbers[key] = len(self._numbers) + 1
+                fresh.append((self._numbers[key], citation))
+        return fresh
+
+
 class TextRenderer:
     """Prints chunks as they arrive."""
 
@@ -125,6 +159,7 @@ class TextRenderer:
         self._started = time.monotonic()
         self._chars = 0
         self._usage: TokenUsage | None = None
+        self._sources = Sources()
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -181,6 +216,12 @@ class TextRenderer:
             call = chunk.block
             flag = " [arguments truncated]" if call.arguments_truncated else ""
             self._line(f"→ tool call {call.name}({call.arguments}) id={call.id}{flag}", CYAN)
+        elif type(chunk) is BlockEnd and isinstance(chunk.block, TextBlock) and chunk.block.citations:
+            fresh = self._sources.new(chunk.block.citations)
+            if fresh:
+                self._line("sources:", DIM)
+                for number, citation in fresh:
+                    self._line(f"  [{number}] {describe_source(citation)}", DIM)
         elif type(chunk) is UsageChunk:
             self._usage = chunk.usage
             self._line(f"usage: {describe_usage(chunk.usage)}", DIM)

@@ -26,8 +26,9 @@ Contract:
    :meth:`HttpStream.touch` on content) or when the total ``timeout`` ran out.
    ``abort()`` does the same from any thread.
 5. **Bounded bodies.** A non-2xx body is read up to :data:`ERROR_BODY_LIMIT` bytes and
-   classified into an :class:`LlmError`; a non-stream JSON body (``get_json``) up to
-   :data:`JSON_BODY_LIMIT` within a total time limit. A 2xx HTML page (captive portal,
+   classified into an :class:`LlmError`; a non-stream JSON body (``get_json``, and
+   ``post_form``: a form POST such as an OAuth token refresh) up to
+   :data:`JSON_BODY_LIMIT` (or the caller's smaller limit) within a total time limit. A 2xx HTML page (captive portal,
    proxy login) is a ``MALFORMED_RESPONSE`` failure saying so.
 6. **Foreign exceptions** are mapped here, once, into an :class:`LlmError` whose detail
    is redacted; they are never chained raw (their text can carry a key in a URL).
@@ -42,8 +43,9 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 import requests
 import requests.adapters
@@ -649,28 +651,45 @@ class Transport:
         stream = self._send(
             "GET", request, provider=provider, cancel=cancel, idle_timeout=None, deadline=deadline
         )
-        with stream:
-            body, more = stream.read_bounded(limit)
-        if more:
-            raise error_for(
-                make_failure(
-                    "MALFORMED_RESPONSE",
-                    f"{provider}: the answer is larger than {limit} bytes (MALFORMED_RESPONSE)",
-                    provider=provider,
-                    request_id=stream.request_id,
-                )
-            )
-        try:
-            return json.loads(body)
-        except ValueError:
-            raise error_for(
-                make_failure(
-                    "MALFORMED_RESPONSE",
-                    f"{provider}: the answer is not JSON (MALFORMED_RESPONSE)",
-                    provider=provider,
-                    request_id=stream.request_id,
-                )
-            ) from None
+        return _json_answer(stream, provider, limit)
+
+    def post_form(
+        self,
+        url: str,
+        form: Mapping[str, str],
+        headers: Mapping[str, str] | None = None,
+        *,
+        provider: str,
+        secrets: tuple[str, ...] = (),
+        timeout: float | None = DEFAULT_JSON_TIMEOUT,
+        cancel: threading.Event | None = None,
+        limit: int = JSON_BODY_LIMIT,
+    ) -> Any:
+        """POST ``form`` (``application/x-www-form-urlencoded``) to ``url`` and return the
+        JSON answer, exactly as :meth:`get_json` reads one: no redirects, at most
+        ``limit`` bytes within ``timeout`` seconds in all, a non-2xx answer classified with
+        ``secrets`` (the form's credentials) redacted — or raise a classified LlmError."""
+        request = HttpRequest(
+            url=url,
+            headers={
+                "content-type": "application/x-www-form-urlencoded",
+                "accept": "application/json",
+                **(headers or {}),
+            },
+            body={},
+            secrets=secrets,
+        )
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        stream = self._send(
+            "POST",
+            request,
+            provider=provider,
+            cancel=cancel,
+            idle_timeout=None,
+            deadline=deadline,
+            data=urlencode(dict(form)).encode("ascii"),
+        )
+        return _json_answer(stream, provider, limit)
 
     def _send(
         self,
@@ -735,6 +754,32 @@ class Transport:
         raise error_for(
             classify_http_error(status, body, stream.headers, provider=provider, secrets=request.secrets)
         )
+
+
+def _json_answer(stream: HttpStream, provider: str, limit: int) -> Any:
+    """The JSON of a 2xx answer read to at most ``limit`` bytes (then closed)."""
+    with stream:
+        body, more = stream.read_bounded(limit)
+    if more:
+        raise error_for(
+            make_failure(
+                "MALFORMED_RESPONSE",
+                f"{provider}: the answer is larger than {limit} bytes (MALFORMED_RESPONSE)",
+                provider=provider,
+                request_id=stream.request_id,
+            )
+        )
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise error_for(
+            make_failure(
+                "MALFORMED_RESPONSE",
+                f"{provider}: the answer is not JSON (MALFORMED_RESPONSE)",
+                provider=provider,
+                request_id=stream.request_id,
+            )
+        ) from None
 
 
 def _send_failure(exc: BaseException, request: HttpRequest, provider: str) -> LlmError:

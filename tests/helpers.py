@@ -43,15 +43,18 @@ def fixture_wire(relative: str) -> str:
     """The wire that decodes the recorded transcript ``relative`` (``provider/name.sse``).
 
     Provider directories named after a native wire use it; DeepSeek's and OpenRouter's
-    ``responses_api_*`` recordings are the Responses wire; ``openai/`` (legacy completions
-    included) is ``openai-chat``; another directory is its chat dialect when one exists,
-    else ``openai-chat``.
+    ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
+    is ``gemini``; ``openai/`` (legacy completions included) and ``azure/`` are
+    ``openai-chat``; another directory is its chat dialect when one exists, else
+    ``openai-chat``.
     """
     from dshstream._core.dialects import DIALECTS
 
     provider, _, name = relative.partition("/")
     if provider in _NATIVE_WIRES:
         return provider
+    if provider == "vertex":
+        return "gemini"
     if provider in ("deepseek", "openrouter") and name.startswith("responses_api_"):
         return "openai-responses"
     if provider == "openai":
@@ -105,6 +108,11 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "anthropic/tool_use_empty_input.sse": FixtureFinish("tool-calls", "tool_use"),
     "anthropic/tool_use_with_args.sse": FixtureFinish("tool-calls", "tool_use"),
     "anthropic/web_search_server_tool_citations.sse": FixtureFinish("stop", "end_turn"),
+    "azure/gpt35_turbo_prompt_filter_first.sse": FixtureFinish("stop", "stop"),
+    "azure/gpt41_mini_filter_results_on_finish_chunk.sse": FixtureFinish("stop", "stop"),
+    "azure/gpt41_mini_obfuscation_protected_material.sse": FixtureFinish("stop", "stop"),
+    "azure/gpt52_usage_latency_checkpoint.sse": FixtureFinish("stop", "stop"),
+    "azure/langchain_lcel_test_azure.sse": FixtureFinish("stop", "stop"),
     "azure/model_router_prompt_filter_results.sse": FixtureFinish("stop", "stop"),
     "deepseek/chat_text_finish_length.sse": FixtureFinish("max-tokens", "length"),
     "deepseek/reasoner_reasoning_content_then_content.sse": FixtureFinish("stop", "stop"),
@@ -173,6 +181,10 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "openrouter/reasoning_o3.sse": FixtureFinish("stop", "completed"),
     "openrouter/responses_api_reasoning_text_gpt_oss.sse": FixtureFinish("stop", "completed"),
     "openrouter/tool_call_kimi_k2_novita.sse": FixtureFinish("tool-calls", None),
+    "vertex/gemini15_flash002_text_a.sse": FixtureFinish("stop", "STOP"),
+    "vertex/gemini25_flash_grounding_global.sse": FixtureFinish("stop", "STOP"),
+    "vertex/gemini25_flash_text_a.sse": FixtureFinish("stop", "STOP"),
+    "vertex/gemini25_flash_text_b.sse": FixtureFinish("stop", "STOP"),
     "vllm/crusoe_llama33_text_usage.sse": FixtureFinish("stop", "stop"),
     "xai/grok3mini_reasoning_content_text.sse": FixtureFinish("stop", "stop"),
     "xai/grok3mini_reasoning_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),

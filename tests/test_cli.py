@@ -1,4 +1,10 @@
-"""The command line end to end, in a subprocess: replay, demo, exit codes."""
+"""The command line end to end, in a subprocess: replay, demo, exit codes.
+
+The one-line usage errors (and which key goes to a ``--base-url``) are checked by calling
+the command line's ``main`` in this process (``run_here``): the same argument parsing and
+messages, without an interpreter start per case; that ``python -m dshstream`` turns
+``main``'s return into the exit status is checked by the subprocess tests.
+"""
 
 from __future__ import annotations
 
@@ -146,13 +152,29 @@ PROVIDER_KEYS = {
 ALL_KEYS = {*PROVIDER_KEYS.values(), "GOOGLE_API_KEY", "VLLM_API_KEY"}
 
 
-def run_env(*args: str, env: dict[str, str] | None = None, drop: set[str] = ALL_KEYS) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in ENV.items() if k not in drop}
-    environment.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "dshstream", *args],
-        capture_output=True, text=True, env=environment, timeout=120, stdin=subprocess.DEVNULL,
-    )
+def run_here(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    env: dict[str, str] | None = None,
+    drop: set[str] = ALL_KEYS,
+) -> subprocess.CompletedProcess[str]:
+    """``main(args)`` in this process, with ``NO_COLOR=1``, the ``drop`` variables unset
+    and ``env`` set; stdout and stderr captured."""
+    from dshstream._cli import main
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    for name in drop:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["dshstream", *args], code, out, err)
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -164,30 +186,40 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDER_KEYS))
-def test_a_missing_key_names_the_variable_to_set(provider: str) -> None:
-    line = one_error_line(run_env("chat", "-p", provider, "-m", "some-model", "x"))
+def test_a_missing_key_names_the_variable_to_set(
+    provider: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", provider, "-m", "some-model", "x"))
     assert PROVIDER_KEYS[provider] in line and "--base-url" in line
     assert "no adapter" not in line
 
 
-def test_models_without_a_key_names_the_variable() -> None:
-    line = one_error_line(run_env("models", "-p", "groq"))
+def test_models_without_a_key_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_error_line(run_here(monkeypatch, capsys, "models", "-p", "groq"))
     assert "GROQ_API_KEY" in line
 
 
-def test_an_unknown_provider_is_a_usage_error() -> None:
-    line = one_error_line(run_env("chat", "-p", "nope", "-m", "m", "x"))
+def test_an_unknown_provider_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "nope", "-m", "m", "x"))
     assert "'nope'" in line and "openai" in line
 
 
-def test_replay_of_a_missing_file_names_the_path() -> None:
-    line = one_error_line(run("replay", "/nonexistent/file.sse"))
+def test_replay_of_a_missing_file_names_the_path(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_error_line(run_here(monkeypatch, capsys, "replay", "/nonexistent/file.sse", drop=set()))
     assert "/nonexistent/file.sse" in line
 
 
 @pytest.mark.parametrize("url", ["notaurl", "ftp://127.0.0.1/v1", "http://", "http://:80/v1", "127.0.0.1:8080/v1"])
-def test_an_invalid_base_url_is_a_usage_error(url: str) -> None:
-    line = one_error_line(run_env("chat", "-p", "local", "-m", "m", "--base-url", url, "hi"))
+def test_an_invalid_base_url_is_a_usage_error(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url", url, "hi"))
     assert "not a valid URL" in line and "TRANSPORT" not in line
 
 
@@ -202,39 +234,56 @@ def test_an_invalid_base_url_is_a_usage_error(url: str) -> None:
         ("[]", "empty"),
     ],
 )
-def test_a_bad_tools_file_is_one_line_and_exit_2(tmp_path: "os.PathLike[str]", content: str | None, says: str) -> None:
+def test_a_bad_tools_file_is_one_line_and_exit_2(
+    tmp_path: "os.PathLike[str]",
+    content: str | None,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from pathlib import Path
 
     path = Path(tmp_path) / "tools.json"
     if content is not None:
         path.write_text(content)
-    line = one_error_line(run_env("chat", "-p", "local", "-m", "m", "--base-url", "http://127.0.0.1:9/v1",
-                                  "--tools", str(path), "hi"))
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url",
+                                   "http://127.0.0.1:9/v1", "--tools", str(path), "hi"))
     assert str(path) in line and says in line
 
 
-def _authorization(*args: str, env: dict[str, str], provider: str = "openai") -> str | None:
+def _authorization(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    env: dict[str, str],
+    provider: str = "openai",
+) -> str | None:
     from dshstream._replay_server import ReplayServer
 
     body = (FIXTURES / "openai/text_include_usage.sse").read_bytes()
     with ReplayServer({"/v1/": body}) as server:
-        proc = run_env("chat", "-p", provider, "-m", "m", "--base-url", f"{server.url}/v1", *args, "Hi", env=env)
+        proc = run_here(monkeypatch, capsys, "chat", "-p", provider, "-m", "m", "--base-url", f"{server.url}/v1",
+                        *args, "Hi", env=env)
         assert proc.returncode == 0, proc.stderr
         assert len(server.requests) == 1
         return server.requests[0].headers.get("authorization")
 
 
 @pytest.mark.parametrize("provider", ["openai", "deepseek", "local"])
-def test_base_url_gets_no_environment_key_unless_named(provider: str) -> None:
+def test_base_url_gets_no_environment_key_unless_named(
+    provider: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     keys = {name: f"sk-env-secret-{n:04d}" for n, name in enumerate(sorted(ALL_KEYS))}
-    assert _authorization(env=keys, provider=provider) is None
-    assert _authorization("--api-key-env", "MY_GATEWAY_KEY", env={**keys, "MY_GATEWAY_KEY": "gw-key-1234"},
-                          provider=provider) == "Bearer gw-key-1234"
+    assert _authorization(monkeypatch, capsys, env=keys, provider=provider) is None
+    assert _authorization(monkeypatch, capsys, "--api-key-env", "MY_GATEWAY_KEY",
+                          env={**keys, "MY_GATEWAY_KEY": "gw-key-1234"}, provider=provider) == "Bearer gw-key-1234"
 
 
-def test_a_named_but_unset_key_variable_is_a_usage_error() -> None:
-    line = one_error_line(run_env("chat", "-p", "local", "-m", "m", "--base-url", "http://127.0.0.1:9/v1",
-                                  "--api-key-env", "NOT_SET_ANYWHERE", "hi"))
+def test_a_named_but_unset_key_variable_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url",
+                                   "http://127.0.0.1:9/v1", "--api-key-env", "NOT_SET_ANYWHERE", "hi"))
     assert "NOT_SET_ANYWHERE" in line
 
 

@@ -73,3 +73,9 @@ def test_settings_are_validated_when_built() -> None:
     with pytest.raises(ConfigurationError, match="api_key") as caught:
         AcmeAdapter(api_key="acme\nkey-123456")
     assert "key-123456" not in str(caught.value)
+
+
+def test_an_unknown_setting_is_refused_by_name() -> None:
+    with pytest.raises(ConfigurationError, match="max_retrys") as caught:
+        AcmeAdapter(max_retrys=3)  # type: ignore[call-arg]
+    assert isinstance(caught.value, TypeError)

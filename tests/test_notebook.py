@@ -207,7 +207,7 @@ def test_stop_in_a_real_kernel_stops_the_cell_not_just_the_stream() -> None:
         started, streams = [], []
         """
     loop = """
-        threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        threading.Timer(0.8, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         for prompt in ("first", "second"):
             started.append(prompt)
             streams.append(service.stream(GenerateOptions(provider="local", model="m",

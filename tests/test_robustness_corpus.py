@@ -1,20 +1,33 @@
 """Robustness over the real fixture corpus: split invariance and cuts anywhere.
 
-Split invariance: every recorded transcript decodes to exactly the same chunks (compared
-as ``chunk_to_dict`` lists) however its bytes are cut into pieces — at every single split
-point for files under 8 KB, at 200 seeded random multi-way splits otherwise, and at
-adversarial multi-way splits for every file (between every CR and LF, inside every
-multi-byte UTF-8 character, after every ``data:``, one event per piece), and re-framed with
-LF, CRLF or CR line ends.
+This is the one place every recorded transcript (tests/fixtures/real/*/*.sse) is fed to
+its wire in pieces; the per-wire test files only decode fixtures whole.
 
-Cut anywhere: every transcript truncated at every event boundary (after each blank line,
-LF or CRLF framing, and between the CR and LF of a CRLF blank line) and at 200 seeded
-random byte offsets decodes without raising anything, passes ``check_contract``, and is
-either the complete result or a ``STREAM_CLOSED`` failure whose blocks are a prefix of
-the complete result's blocks (text and reasoning may stop early; a tool call cut short is
-``arguments_truncated``). A finish reason the provider really sent is not invented, so a
-cut after it (before the terminal marker) may complete with that finish. A cut inside an
-event gives exactly the result of a cut just before that event.
+Split invariance: every transcript decodes to exactly the same chunks (compared as
+``chunk_to_dict`` lists) however its bytes are cut into pieces:
+
+* files under 1 KB: at every single two-way split point;
+* files under 16 KB: byte by byte, and in STRIDE (61) feeds of 61-byte pieces shifted by
+  one byte each, so every offset is a cut in one feed whose pieces hold several short
+  lines or part of a long one;
+* every file: 24 seeded random multi-way splits (up to 64 pieces, or up to one piece per
+  16 bytes in every fourth), and adversarial multi-way splits (between every CR and LF,
+  inside every multi-byte UTF-8 character, after every ``data:``, before every line end,
+  one event per piece);
+* every file re-framed with LF, CRLF or CR line ends decodes the same.
+
+Cut anywhere: every transcript truncated at event boundaries (after a blank line, LF or
+CRLF framing, and between the CR and LF of a CRLF blank line) and at seeded random byte
+offsets (200 in files under 16 KB, 40 in larger ones) decodes without raising anything,
+passes ``check_contract``, and is either the complete result or a ``STREAM_CLOSED``
+failure whose blocks are a prefix of the complete result's blocks (text and reasoning may
+stop early; a tool call cut short is ``arguments_truncated``). A finish reason the
+provider really sent is not invented, so a cut after it (before the terminal marker) may
+complete with that finish. A cut inside an event gives exactly the result of a cut just
+before that event. The boundaries cut at are all of them in a file with at most 200
+events; in a longer file (a long run of same-shaped deltas), every boundary next to a
+change of event shape (strings and numbers blanked; the first and last event of each run)
+plus a seeded sample of the boundaries inside runs, 200 in all.
 """
 
 from __future__ import annotations
@@ -44,10 +57,13 @@ from dshstream._core.types import (
 
 from helpers import KNOWN_FINISH, all_fixtures, fixture_bytes, fixture_wire, split_at
 
-SMALL = 8 * 1024
-RANDOM_SPLITS = 200
-RANDOM_CUTS = 200
-MAX_BOUNDARIES = 1000  # sample beyond this many event boundaries
+TINY = 1024  # every two-way split
+SMALL = 16 * 1024  # byte by byte, and every offset cut in one of STRIDE strided feeds
+STRIDE = 61
+RANDOM_SPLITS = 24  # seeded random multi-way splits, every fixture
+RANDOM_CUTS = 200  # seeded random truncation offsets under SMALL ...
+RANDOM_CUTS_LARGE = 40  # ... and at or over it
+MAX_BOUNDARIES = 200  # sample, shape-aware, beyond this many event boundaries
 
 CASES = [pytest.param(rel, fixture_wire(rel), id=rel) for rel in all_fixtures()]
 
@@ -105,20 +121,25 @@ def _adversarial_splits(data: bytes) -> Iterable[tuple[str, list[int]]]:
 def test_split_invariance(rel: str, wire: str) -> None:
     data = fixture_bytes(rel)
     expected = _whole(rel)
-    if len(data) < SMALL:
+    if len(data) < TINY:
         for k in range(1, len(data)):
             _assert_same(_decode([data[:k], data[k:]], wire), expected, f"{rel}: split at {k}")
+    if len(data) < SMALL:
         _assert_same(
             _decode([data[i : i + 1] for i in range(len(data))], wire), expected, f"{rel}: byte by byte"
         )
-    else:
-        rng = random.Random(_seed(rel, "split"))
-        for trial in range(RANDOM_SPLITS):
-            most = len(data) // 16 if trial % 10 == 9 else 64  # now and then, many small pieces
-            cuts = rng.sample(range(1, len(data)), rng.randint(2, most))
-            _assert_same(
-                _decode(split_at(data, cuts), wire), expected, f"{rel}: trial {trial}, cuts {sorted(cuts)}"
-            )
+        # every offset is a cut in exactly one of these feeds, with STRIDE-byte pieces
+        # (several short lines in one piece, a long line across several)
+        for shift in range(1, STRIDE + 1):
+            pieces = split_at(data, range(shift, len(data), STRIDE))
+            _assert_same(_decode(pieces, wire), expected, f"{rel}: every {STRIDE} bytes from {shift}")
+    rng = random.Random(_seed(rel, "split"))
+    for trial in range(RANDOM_SPLITS):
+        most = max(2, len(data) // 16) if trial % 4 == 3 else 64  # now and then, many small pieces
+        cuts = rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, most)))
+        _assert_same(
+            _decode(split_at(data, cuts), wire), expected, f"{rel}: trial {trial}, cuts {sorted(cuts)}"
+        )
     for name, cuts in _adversarial_splits(data):
         _assert_same(_decode(split_at(data, cuts), wire), expected, f"{rel}: {name}")
     lf = data.replace(b"\r\n", b"\n")  # the same events framed with each kind of line end
@@ -140,19 +161,40 @@ def _boundaries(data: bytes) -> list[int]:
     return out
 
 
+_STRING_OR_NUMBER = re.compile(rb'"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*')
+
+
+def _shape(event: bytes) -> bytes:
+    """An event with each non-empty string and each number blanked: events of one shape
+    (another text delta, another argument fragment) take the same path through the
+    decoder."""
+    return _STRING_OR_NUMBER.sub(lambda m: m[0] if m[0] == b'""' else b"_", event)
+
+
 def _cut_points(data: bytes) -> list[int]:
-    """Every event boundary, plus the CR of each CRLF blank line (a trailing CR is a line
-    end, so a cut there dispatches too)."""
+    """Event boundaries to cut at, plus the CR of each CRLF blank line there (a trailing
+    CR is a line end, so a cut there dispatches too).
+
+    Every boundary while there are at most MAX_BOUNDARIES; beyond that, every boundary
+    next to a change of event shape (the first and last event of each run of same-shaped
+    events) plus a seeded sample of the boundaries inside such runs, MAX_BOUNDARIES in all.
+    """
+    ends = _boundaries(data)
+    chosen = set(ends)
+    if len(ends) > MAX_BOUNDARIES:
+        shapes = [_shape(data[start:end]) for start, end in zip([0, *ends], ends)]
+        shapes.append(_shape(data[ends[-1] :]))  # what follows the last blank line
+        # boundary i lies between event i and event i + 1
+        edges = {end for i, end in enumerate(ends) if shapes[i] != shapes[i + 1] or (i and shapes[i - 1] != shapes[i])}
+        inner = [end for end in ends if end not in edges]
+        rng = random.Random(_seed(repr(ends[:3]), "sample"))
+        chosen = edges | set(rng.sample(inner, max(0, min(len(inner), MAX_BOUNDARIES - len(edges)))))
     points = {0, len(data)}
-    for end in _boundaries(data):
+    for end in chosen:
         points.add(end)
         if data[end - 2 : end] == b"\r\n":
             points.add(end - 1)
-    ordered = sorted(points)
-    if len(ordered) > MAX_BOUNDARIES:
-        rng = random.Random(_seed(repr(ordered[:3]), "sample"))
-        ordered = sorted({ordered[0], ordered[-1], *rng.sample(ordered, MAX_BOUNDARIES)})
-    return ordered
+    return sorted(points)
 
 
 def _ended_blocks(chunks: Sequence[StreamChunk]) -> dict[int, Block]:
@@ -266,7 +308,8 @@ def test_cut_anywhere(rel: str, wire: str) -> None:
     # A cut inside an event discards that event: same result as the cut just before it.
     rng = random.Random(_seed(rel, "cut"))
     all_boundaries = sorted({0, *_boundaries(data), *(p for p in points)})
-    for k in sorted(rng.sample(range(1, len(data)), min(RANDOM_CUTS, len(data) - 1))):
+    count = RANDOM_CUTS if len(data) < SMALL else RANDOM_CUTS_LARGE
+    for k in sorted(rng.sample(range(1, len(data)), min(count, len(data) - 1))):
         got = _decode(data[:k], wire)
         before = max(p for p in all_boundaries if p <= k)
         if before in at_point:

@@ -60,7 +60,9 @@ assert all(w in WIRES for w in FUZZ_WIRES)
 assert {w for w in WIRES if w not in CHAT_FAMILY} <= set(FUZZ_WIRES)
 
 _CAMPAIGN = os.environ.get("DSHSTREAM_FUZZ_EXAMPLES")
-MUTATED_EXAMPLES = int(_CAMPAIGN) if _CAMPAIGN else 200
+# 100 per wire: a wrong type in every field is test_wrong_type_in_every_field's (all of
+# them, exhaustively), and cuts and splits of the real streams test_robustness_corpus.py's
+MUTATED_EXAMPLES = int(_CAMPAIGN) if _CAMPAIGN else 100
 SOUP_EXAMPLES = int(_CAMPAIGN) if _CAMPAIGN else 100
 
 
@@ -95,9 +97,12 @@ def _family(wire: str) -> str:
     return "openai-chat" if wire in CHAT_FAMILY else wire
 
 
-_CORPUS: dict[str, list[list[Event]]] = {}
+_CORPUS: dict[str, list[list[Event]]] = {}  # by wire family
+_OWN_CORPUS: dict[str, list[list[Event]]] = {}  # by the wire that decodes the recording
 for _rel in all_fixtures():
-    _CORPUS.setdefault(_family(fixture_wire(_rel)), []).append(_events(fixture_bytes(_rel)))
+    _streamed = _events(fixture_bytes(_rel))
+    _CORPUS.setdefault(_family(fixture_wire(_rel)), []).append(_streamed)
+    _OWN_CORPUS.setdefault(fixture_wire(_rel), []).append(_streamed)
 ALL_EVENTS: list[Event] = sorted({e for streams in _CORPUS.values() for s in streams for e in s})
 EVENT_NAMES: list[str] = sorted({name for name, _ in ALL_EVENTS} | {"error", "ping", "message", ""})
 
@@ -369,11 +374,11 @@ def _paths(value: Any, prefix: tuple[Step, ...], shape: str, out: dict[str, tupl
         _paths(child, (*prefix, step), child_shape, out)
 
 
-def _field_cases(family: str) -> list[tuple[str, list[Event], int, tuple[Step, ...]]]:
-    """One case per field shape of ``family``'s corpus: (shape, stream, event, path),
-    taken from the shortest stream that has it."""
+def _field_cases(streams: list[list[Event]]) -> list[tuple[str, list[Event], int, tuple[Step, ...]]]:
+    """One case per field shape of ``streams``: (shape, stream, event, path), taken from
+    the shortest stream that has it."""
     found: dict[str, tuple[list[Event], int, tuple[Step, ...]]] = {}
-    for events in sorted(_CORPUS[family], key=lambda s: sum(len(d) for _, d in s)):
+    for events in sorted(streams, key=lambda s: sum(len(d) for _, d in s)):
         for position, (name, data) in enumerate(events):
             try:
                 payload = json.loads(data)
@@ -400,9 +405,14 @@ def _with_value(events: list[Event], position: int, path: tuple[Step, ...], valu
 
 @pytest.mark.parametrize("wire", FUZZ_WIRES)
 def test_wrong_type_in_every_field(wire: str) -> None:
-    """Every field shape of the wire's real corpus, set to each hostile value in turn."""
+    """Every field shape of the wire's real corpus, set to each hostile value in turn.
+
+    The plain chat wire gets every chat-family recording's fields (all dialects share its
+    translator); a chat dialect (llamacpp, openrouter, mistral) gets the fields of its own
+    provider's recordings, which reach the code that dialect adds."""
     failures: list[str] = []
-    cases = _field_cases(_family(wire))
+    own = wire in CHAT_FAMILY and wire != "openai-chat"
+    cases = _field_cases(_OWN_CORPUS[wire] if own else _CORPUS[_family(wire)])
     for shape, events, position, path in cases:
         for value in HOSTILE:
             raw = _frame(_with_value(events, position, path, value), crlf=False)

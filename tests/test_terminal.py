@@ -151,7 +151,7 @@ def assert_no_status(run: Run) -> None:
 def test_a_short_answer_stays_whole_with_usage_finish_and_summary() -> None:
     fixture = "openai/text_include_usage.sse"
     text, _ = expected(fixture, "openai-chat")
-    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.03)}) as server:
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.015)}) as server:
         run = run_in_pty(chat(server))
     assert run.returncode == 0, run.text
     assert run.shows(text), run.text
@@ -169,7 +169,7 @@ def test_a_multi_line_answer_stays_whole() -> None:
     fixture = "llamacpp/llamaserver_smollm2_long_256tok.sse"
     text, _ = expected(fixture, "llamacpp")
     assert text.count("\n") >= 2
-    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.004)}) as server:
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.002)}) as server:
         run = run_in_pty(chat(server, provider="llamacpp"))
     assert run.returncode == 0, run.text
     assert run.shows(text), run.text
@@ -185,7 +185,7 @@ def test_a_multi_line_answer_stays_whole() -> None:
 def test_reasoning_then_answer_both_stay() -> None:
     fixture = "deepseek/reasoner_reasoning_content_then_content.sse"
     text, reasoning = expected(fixture, "deepseek")
-    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.005)}) as server:
+    with ReplayServer({"/v1/": paced((FIXTURES / fixture).read_bytes(), 0.0025)}) as server:
         run = run_in_pty(chat(server, provider="deepseek"))
     assert run.returncode == 0, run.text
     assert run.shows("[reasoning] " + reasoning + text), run.text

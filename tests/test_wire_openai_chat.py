@@ -1,10 +1,9 @@
 """The chat-completions wire and its dialects against every recorded chat-family transcript.
 
 Each fixture is decoded under its dialect's wire; the stream must satisfy the adapter
-contract, be identical however the bytes are cut (hypothesis, and one byte at a time for
-small files), and its assembled result must agree with a small independent reading of the
-raw events (text, reasoning, tool calls, usage with cost and cache, serving provider,
-finish). Then the seed vectors and the per-dialect specifics, with synthetic streams.
+contract (split invariance of every fixture is test_robustness_corpus.py's), and its
+assembled result must agree with a small independent reading of the raw events (text,
+reasoning, tool calls, usage with cost and cache, serving provider, finish). Then the seed vectors and the per-dialect specifics, with synthetic streams.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from dshstream._core.assembler import AssembledResponse, BlockAssembler
 from dshstream._core.contract import check_contract
@@ -32,7 +29,7 @@ from dshstream._core.types import (
     ToolCallDelta,
     UsageChunk,
 )
-from helpers import FIXTURES, decode_all, fixture_bytes, split_at
+from helpers import FIXTURES, decode_all, fixture_bytes
 
 DIALECT_OF_FOLDER = {
     "openai": "openai",
@@ -54,7 +51,6 @@ CHAT_FIXTURES = sorted(
     for path in (FIXTURES / folder).glob("*.sse")
     if not path.name.startswith("responses_api")
 )
-SMALL = [rel for rel in CHAT_FIXTURES if len(fixture_bytes(rel)) < 8 * 1024]
 
 
 def wire_of(rel: str) -> str:
@@ -218,23 +214,6 @@ def test_fixture_matches_raw_events(rel: str) -> None:
         kinds = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
         assert finish.kind == kinds[ref.finish_reason]
         assert finish.raw == (ref.native or ref.finish_reason)
-
-
-@pytest.mark.parametrize("rel", CHAT_FIXTURES)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_fixture_is_split_invariant(rel: str, data: st.DataObject) -> None:
-    raw = fixture_bytes(rel)
-    whole = decode_checked(raw, wire_of(rel))
-    cuts = data.draw(st.lists(st.integers(min_value=1, max_value=len(raw) - 1), max_size=40))
-    assert decode_checked(split_at(raw, cuts), wire_of(rel)) == whole
-
-
-@pytest.mark.parametrize("rel", SMALL)
-def test_small_fixture_one_byte_at_a_time(rel: str) -> None:
-    raw = fixture_bytes(rel)
-    pieces = [raw[i : i + 1] for i in range(len(raw))]
-    assert decode_checked(pieces, wire_of(rel)) == decode_checked(raw, wire_of(rel))
 
 
 def test_every_chat_family_folder_is_covered() -> None:

@@ -1,5 +1,6 @@
 """The OpenAI Responses wire against every recorded Responses transcript (OpenAI, DeepSeek's
-``/responses`` endpoint, OpenRouter's data-only framing), plus synthetic edge cases."""
+``/responses`` endpoint, OpenRouter's data-only framing), plus synthetic edge cases.
+Split invariance of every fixture is test_robustness_corpus.py's."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from dshstream._core.assembler import AssembledResponse, BlockAssembler
 from dshstream._core.contract import check_contract
@@ -22,7 +21,7 @@ from dshstream._core.types import (
     ToolCallBlock,
 )
 from dshstream._core.wires.openai_responses import responses_usage
-from helpers import FIXTURES, decode_all, fixture_bytes, split_at
+from helpers import FIXTURES, decode_all, fixture_bytes
 
 WIRE = "openai-responses"
 RESPONSES_FIXTURES = sorted(
@@ -30,7 +29,6 @@ RESPONSES_FIXTURES = sorted(
     + [f"deepseek/{p.name}" for p in (FIXTURES / "deepseek").glob("responses_api_*.sse")]
     + ["openrouter/responses_api_reasoning_text_gpt_oss.sse"]
 )
-SMALL = [rel for rel in RESPONSES_FIXTURES if len(fixture_bytes(rel)) < 8 * 1024]
 
 
 def decode_checked(data: bytes | list[bytes], **options: Any) -> list[StreamChunk]:
@@ -110,22 +108,6 @@ def test_fixture_matches_raw_events(rel: str) -> None:
         if item["type"] == "function_call":
             assert entry["call_id"] == item["call_id"]
     assert json.loads(json.dumps(state)) == state
-
-
-@pytest.mark.parametrize("rel", RESPONSES_FIXTURES)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_fixture_is_split_invariant(rel: str, data: st.DataObject) -> None:
-    raw = fixture_bytes(rel)
-    whole = decode_checked(raw)
-    cuts = data.draw(st.lists(st.integers(min_value=1, max_value=len(raw) - 1), max_size=40))
-    assert decode_checked(split_at(raw, cuts)) == whole
-
-
-@pytest.mark.parametrize("rel", SMALL)
-def test_small_fixture_one_byte_at_a_time(rel: str) -> None:
-    raw = fixture_bytes(rel)
-    assert decode_checked([raw[i : i + 1] for i in range(len(raw))]) == decode_checked(raw)
 
 
 # --------------------------------------------------------------------------- specifics

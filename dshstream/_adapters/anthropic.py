@@ -59,8 +59,8 @@ class AnthropicAdapter(HttpAdapter):
 
     default_name = "Anthropic"
     default_base_url = DEFAULT_BASE_URL
-    key_env = ("ANTHROPIC_API_KEY",)
-    models_path = "/v1/models?limit=1000"
+    key_env: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
+    models_path: str | None = "/v1/models?limit=1000"
     models_format = ModelListFormat(name_key="display_name")
 
     def __init__(
@@ -237,7 +237,9 @@ class AnthropicAdapter(HttpAdapter):
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
-        return AnthropicTranslator(provider=options.provider, request_id=request_id)
+        return AnthropicTranslator(
+            provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
+        )
 
 
 __all__ = ["AnthropicAdapter", "THINKING_BUDGETS"]

@@ -71,7 +71,7 @@ class GeminiAdapter(HttpAdapter):
 
     default_name = "Google Gemini"
     default_base_url = DEFAULT_BASE_URL
-    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
 
     def __init__(
@@ -100,7 +100,7 @@ class GeminiAdapter(HttpAdapter):
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}:streamGenerateContent?alt=sse"
 
-    def models_url(self) -> str:
+    def models_url(self) -> str | None:
         return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
@@ -262,7 +262,7 @@ class GeminiAdapter(HttpAdapter):
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
-        return GeminiTranslator(provider=options.provider, request_id=request_id)
+        return GeminiTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
 
 
 def _part_kind(part: Mapping[str, Any]) -> str:

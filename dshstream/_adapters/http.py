@@ -10,16 +10,23 @@ once:
    adapter is built; an environment key goes only to the provider's own host.
 2. A request is built as: ``endpoint`` + headers (JSON and SSE, the provider's
    :meth:`~HttpAdapter.protocol_headers`, the caller's headers, auth, attribution) + the
-   body; its ``repr`` never shows the key.
+   body; its ``repr`` never shows the key. The credential is fetched once per attempt
+   (:mod:`~dshstream._adapters.credentials`: a fixed key, or a callable asked anew, its
+   value checked and registered for redaction), and :meth:`~HttpAdapter.auth_headers`
+   sees that attempt's value as ``self._api_key`` (per thread: one adapter serves many
+   threads at once).
 3. A stream is a sequence of attempts. Each opens the request through the transport and
    runs the body through the byte pump (:mod:`dshstream._core.pump`). A failed attempt is
    reported once (:mod:`~dshstream._adapters.reporting`); it is retried only while no
    ``2xx`` status has arrived (an accepted request may be billed, so it is never resent),
    only as the :class:`~dshstream._core.retry.RetryPolicy` allows, and never past the deadline.
    :meth:`~HttpAdapter.should_retry_request` may resend a rejected request at once in
-   another form (without a field the server refused).
+   another form (without a field the server refused). With a callable credential, an
+   HTTP 401 before the stream started is followed by exactly one refresh (the callable's
+   ``invalidate()``, when it has one, then a fresh call) and one more attempt at once.
 4. ``list_models`` GETs :meth:`~HttpAdapter.models_url` and reads it as
-   :attr:`~HttpAdapter.models_format` says, bounded in size and time.
+   :attr:`~HttpAdapter.models_format` says, bounded in size and time (a 401 refreshes a
+   callable credential once, as in rule 3).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Generator, Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +44,14 @@ from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.pump import pump
-from .._core.redact import redact, register_secret
+from .._core.redact import redact
 from .._core.request import GenerateOptions
 from .._core.retry import RetryPolicy
 from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, Transport
 from .._core.types import Finish, LlmFailure, StreamChunk
 from .._core.wires.base import Translator
 from .base import LlmAdapter, ModelInfo, ProviderInfo
+from .credentials import CredentialSource
 from .reporting import report_failure, request_summary
 from .settings import FailureReporter, HttpSettings, checked, checked_base_url, resolve_api_key
 
@@ -92,15 +100,17 @@ class HttpAdapter(LlmAdapter):
         values = checked(settings)
         home = default_base_url if default_base_url is not None else self.default_base_url
         self.base_url = checked_base_url(values.get("base_url") or home)
-        self._api_key = resolve_api_key(
-            values.get("api_key"),
-            self.base_url,
-            self.key_env if key_env is None else key_env,
-            None if key_any_host else home,
-            self.default_name,
+        self._credential = CredentialSource(
+            resolve_api_key(
+                values.get("api_key"),
+                self.base_url,
+                self.key_env if key_env is None else key_env,
+                None if key_any_host else home,
+                self.default_name,
+            ),
+            f"{type(self).__name__}.api_key",
         )
-        if self._api_key:
-            register_secret(self._api_key)
+        self._attempt_key = threading.local()
         self.transport = Transport(values.get("session"), connect_timeout=values.get("connect_timeout", 10.0))
         self.identity: AppIdentity | None = values.get("identity")
         self.extra_headers: dict[str, str] = dict(values.get("headers") or {})
@@ -111,8 +121,25 @@ class HttpAdapter(LlmAdapter):
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        key = "set" if self._api_key else "none"
+        key = self._credential.describe()
         return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, api_key=<{key}>)"
+
+    @property
+    def _api_key(self) -> str | None:
+        """The credential of the attempt being built on this thread; else the fixed key
+        (or the value a callable returned last)."""
+        key: str | None = getattr(self._attempt_key, "value", None)
+        return key if key is not None else self._credential.last
+
+    @contextmanager
+    def _sending_with(self, key: str | None) -> Iterator[None]:
+        """Build headers with ``key`` as ``self._api_key`` on this thread."""
+        previous = getattr(self._attempt_key, "value", None)
+        self._attempt_key.value = key
+        try:
+            yield
+        finally:
+            self._attempt_key.value = previous
 
     @property
     def max_retries(self) -> int:
@@ -125,8 +152,14 @@ class HttpAdapter(LlmAdapter):
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """The credentials this adapter sends."""
-        return (self._api_key,) if self._api_key else ()
+        """The credentials this adapter sends (a callable's: the latest value)."""
+        key = self._api_key
+        return (key,) if key else ()
+
+    @property
+    def credential(self) -> CredentialSource:
+        """Where this adapter's credential comes from (a fixed key, a callable, or none)."""
+        return self._credential
 
     # ------------------------------------------------------------------ provider hooks
 
@@ -175,13 +208,24 @@ class HttpAdapter(LlmAdapter):
         return merge_headers(base, self.extra_headers, self.auth_headers(), identity=self.identity)
 
     def build_request(self, options: GenerateOptions) -> HttpRequest:
-        """The HTTP request for ``options``."""
-        return HttpRequest(
-            url=self.endpoint(options),
-            headers=self.request_headers(),
-            body=self.build_body(options),
-            secrets=self.secrets,
-        )
+        """The HTTP request for ``options``, with the credential fetched for this attempt."""
+        key = self._credential.get(options.provider)
+        with self._sending_with(key):
+            return HttpRequest(
+                url=self.endpoint(options),
+                headers=self.request_headers(),
+                body=self.build_body(options),
+                secrets=(key,) if key else (),
+            )
+
+    def _refresh_after(self, failure: LlmFailure, provider: str) -> bool:
+        """Whether ``failure`` (before any 2xx) is a 401 a callable credential may cure:
+        if so, tell it to drop its cached value (rule 3)."""
+        if failure.status != 401 or not self._credential.is_callable:
+            return False
+        log.info("%s: HTTP 401; refreshing the credential and trying once more", provider)
+        self._credential.invalidate()
+        return True
 
     def provider_info(self, provider: str) -> ProviderInfo:
         return ProviderInfo(id=provider, name=self.title)
@@ -190,13 +234,24 @@ class HttpAdapter(LlmAdapter):
         url = self.models_url()
         if url is None:
             return []
-        payload = self.transport.get_json(
-            url,
-            self.request_headers(streaming=False),
-            provider=provider,
-            secrets=self.secrets,
-            timeout=DEFAULT_JSON_TIMEOUT if timeout is None else timeout,
-        )
+        refreshed = False
+        while True:
+            key = self._credential.get(provider)
+            with self._sending_with(key):
+                headers = self.request_headers(streaming=False)
+            try:
+                payload = self.transport.get_json(
+                    url,
+                    headers,
+                    provider=provider,
+                    secrets=(key,) if key else (),
+                    timeout=DEFAULT_JSON_TIMEOUT if timeout is None else timeout,
+                )
+                break
+            except LlmError as exc:
+                if refreshed or not self._refresh_after(exc.failure, provider):
+                    raise
+                refreshed = True
         fmt = self.models_format
         entries = payload.get(fmt.list_key) if isinstance(payload, dict) else None
         models = []
@@ -219,6 +274,7 @@ class HttpAdapter(LlmAdapter):
         if options.max_retries is not None:
             policy = replace(policy, max_retries=options.max_retries)
         attempt = 0
+        refreshed = False
         while True:
             attempt += 1
             produced = 0
@@ -238,6 +294,9 @@ class HttpAdapter(LlmAdapter):
                 failure = self._report(exc.failure, options, attempt, produced, started)
                 if produced or accepted:
                     raise error_for(failure) from None
+                if not refreshed and self._refresh_after(failure, options.provider):
+                    refreshed = True
+                    continue
                 if self.should_retry_request(exc, options):
                     continue
                 delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=deadline)

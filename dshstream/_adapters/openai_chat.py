@@ -1,5 +1,7 @@
 """OpenAIChatAdapter: ``POST {base_url}/chat/completions`` with ``stream: true`` for OpenAI
-and every OpenAI-compatible server (dialects: see :mod:`dshstream._core.dialects`).
+and every OpenAI-compatible server (dialects: see :mod:`dshstream._core.dialects`; a
+:class:`~dshstream._core.dialects.Dialect` value may be passed instead of a name, as Azure
+OpenAI's adapter does).
 
 Contract: builds the request body from :class:`GenerateOptions` (messages with tool calls
 and tool results, tools, ``stream_options.include_usage``, max tokens, temperature, stop,
@@ -36,12 +38,12 @@ class OpenAIChatAdapter(HttpAdapter):
     def __init__(
         self,
         *,
-        dialect: str = "openai",
+        dialect: str | Dialect = "openai",
         think_tags: bool | None = None,
         include_usage: bool = True,
         **settings: Unpack[HttpSettings],
     ) -> None:
-        self.dialect: Dialect = get_dialect(dialect)
+        self.dialect: Dialect = dialect if isinstance(dialect, Dialect) else get_dialect(dialect)
         settings.setdefault("title", self.dialect.title)
         super().__init__(
             default_base_url=self.dialect.base_url,
@@ -68,8 +70,7 @@ class OpenAIChatAdapter(HttpAdapter):
         if options.tools:
             body["tools"] = [tool.to_openai() for tool in options.tools]
         if options.max_tokens is not None:
-            key = "max_completion_tokens" if self.dialect.name == "openai" else "max_tokens"
-            body[key] = options.max_tokens
+            body[self.max_tokens_field()] = options.max_tokens
         if options.temperature is not None:
             body["temperature"] = options.temperature
         if options.stop:
@@ -79,6 +80,11 @@ class OpenAIChatAdapter(HttpAdapter):
         if options.extra_body:
             body.update(options.extra_body)
         return body
+
+    def max_tokens_field(self) -> str:
+        """The body field of ``max_tokens``: OpenAI's ``max_completion_tokens`` (the only one
+        its reasoning models take), the classic ``max_tokens`` elsewhere."""
+        return "max_completion_tokens" if self.dialect.name == "openai" else "max_tokens"
 
     def reasoning_fields(self, effort: str) -> dict[str, Any]:
         """The dialect's spelling of a reasoning-effort request."""
@@ -153,6 +159,7 @@ class OpenAIChatAdapter(HttpAdapter):
             request_id=request_id,
             think_tags=self.think_tags,
             verbatim_tools=self.prose_tools(options),
+            max_tokens=options.max_tokens,
         )
 
     def prose_tools(self, options: GenerateOptions) -> list[dict[str, Any]]:

@@ -8,7 +8,21 @@ Contract: builds a stateless request (``store: false``) from :class:`GenerateOpt
   reasoning items (replayed from replay state with ``id``, ``encrypted_content``,
   ``summary`` and ``content``), its text as ``output_text`` messages and its tool calls as
   ``function_call`` items (``call_id``, name, raw arguments, and the item ``id`` from replay
-  state); tool results become ``function_call_output`` items;
+  state); built-in tool items (client-executed calls still in the turn, and every
+  server-executed item) go back verbatim, in output order, from replay state;
+* tool results become ``function_call_output`` items, or, for a client-executed built-in
+  call (known from an earlier turn's replay state), its own output item:
+  ``local_shell_call_output`` (``id``: the call id, ``output``: the text),
+  ``shell_call_output`` (``output``: the content when it is a JSON list of
+  ``{stdout, stderr, outcome}``, else one entry with the text as stdout, or as stderr
+  with exit code 1 for an error result), ``apply_patch_call_output`` (``status``
+  ``failed`` for an error result, else ``completed``; the text as ``output``),
+  ``computer_call_output`` (``output``: the content when it is a JSON screenshot object,
+  else a ``computer_screenshot`` with the text as ``file_id`` when it starts with
+  ``file-``, as ``image_url`` otherwise), ``custom_tool_call_output`` and
+  ``mcp_approval_response`` (``approve``: the content as a JSON boolean, a JSON object's
+  ``approve`` (and ``reason``), or a yes-word — ``true``, ``yes``, ``approve``,
+  ``approved``, ``allow``, ``ok``; anything else, and any error result, is a refusal);
 * tools in the flat Responses function format (``strict: false``: dshstream passes the
   caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
   asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
@@ -22,13 +36,21 @@ Responses has no ``stop`` parameter; ``options.stop`` is not sent.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import LlmError
 from .._core.request import GenerateOptions, Message
+from .._core.strict_json import loads_or_none
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
-from .._core.wires.base import Translator
-from .._core.wires.openai_responses import WIRE, OpenAIResponsesTranslator
+from .._core.wires.base import Translator, first_str
+from .._core.wires.openai_responses import (
+    CLIENT_CALLS,
+    SERVER_TOOLS,
+    WIRE,
+    OpenAIResponsesTranslator,
+    item_kind,
+)
 from .http import HttpAdapter
 from .settings import HttpSettings
 
@@ -39,6 +61,78 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 _EFFORTS = {"off": "none", "minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "max": "high"}
 _INCLUDE_REJECTED = ("encrypted content", "encrypted_content", "'include'", "include[")
+_YES = frozenset({"true", "yes", "y", "approve", "approved", "allow", "allowed", "ok"})
+
+
+def _builtin_call_id(entry: dict[str, Any]) -> str | None:
+    """The dshstream call id of a client-executed built-in item (an approval's item id)."""
+    if item_kind(entry) == "mcp_approval_request":
+        return first_str(entry.get("id"))
+    return first_str(entry.get("call_id"), entry.get("id"))
+
+
+def _shell_output(block: ToolResultBlock) -> list[Any]:
+    value = loads_or_none(block.content)
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return value
+    if isinstance(value, dict) and "outcome" in value:
+        return [value]
+    stream = "stderr" if block.is_error else "stdout"
+    return [
+        {
+            "stdout": "",
+            "stderr": "",
+            stream: block.content,
+            "outcome": {"type": "exit", "exit_code": 1 if block.is_error else 0},
+        }
+    ]
+
+
+def _approval(block: ToolResultBlock) -> dict[str, Any]:
+    approve, reason = False, None
+    if block.is_error:
+        reason = block.content or None
+    else:
+        value = loads_or_none(block.content.strip())
+        if isinstance(value, bool):
+            approve = value
+        elif isinstance(value, dict) and isinstance(value.get("approve"), bool):
+            approve, reason = value["approve"], first_str(value.get("reason"))
+        else:
+            approve = block.content.strip().lower() in _YES
+    item: dict[str, Any] = {"type": "mcp_approval_response", "approval_request_id": block.call_id, "approve": approve}
+    if reason:
+        item["reason"] = reason
+    return item
+
+
+def tool_output_item(block: ToolResultBlock, kind: str | None) -> dict[str, Any]:
+    """The input item that answers the call ``block`` answers, whose item type is ``kind``
+    (``None``: a function call)."""
+    call_id, content = block.call_id, block.content
+    if kind == "local_shell_call":
+        return {"type": "local_shell_call_output", "id": call_id, "output": content}
+    if kind == "shell_call":
+        return {"type": "shell_call_output", "call_id": call_id, "output": _shell_output(block)}
+    if kind == "apply_patch_call":
+        status = "failed" if block.is_error else "completed"
+        item = {"type": "apply_patch_call_output", "call_id": call_id, "status": status}
+        if content:
+            item["output"] = content
+        return item
+    if kind == "computer_call":
+        value = loads_or_none(content)
+        if isinstance(value, dict) and isinstance(value.get("type"), str):
+            screenshot: dict[str, Any] = value
+        else:
+            field = "file_id" if content.startswith("file-") else "image_url"
+            screenshot = {"type": "computer_screenshot", field: content}
+        return {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
+    if kind == "custom_tool_call":
+        return {"type": "custom_tool_call_output", "call_id": call_id, "output": content}
+    if kind == "mcp_approval_request":
+        return _approval(block)
+    return {"type": "function_call_output", "call_id": call_id, "output": content}
 
 
 class OpenAIResponsesAdapter(HttpAdapter):
@@ -77,13 +171,14 @@ class OpenAIResponsesAdapter(HttpAdapter):
         instructions: list[str] = []
         items: list[dict[str, Any]] = []
         leading = True
+        builtin = self.builtin_calls(options.messages)
         for message in options.messages:
             if message.role == "system" and leading:
                 if message.text:
                     instructions.append(message.text)
                 continue
             leading = False
-            items.extend(self.convert_message(message))
+            items.extend(self.convert_message(message, builtin))
         body: dict[str, Any] = {
             "model": options.model,
             "input": items,
@@ -118,13 +213,32 @@ class OpenAIResponsesAdapter(HttpAdapter):
             body.update(options.extra_body)
         return body
 
-    def convert_message(self, message: Message) -> list[dict[str, Any]]:
-        """One history message as Responses input items."""
+    @staticmethod
+    def builtin_calls(messages: Sequence[Message]) -> dict[str, str]:
+        """Call id -> item type of every client-executed built-in call in the replay
+        states of ``messages`` (how a tool result for it must be sent)."""
+        kinds: dict[str, str] = {}
+        for message in messages:
+            state = message.replay_state
+            if message.role != "assistant" or not isinstance(state, dict) or state.get("wire") != WIRE:
+                continue
+            entries = state.get("items")
+            for entry in entries if isinstance(entries, list) else ():
+                if isinstance(entry, dict) and item_kind(entry) in CLIENT_CALLS:
+                    call_id = _builtin_call_id(entry)
+                    if call_id is not None:
+                        kinds[call_id] = item_kind(entry)
+        return kinds
+
+    def convert_message(self, message: Message, builtin: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """One history message as Responses input items; ``builtin`` (from
+        :meth:`builtin_calls`) says which tool results answer a built-in call."""
         if message.role in ("system", "user"):
             return [{"role": message.role, "content": message.text}]
         if message.role == "tool":
+            kinds = builtin or {}
             return [
-                {"type": "function_call_output", "call_id": block.call_id, "output": block.content}
+                tool_output_item(block, kinds.get(block.call_id))
                 for block in message.blocks
                 if isinstance(block, ToolResultBlock)
             ]
@@ -161,6 +275,12 @@ class OpenAIResponsesAdapter(HttpAdapter):
                 if call is not None:
                     item_id = entry.get("id")
                     follower = self._call_item(call, item_id if isinstance(item_id, str) else None)
+            elif isinstance(kind, str) and kind in CLIENT_CALLS:
+                # verbatim, while its call is still in the turn (not dropped on max-tokens)
+                if pending_calls.pop(_builtin_call_id(entry) or "", None) is not None:
+                    follower = dict(entry)
+            elif isinstance(kind, str) and kind in SERVER_TOOLS:
+                follower = dict(entry)
             else:
                 continue
             if follower is None and reasoning_run is not None:
@@ -230,5 +350,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
-        return OpenAIResponsesTranslator(provider=options.provider, request_id=request_id)
+        return OpenAIResponsesTranslator(
+            provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
+        )
 

@@ -6,7 +6,9 @@ Contract:
 1. Every failed attempt is reported exactly once, before the retry decision.
 2. The record never holds prompt text, tool arguments, media or keys: the provider,
    model, attempt number, chunks received, elapsed time, the redacted ``base_url`` and the
-   adapter's own bounded request summary (:func:`request_summary` by default).
+   adapter's own bounded request summary (:func:`request_summary` by default). The
+   failure's ``diagnostics`` become the record merged over what the translator put there
+   (an empty reply's ``finish_raw``, token counts, ``max_tokens``...).
 3. A reporter that raises is logged and ignored: it never breaks the stream.
 4. Failures that point at a defect (ours or the provider's wire) log at ERROR; expected
    outcomes (rate limits, timeouts) at WARNING.
@@ -51,7 +53,8 @@ def report_failure(
     carrying the record as its ``diagnostics`` (rules 1-4)."""
     level = log.error if failure.code in _DEFECT_CODES else log.warning
     level("%s: attempt %d failed: %s", provider, attempt, failure.code)
-    failure = replace(failure, diagnostics=record)
+    # the translator's own facts (an empty reply's token counts...) stay beside the record
+    failure = replace(failure, diagnostics={**failure.diagnostics, **record} if failure.diagnostics else record)
     if reporter is not None:
         try:
             reporter(failure, record)

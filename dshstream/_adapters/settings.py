@@ -11,6 +11,9 @@ from the environment, once, when an adapter is built.
 3. A key read from the environment goes only to its provider's own host: the variables
    are read only when ``base_url`` has the scheme, host and port of the provider's default
    URL. A key passed as ``api_key=`` goes wherever the caller points it.
+4. ``api_key`` is a key or a zero-argument callable returning the current one (rotating
+   tokens; :mod:`~dshstream._adapters.credentials`); a callable is never replaced by an
+   environment variable.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from .._core.redact import redact
 from .._core.validate import (
     check_api_key,
     check_base_url,
+    check_credential,
     check_headers,
     check_nonneg_int,
     check_positive_int,
     check_timeout,
+    invalid,
 )
 
 if TYPE_CHECKING:
@@ -48,8 +53,9 @@ DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 class HttpSettings(TypedDict, total=False):
     """The keyword settings of every HTTP adapter (all optional)."""
 
-    #: the key; default: the provider's environment variable (own host only, rule 3)
-    api_key: str | None
+    #: the key, or a zero-argument callable returning the current one (called before every
+    #: attempt; rule 4); default: the provider's environment variable (own host only, rule 3)
+    api_key: str | Callable[[], str] | None
     #: the API root; default: the provider's own
     base_url: str | None
     #: a ``requests.Session`` to send with (default: one per adapter)
@@ -71,10 +77,17 @@ class HttpSettings(TypedDict, total=False):
 
 
 def checked(settings: HttpSettings) -> HttpSettings:
-    """``settings`` validated (rule 2), defaults filled in."""
+    """``settings`` validated (rule 2), defaults filled in; an unknown setting (a typo such
+    as ``max_retrys``) is refused, naming it and the known ones."""
+    unknown = sorted(set(settings) - set(HttpSettings.__annotations__))
+    if unknown:
+        raise invalid(
+            f"unknown adapter setting {unknown[0]!r}; known: {', '.join(sorted(HttpSettings.__annotations__))}",
+            wrong_type=True,
+        )
     headers = settings.get("headers")
     return {
-        "api_key": check_api_key(settings.get("api_key")),
+        "api_key": check_credential(settings.get("api_key")),
         "base_url": settings.get("base_url"),
         "session": settings.get("session"),
         "identity": settings.get("identity"),
@@ -98,11 +111,16 @@ def same_host(url: str, other: str) -> bool:
 
 
 def resolve_api_key(
-    api_key: str | None, base_url: str, key_env: tuple[str, ...], key_host_url: str | None, name: str
-) -> str | None:
-    """The key to send: ``api_key`` if given, else the first non-empty of the ``key_env``
-    variables — only when ``base_url`` is on ``key_host_url``'s host (rule 3; ``None``:
-    any host, for a variable the caller named)."""
+    api_key: str | Callable[[], str] | None,
+    base_url: str,
+    key_env: tuple[str, ...],
+    key_host_url: str | None,
+    name: str,
+) -> str | Callable[[], str] | None:
+    """The credential to send: ``api_key`` if given (a key or a callable), else the first
+    non-empty of the ``key_env`` variables — only when ``base_url`` is on
+    ``key_host_url``'s host (rule 3; ``None``: any host, for a variable the caller named;
+    ``""``: no host, the variables are never read)."""
     if api_key is not None or not key_env:
         return api_key
     if key_host_url is not None and not same_host(base_url, key_host_url):

@@ -6,8 +6,9 @@ implicitly; a duplicate ``BlockStart`` keeps what was accumulated; the first ``B
 for an index wins and later deltas or ends for it are ignored; a tool call's id is
 last-wins and its name changes only on a non-empty name; ``usage`` is last-wins; a
 ``max-tokens`` finish drops every tool-call block (truncated calls are unsafe to run) and
-prunes per-block replay entries at the same positions. Anything that is not one of the
-seven chunk types raises ``TypeError``. Text is appended to lists and joined once, so the
+prunes per-block replay entries at the same positions; a text block's citations come with
+its ``BlockEnd`` (``result.citations`` lists them all, in order). Anything that is not one
+of the seven chunk types raises ``TypeError``. Text is appended to lists and joined once, so the
 cost is linear in the bytes streamed. :meth:`BlockAssembler.push` dispatches over the
 closed chunk union exhaustively: its last branch is a ``NoReturn`` helper, so mypy flags
 an unhandled variant.
@@ -32,6 +33,7 @@ from .types import (
     BlockEnd,
     BlockStart,
     BlockType,
+    Citation,
     Finish,
     FinishReason,
     LlmFailure,
@@ -76,6 +78,11 @@ class AssembledResponse:
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         """The tool calls, in stream order."""
         return tuple(b for b in self.blocks if isinstance(b, ToolCallBlock))
+
+    @property
+    def citations(self) -> tuple[Citation, ...]:
+        """The sources the provider cited, in order: every text block's ``citations``."""
+        return tuple(c for b in self.blocks if isinstance(b, TextBlock) for c in b.citations)
 
     @property
     def failure(self) -> LlmFailure | None:

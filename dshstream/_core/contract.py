@@ -10,7 +10,9 @@ Contract: yields every chunk unchanged and raises :class:`~dshstream._core.error
    text and reasoning deltas are never empty; a closed text block is never empty;
 3. tool-call arguments are strings;
 4. a ``stop``/``tool-calls``/``max-tokens`` finish comes after every block has ended, and a
-   ``stop`` with no block at all is a violation (it must be ``EMPTY_RESPONSE``).
+   ``stop`` with no block at all is a violation (it must be ``EMPTY_RESPONSE``) unless its
+   metadata lists tools the provider ran itself (``server_tools``: their output is the
+   response, e.g. a generated image).
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def check_contract(chunks: Iterable[StreamChunk]) -> Iterator[StreamChunk]:
             kind = chunk.reason.kind
             if kind in ("stop", "tool-calls", "max-tokens") and open_blocks:
                 raise _violation(f"{kind!r} finish with blocks still open: {sorted(open_blocks)}")
-            if kind == "stop" and seen == 0:
+            if kind == "stop" and seen == 0 and not (chunk.metadata is not None and chunk.metadata.server_tools):
                 raise _violation("'stop' finish with no content (must be EMPTY_RESPONSE)")
             finished = True
         else:

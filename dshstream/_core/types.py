@@ -4,12 +4,16 @@ token usage, finish reasons, failures and response metadata.
 Contract: stdlib only, no I/O. Every chunk is a frozen, slotted dataclass with no behaviour;
 dispatch over the union with ``match`` and end in :func:`assert_never` so mypy flags an
 unhandled variant. ``chunk_to_dict``/``chunk_from_dict`` are the only serialization and
-round-trip losslessly through JSON.
+round-trip losslessly through JSON. The union stays closed: values that belong to a block
+(a text block's :class:`Citation` s) travel inside it, with its ``BlockEnd``; values that
+belong to the whole response (other models' usage, server-run tools) travel in the
+finish's :class:`ResponseMetadata`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypeAlias, final
 
@@ -48,10 +52,37 @@ def assert_never(value: NoReturn) -> NoReturn:
 
 @final
 @dataclass(frozen=True, slots=True)
+class Citation:
+    """A source the provider ties to a passage of a text block.
+
+    ``kind`` is ``"url"`` (a web page: Anthropic web search, Responses and OpenRouter
+    ``url_citation``, Gemini grounding), ``"document"`` (a document or retrieved context
+    the request supplied), ``"search-result"`` (an Anthropic search result block),
+    ``"file"`` (a Responses file or container file) or ``"place"`` (Gemini Maps
+    grounding). ``cited_text`` is the text the provider gives with the citation: the
+    quoted source passage (Anthropic) or the passage of the answer it supports (Gemini).
+    ``location`` says where in the source, as the provider numbers it (``"document 0,
+    pages 3-4"``, a file id). ``start``/``end`` are the offsets of the supported span in
+    the block's text, as the provider reports them (Responses, OpenRouter).
+    """
+
+    kind: str
+    url: str | None = None
+    title: str | None = None
+    cited_text: str | None = None
+    location: str | None = None
+    start: int | None = None
+    end: int | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class TextBlock:
-    """Visible answer text."""
+    """Visible answer text; ``citations`` are the sources the provider tied to it, in the
+    order it sent them (empty when it sent none)."""
 
     text: str
+    citations: tuple[Citation, ...] = ()
 
 
 @final
@@ -187,13 +218,48 @@ class FinishReason:
 @final
 @dataclass(frozen=True, slots=True)
 class ResponseMetadata:
-    """Identifiers of one response: provider response id, model that answered, the backend
-    that served it behind a gateway, and the HTTP request id."""
+    """What the provider said about one response besides its content.
+
+    ``response_id``, ``model`` (the model that answered), ``serving_provider`` (the backend
+    behind a gateway) and ``request_id`` (the HTTP request id) identify it.
+    ``usage_by_model`` is the usage of *other* models that took part (an Anthropic advisor,
+    a declined fallback model...): model name -> :class:`TokenUsage`. It is never part of
+    the response's own usage (the ``UsageChunk``), so the two never count a token twice.
+    ``server_tools`` summarizes the tools the provider ran itself (Responses
+    ``web_search_call``, ``mcp_call``...; Anthropic ``server_tool_use``): one dict per
+    call with its ``type``, ``id``, ``status`` and a few descriptive fields, in output
+    order; the calls themselves stay in the replay state.
+
+    Fields can also be read by name, ``metadata["usage_by_model"]``; a field that is
+    ``None`` or empty is absent (``KeyError``, ``in`` is false, ``get`` gives the default).
+    """
 
     response_id: str | None = None
     model: str | None = None
     serving_provider: str | None = None
     request_id: str | None = None
+    usage_by_model: Mapping[str, TokenUsage] | None = field(default=None, hash=False)
+    server_tools: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, None) if key in _METADATA_FIELDS else None
+        if value is None or value == ():
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The field named ``key`` when present, else ``default``."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
 
 # --------------------------------------------------------------------------- chunks
@@ -260,7 +326,9 @@ class UsageChunk:
 @final
 @dataclass(frozen=True, slots=True)
 class Finish:
-    """The last chunk of every stream. ``replay_state`` is adapter-owned lossless JSON."""
+    """The last chunk of every stream. ``replay_state`` is adapter-owned lossless JSON;
+    ``metadata`` identifies the response and carries what belongs to the whole of it
+    (other models' usage, tools the provider ran itself)."""
 
     reason: FinishReason
     replay_state: Any = None
@@ -287,7 +355,9 @@ CHUNK_TYPES: tuple[type, ...] = (
 def block_to_dict(block: Block) -> dict[str, Any]:
     """A JSON-safe dict for ``block`` with a ``type`` discriminator."""
     match block:
-        case TextBlock(text=text):
+        case TextBlock(text=text, citations=citations):
+            if citations:
+                return {"type": "text", "text": text, "citations": [citation_to_dict(c) for c in citations]}
             return {"type": "text", "text": text}
         case ReasoningBlock(text=text, signature=signature):
             out: dict[str, Any] = {"type": "reasoning", "text": text}
@@ -316,6 +386,9 @@ def block_from_dict(data: dict[str, Any]) -> Block:
     """Inverse of :func:`block_to_dict`; raises ``ValueError`` on an unknown type."""
     kind = data.get("type")
     if kind == "text":
+        citations = data.get("citations")
+        if citations:
+            return TextBlock(str(data["text"]), tuple(citation_from_dict(c) for c in citations))
         return TextBlock(text=str(data["text"]))
     if kind == "reasoning":
         return ReasoningBlock(text=str(data["text"]), signature=data.get("signature"))
@@ -357,12 +430,49 @@ _FAILURE_FIELDS = (
     "detail",
     "diagnostics",
 )
-_METADATA_FIELDS = ("response_id", "model", "serving_provider", "request_id")
+_METADATA_FIELDS = ("response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools")
+_METADATA_IDS = ("response_id", "model", "serving_provider", "request_id")
+_CITATION_FIELDS = ("kind", "url", "title", "cited_text", "location", "start", "end")
+
+
+def citation_to_dict(citation: Citation) -> dict[str, Any]:
+    """JSON-safe dict of a citation, omitting absent fields."""
+    return {f: getattr(citation, f) for f in _CITATION_FIELDS if getattr(citation, f) is not None}
+
+
+def citation_from_dict(data: dict[str, Any]) -> Citation:
+    """Inverse of :func:`citation_to_dict`."""
+    return Citation(**{f: data[f] for f in _CITATION_FIELDS if f in data})
+
+
+def metadata_to_dict(metadata: ResponseMetadata) -> dict[str, Any]:
+    """JSON-safe dict of response metadata, omitting absent fields."""
+    out: dict[str, Any] = {f: getattr(metadata, f) for f in _METADATA_IDS if getattr(metadata, f) is not None}
+    if metadata.usage_by_model:
+        out["usage_by_model"] = {model: usage_to_dict(u) for model, u in metadata.usage_by_model.items()}
+    if metadata.server_tools:
+        out["server_tools"] = [dict(entry) for entry in metadata.server_tools]
+    return out
+
+
+def metadata_from_dict(data: dict[str, Any]) -> ResponseMetadata:
+    """Inverse of :func:`metadata_to_dict`."""
+    by_model = data.get("usage_by_model")
+    return ResponseMetadata(
+        **{f: data[f] for f in _METADATA_IDS if f in data},
+        usage_by_model={m: usage_from_dict(u) for m, u in by_model.items()} if by_model else None,
+        server_tools=tuple(dict(entry) for entry in data.get("server_tools") or ()),
+    )
 
 
 def usage_to_dict(usage: TokenUsage) -> dict[str, Any]:
     """JSON-safe dict of a usage record, omitting absent optional counts."""
     return {f: getattr(usage, f) for f in _USAGE_FIELDS if getattr(usage, f) is not None}
+
+
+def usage_from_dict(data: dict[str, Any]) -> TokenUsage:
+    """Inverse of :func:`usage_to_dict` (unknown keys ignored)."""
+    return TokenUsage(**{f: v for f, v in data.items() if f in _USAGE_FIELDS})
 
 
 def failure_to_dict(failure: LlmFailure) -> dict[str, Any]:
@@ -406,11 +516,7 @@ def chunk_to_dict(chunk: StreamChunk) -> dict[str, Any]:
             if replay_state is not None:
                 out["replay_state"] = replay_state
             if metadata is not None:
-                out["metadata"] = {
-                    f: getattr(metadata, f)
-                    for f in _METADATA_FIELDS
-                    if getattr(metadata, f) is not None
-                }
+                out["metadata"] = metadata_to_dict(metadata)
             return out
         case _:
             assert_never(chunk)
@@ -435,7 +541,7 @@ def chunk_from_dict(data: dict[str, Any]) -> StreamChunk:
     if kind == "block-end":
         return BlockEnd(index=int(data["index"]), block=block_from_dict(data["block"]))
     if kind == "usage":
-        return UsageChunk(usage=TokenUsage(**{f: v for f, v in data["usage"].items() if f in _USAGE_FIELDS}))
+        return UsageChunk(usage=usage_from_dict(data["usage"]))
     if kind == "finish":
         reason = data["reason"]
         failure = reason.get("failure")
@@ -447,8 +553,6 @@ def chunk_from_dict(data: dict[str, Any]) -> StreamChunk:
                 raw=reason.get("raw"),
             ),
             replay_state=data.get("replay_state"),
-            metadata=ResponseMetadata(**{f: meta[f] for f in _METADATA_FIELDS if f in meta})
-            if meta is not None
-            else None,
+            metadata=metadata_from_dict(meta) if meta is not None else None,
         )
     raise ValueError(f"unknown chunk type {kind!r}")

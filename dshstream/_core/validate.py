@@ -11,11 +11,11 @@ Contract: stdlib + ``errors`` + ``redaction`` only; pure functions, no I/O.
 * Messages name the field, the type of the value given and what is expected
   (``GenerateOptions.max_tokens must be a positive int, got int -5``). A value is echoed
   as a redacted ``repr`` of at most about 60 characters; ``bool`` never counts as a number.
-* Credentials are never echoed, not even in part: :func:`check_api_key` and
-  :func:`check_headers` name only the field and the problem (a control character such as
-  ``\\r``/``\\n``/``\\t``, a character that is not Latin-1, surrounding whitespace,
-  whitespace only); :func:`check_base_url` echoes the URL with its password and key-like
-  query values redacted.
+* Credentials are never echoed, not even in part: :func:`check_api_key`,
+  :func:`check_credential` and :func:`check_headers` name only the field and the problem
+  (a control character such as ``\\r``/``\\n``/``\\t``, a character that is not
+  Latin-1, surrounding whitespace, whitespace only); :func:`check_base_url` echoes the
+  URL with its password and key-like query values redacted.
 * Numbers must be finite: ``nan`` and ``inf`` are refused (they are not JSON).
 """
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 import re
 import reprlib
-from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn, cast
 from urllib.parse import urlsplit
 
 from .errors import ConfigurationError, error_for, make_failure
@@ -35,6 +35,7 @@ __all__ = [
     "check_api_key",
     "check_base_url",
     "check_choice",
+    "check_credential",
     "check_event",
     "check_finite_number",
     "check_headers",
@@ -224,6 +225,21 @@ def check_api_key(value: object, field: str = "api_key") -> str | None:
     if problem is not None:
         _fail(f"{field} {problem}; the key was not used")
     return value
+
+
+def check_credential(value: object, field: str = "api_key") -> str | Callable[[], str] | None:
+    """A credential setting: a zero-argument callable (returned as it is; each value it
+    returns is checked with :func:`check_api_key` when it is called), or a key as
+    :func:`check_api_key` accepts it. Anything else is refused naming only its type."""
+    if callable(value) and not isinstance(value, (str, bytes, type)):
+        return cast("Callable[[], str]", value)
+    if value is not None and not isinstance(value, str):
+        _fail(
+            f"{field} must be a str, a zero-argument callable returning one, or None, "
+            f"got {type(value).__name__}",
+            wrong_type=True,
+        )
+    return check_api_key(value, field)
 
 
 def check_headers(value: object, field: str = "headers") -> dict[str, str]:

@@ -10,6 +10,8 @@ registry).
   (SSE ``error`` events, OpenAI/Anthropic/Gemini/OpenRouter/Responses/Groq shapes).
 * the word predicates (:func:`is_context_overflow`, :func:`is_quota_exhausted`,
   :func:`is_credit_limit`, :func:`is_model_not_found`, :func:`is_rate_limit_text`).
+* :func:`content_filter_summary` — the categories an Azure content-filter verdict
+  blocked, for a failure's detail.
 
 Every result is an :class:`~dshstream._core.types.LlmFailure` built with
 :func:`~dshstream._core.errors.make_failure`. ``message`` is a headline built from the provider
@@ -39,6 +41,7 @@ the transport; the display formatter for codes in :mod:`dshstream._render`.
 from __future__ import annotations
 
 from .classifiers import classify_error_payload, classify_http_error
+from .payload import content_filter_summary
 from .lexicon import (
     is_context_overflow,
     is_credit_limit,
@@ -50,6 +53,7 @@ from .lexicon import (
 __all__ = [
     "classify_error_payload",
     "classify_http_error",
+    "content_filter_summary",
     "is_context_overflow",
     "is_credit_limit",
     "is_model_not_found",

@@ -10,8 +10,9 @@ it never sees raw bodies or secrets.
 is the :mod:`.lexicon` match. First match wins:
 
 1. 401/403, an auth hint or auth wording → ``AUTH``.
-2. A ``model_not_found`` hint or model wording (any status), or a 404/``not_found`` hint
-   with wording that mentions a model → ``MODEL_NOT_FOUND``.
+2. A ``model_not_found`` hint (also Azure's ``DeploymentNotFound``) or model wording (any
+   status), or a 404/``not_found`` hint with wording that mentions a model →
+   ``MODEL_NOT_FOUND``.
 3. Quota wording → ``QUOTA``, unless a Gemini quota is per minute/second (then rule 6).
 4. Affordability wording → ``CREDIT_LIMIT``.
 5. 402 → ``QUOTA``.
@@ -75,6 +76,7 @@ _AUTH_HINTS = frozenset(
     }
 )
 _NOT_FOUND_HINTS = frozenset({"not_found_error", "not_found"})
+_MODEL_HINTS = frozenset({"model_not_found", "deploymentnotfound", "deployment_not_found"})
 _RATE_HINTS = frozenset(
     {"rate_limit_error", "rate_limit_exceeded", "rate_limit", "resource_exhausted", "too_many_requests"}
 )
@@ -127,7 +129,7 @@ def decide(status: int | None, hints: frozenset[str], text: str, *, per_minute_q
 
     if eff in (401, 403) or hints & _AUTH_HINTS or lexicon.AUTH.search(text):
         return "AUTH"
-    if "model_not_found" in hints or lexicon.is_model_not_found(text):
+    if hints & _MODEL_HINTS or lexicon.is_model_not_found(text):
         return "MODEL_NOT_FOUND"
     if (eff == 404 or hints & _NOT_FOUND_HINTS) and lexicon.MODEL.search(text):
         return "MODEL_NOT_FOUND"

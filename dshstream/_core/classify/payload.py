@@ -9,14 +9,18 @@ text to the failure's ``detail``.
 1. **Where the error is.** ``error`` (an object or a string), else ``response.error``
    (Responses ``response.failed``), else the document itself; a list is searched in its
    first four items. The message is the first non-blank of ``message``, ``detail``,
-   ``error_description``, ``msg``, ``error_message`` (of the error, then of the top).
+   ``error_description``, ``msg``, ``error_message`` (of the error, then of the top); a
+   string ``error`` is the message, followed by the OAuth ``error_description``.
 2. **Codes.** ``type`` (other than ``"error"``) is a hint; a numeric ``code`` or
    ``status`` (``500``, ``"429"``, ``429.0``) is an HTTP status when it lies in 100-599;
    any other ``code`` is a hint; an UPPER_SNAKE ``status`` is a Google status word.
 3. **Gemini details.** ``details[].reason`` are hints, ``retryDelay`` (``"27s"``) is the
    wait, ``violations[].quotaId``/``quotaMetric`` name the quota.
 4. **OpenRouter.** ``metadata.provider_name`` is the serving provider, ``metadata.raw``
-   the upstream text; Groq's ``failed_generation`` is kept for the detail.
+   the upstream text; Groq's ``failed_generation`` is kept for the detail. **Azure.**
+   ``innererror.code`` (``ResponsibleAIPolicyViolation``) is a hint, and the categories
+   its ``content_filter_result`` marks ``filtered`` go into the detail
+   (:func:`content_filter_summary`: ``hate (severity: high), jailbreak (detected)``).
 5. **Double encoding.** A message that is itself a JSON error document is read too
    (nested at most four deep), its facts taking precedence.
 6. **Request id.** A top-level ``request_id`` counts only when it is a plain id
@@ -44,7 +48,15 @@ from ..._headers import is_plain_id
 from ..strict_json import loads_or_none
 from .lexicon import collapse
 
-__all__ = ["MAX_PARSE", "ErrorFacts", "Reading", "facts_from", "read_http_body", "read_payload"]
+__all__ = [
+    "MAX_PARSE",
+    "ErrorFacts",
+    "Reading",
+    "content_filter_summary",
+    "facts_from",
+    "read_http_body",
+    "read_payload",
+]
 
 #: characters of a body that are parsed as JSON or matched as wording
 MAX_PARSE = 1_000_000
@@ -221,6 +233,9 @@ def facts_from(payload: object, depth: int = 0) -> ErrorFacts | None:
         source = err
     elif isinstance(err, str) and err.strip():
         facts.message = err
+        description = top.get("error_description")  # OAuth 2.0 (RFC 6749 §5.2)
+        if isinstance(description, str) and description.strip():
+            facts.message = f"{err}: {description}"
 
     message_was_text = facts.message is not None
     if facts.message is None:
@@ -262,6 +277,16 @@ def facts_from(payload: object, depth: int = 0) -> ErrorFacts | None:
     failed = source.get("failed_generation")
     if isinstance(failed, str) and failed:
         facts.extra = f"failed_generation: {failed}"
+    inner_error = source.get("innererror")
+    if isinstance(inner_error, Mapping):  # Azure OpenAI
+        inner_code = inner_error.get("code")
+        if isinstance(inner_code, str) and inner_code.strip():
+            facts.reasons.append(inner_code.strip()[:100])
+        summary = content_filter_summary(
+            inner_error.get("content_filter_result", inner_error.get("content_filter_results"))
+        )
+        if summary:
+            facts.extra = f"{facts.extra} | {summary}" if facts.extra else summary
 
     # Gemini sometimes double-encodes: error.message is itself a JSON error document.
     if message_was_text and facts.message and facts.message.lstrip()[:1] in ("{", "["):
@@ -271,6 +296,39 @@ def facts_from(payload: object, depth: int = 0) -> ErrorFacts | None:
     if not any((facts.message, facts.type, facts.code, facts.code_num, facts.gstatus, facts.reasons)):
         return None
     return facts
+
+
+_MAX_CATEGORIES = 16
+
+
+def content_filter_summary(results: object) -> str | None:
+    """The categories an Azure ``content_filter_result(s)`` object marks ``filtered``, as
+    ``"content filter: hate (severity: high), jailbreak (detected)"``; ``None`` when none
+    is (bounded: at most 16 categories, names and values cut to 60 characters)."""
+    if not isinstance(results, Mapping):
+        return None
+    named: list[str] = []
+    for name, verdict in list(results.items())[:64]:
+        if not isinstance(name, str) or not isinstance(verdict, Mapping) or verdict.get("filtered") is not True:
+            continue
+        facts = []
+        severity = verdict.get("severity")
+        if isinstance(severity, str) and severity:
+            facts.append(f"severity: {severity[:60]}")
+        if verdict.get("detected") is True:
+            facts.append("detected")
+        details = verdict.get("details")
+        ids = [
+            str(entry.get("id"))[:60]
+            for entry in (details[:8] if isinstance(details, list) else [])
+            if isinstance(entry, Mapping) and entry.get("filtered") is True and entry.get("id") is not None
+        ]
+        if ids:
+            facts.append("ids: " + ", ".join(ids))
+        named.append(f"{name[:60]} ({', '.join(facts)})" if facts else name[:60])
+        if len(named) >= _MAX_CATEGORIES:
+            break
+    return "content filter: " + ", ".join(named) if named else None
 
 
 def _loads(text: str) -> object:

@@ -12,10 +12,17 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
    tool call whose input streamed as nothing ends with ``"{}"``). Every other block type
    (``redacted_thinking``, ``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
    ``compaction``, anything unknown) is kept for replay only and never becomes a
-   ``ToolCallBlock``; ``citations_delta`` and ``compaction_delta`` are kept for replay.
+   ``ToolCallBlock``; ``server_tool_use`` and ``mcp_tool_use`` blocks are summarized in
+   the finish's ``metadata.server_tools``. A text block's citations (its start's
+   ``citations`` and every ``citations_delta``) are kept for replay and become the
+   :class:`~dshstream._core.types.Citation` s of its ``TextBlock``; ``compaction_delta``
+   is kept for replay.
 3. ``message_delta`` carries the stop reason and **cumulative** usage: each field present
-   replaces the earlier value; with ``usage.iterations`` (context compaction) the billed
-   usage is the sum over the iterations.
+   replaces the earlier value. With ``usage.iterations`` the billed usage is the sum over
+   the responding model's iterations (``message``, ``compaction``: entries that name no
+   model, or the response's model); an entry naming another model (an
+   ``advisor_message``, a declined fallback) is that model's usage, reported in
+   ``metadata.usage_by_model`` and never added to the response's.
 4. ``message_stop`` is the terminal marker; the finish is decided there (EOF before it is
    ``STREAM_CLOSED``, even after a ``message_delta``). end_turn/stop_sequence/pause_turn
    and unknown reasons are ``stop``, tool_use ``tool-calls``, max_tokens and
@@ -38,6 +45,7 @@ from typing import Any, ClassVar
 from ..sse import ServerSentEvent
 from ..strict_json import dump_json, loads_event, parse_json_object
 from ..types import (
+    Citation,
     FailureCategory,
     FinishKind,
     ReasoningBlock,
@@ -45,7 +53,7 @@ from ..types import (
     TokenUsage,
     ToolCallBlock,
 )
-from .base import Translator, dict_or_empty, int_or_none
+from .base import Translator, dict_or_empty, first_str, int_or_none, split_iterations
 
 WIRE = "anthropic"
 
@@ -57,6 +65,78 @@ _FINISH_KINDS: dict[str, FinishKind] = {
     "max_tokens": "max-tokens",
     "model_context_window_exceeded": "max-tokens",
 }
+
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+# document citation type -> (what its span counts, start field, end field); ends are exclusive
+_DOCUMENT_SPANS = {
+    "char_location": ("chars", "start_char_index", "end_char_index"),
+    "page_location": ("pages", "start_page_number", "end_page_number"),
+    "content_block_location": ("blocks", "start_block_index", "end_block_index"),
+}
+
+
+def _span(unit: str, start: Any, end: Any) -> str | None:
+    """``"pages 3-4"`` from an exclusive end; ``None`` without a valid start."""
+    first = int_or_none(start)
+    stop = int_or_none(end)
+    if first is None:
+        return None
+    last = stop - 1 if stop is not None and stop > first else first
+    return f"{unit} {first}" if last == first else f"{unit} {first}-{last}"
+
+
+def _joined(*parts: str | None) -> str | None:
+    present = [p for p in parts if p]
+    return ", ".join(present) if present else None
+
+
+def anthropic_citation(raw: Any) -> Citation | None:
+    """An Anthropic citation object as a :class:`Citation` (``None`` when not an object)."""
+    if type(raw) is not dict:
+        return None
+    kind = first_str(raw.get("type")) or "unknown"
+    cited = first_str(raw.get("cited_text"))
+    title = first_str(raw.get("title"))
+    if kind == "web_search_result_location":
+        return Citation("url", url=first_str(raw.get("url")), title=title, cited_text=cited)
+    span = _DOCUMENT_SPANS.get(kind)
+    if span is not None:
+        unit, start, end = span
+        index = int_or_none(raw.get("document_index"))
+        document = f"document {index}" if index is not None else None
+        location = _joined(document, _span(unit, raw.get(start), raw.get(end)))
+        title = first_str(raw.get("document_title"))
+        return Citation("document", title=title, cited_text=cited, location=location)
+    if kind == "search_result_location":
+        source = first_str(raw.get("source"))
+        index = int_or_none(raw.get("search_result_index"))
+        location = _joined(
+            f"search result {index}" if index is not None else None,
+            _span("blocks", raw.get("start_block_index"), raw.get("end_block_index")),
+        )
+        is_url = source is not None and source.startswith(("http://", "https://"))
+        return Citation(
+            "search-result",
+            url=source if is_url else None,
+            title=title,
+            cited_text=cited,
+            location=location if is_url or source is None else _joined(source, location),
+        )
+    return Citation(kind, url=first_str(raw.get("url")), title=title, cited_text=cited)
+
+
+def anthropic_usage(record: dict[str, Any]) -> TokenUsage | None:
+    """One usage record (a top-level one or an iteration entry) as disjoint counts."""
+    counts = [int_or_none(record.get(name)) for name in _USAGE_FIELDS]
+    if counts[0] is None and counts[1] is None:
+        return None
+    return TokenUsage(
+        input_tokens=counts[0] or 0,
+        output_tokens=counts[1] or 0,
+        cache_read_tokens=counts[2],
+        cache_write_tokens=counts[3],
+    )
 
 
 class _Pending:
@@ -82,8 +162,10 @@ class AnthropicTranslator(Translator):
         "rate_limit_error": ("RATE_LIMIT", "rate_limit", "rate limited"),
     }
 
-    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
-        super().__init__(provider=provider or "anthropic", request_id=request_id)
+    def __init__(
+        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+    ) -> None:
+        super().__init__(provider=provider or "anthropic", request_id=request_id, max_tokens=max_tokens)
         self._pending: dict[int, _Pending] = {}
         self._content: list[dict[str, Any] | None] = []
         self._usage: dict[str, int] = {}
@@ -226,6 +308,9 @@ class AnthropicTranslator(Translator):
         assert entry is not None
         kind = pending.kind
         if kind == "text":
+            if pending.citations:
+                cited = [anthropic_citation(raw) for raw in pending.citations]
+                writer.cite(key, [c for c in cited if c is not None])
             done = writer.end(key, cut=cut)
             text = done.text if isinstance(done, TextBlock) else ""
             entry["text"] = text
@@ -259,6 +344,15 @@ class AnthropicTranslator(Translator):
                     entry["input"] = parse_json_object(joined)
             if pending.citations:
                 entry["citations"] = pending.citations
+            if kind in ("server_tool_use", "mcp_tool_use"):
+                summary = {"type": kind}
+                for field in ("id", "name", "server_name"):
+                    value = first_str(entry.get(field))
+                    if value is not None:
+                        summary[field] = value
+                writer.server_tools.append(summary)
+            elif kind == "redacted_thinking":
+                writer.reasoning_seen = True
         self._content[pending.position] = entry
 
     # ------------------------------------------------------------------ usage
@@ -285,12 +379,10 @@ class AnthropicTranslator(Translator):
     def _billed_usage(self) -> TokenUsage | None:
         fields = self._usage
         if self._iterations is not None:
-            totals = dict.fromkeys(
-                ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"),
-                0,
-            )
-            for iteration in self._iterations:
-                record = dict_or_empty(iteration)
+            own, others = split_iterations(self._iterations, self.writer.model, anthropic_usage)
+            self.writer.usage_by_model = others or None
+            totals = dict.fromkeys(_USAGE_FIELDS, 0)
+            for record in own:
                 for name in totals:
                     totals[name] += int_or_none(record.get(name)) or 0
             return TokenUsage(
@@ -319,6 +411,9 @@ class AnthropicTranslator(Translator):
     def replay_state(self) -> Any:
         content = [entry for entry in self._content if entry is not None]
         return {"wire": WIRE, "content": content} if content else None
+
+    def token_counts(self) -> tuple[int | None, int | None]:
+        return (self._usage.get("input_tokens"), self._usage.get("output_tokens"))
 
     def _finish_stream(self) -> None:
         writer = self.writer

@@ -9,18 +9,30 @@ Contract: sans-IO (no sockets, time, threads or environment).
    marker seen), :meth:`ChunkWriter.fail` (in-band provider error, partial output kept)
    or :meth:`ChunkWriter.cut` (EOF before the marker: ``STREAM_CLOSED`` unless a finish
    reason already arrived, open tool calls marked truncated). A ``stop`` with no block at
-   all becomes ``EMPTY_RESPONSE``. Each way asks the translator's ``replay_state()`` hook
-   once, as the finish is emitted.
+   all becomes ``EMPTY_RESPONSE``, whose failure explains itself: its ``diagnostics``
+   hold ``finish_raw``, ``input_tokens``/``output_tokens`` (the provider's own counts from
+   the translator's ``token_counts()`` hook; ``None`` when missing or invalid, never 0),
+   ``reasoning_present``, ``max_tokens`` (the request's output limit, ``None`` when not
+   set) and ``response_id``, and its ``request_id`` falls back to the response id. A
+   ``tool-calls`` finish with a truncated or invalid call is ``max-tokens`` when the
+   usage reached ``max_tokens`` (vLLM says ``tool_calls`` for a call it cut at
+   ``length``). Each way asks the translator's ``replay_state()`` hook once, as the
+   finish is emitted.
 3. A :class:`Translator` is fed one SSE event at a time (``feed``) and told about the end
    of the input (``close``); both return the chunks produced so far. Its endings
    (``complete``, ``fail_with``, ``end_input``) flush the subclass's held state first
    (``flush(cut=...)``); ``fail_with`` classifies an error payload once for every wire
    (:meth:`Translator.classify_error`: forced codes, then the stream's serving provider
-   and request id back-filled where the payload names none).
+   and request id back-filled where the payload names none). ``max_tokens`` (the output
+   limit the adapter requested) is a constructor argument of every translator.
 4. Translators parse each payload with :func:`~dshstream._core.strict_json.loads_event`, called
    directly (it runs once per event): lone surrogate escapes become U+FFFD, so every text
    a translator emits is valid UTF-8, and the ``EventJsonError`` of a payload that is not
    JSON leaves ``feed`` and ``feed_events`` as ``MALFORMED_RESPONSE``.
+5. Citations for a text block are attached with :meth:`ChunkWriter.cite` while the block
+   is open and ride in its ``BlockEnd`` (``TextBlock.citations``); other models' usage
+   (``usage_by_model``) and the tools the provider ran itself (``server_tools``) ride in
+   the finish's metadata. None of them costs anything per delta.
 
 Why the writer's :class:`_OpenBlock` is not the assembler's ``_Partial`` (both append
 every delta): the chunk stream is the only interface between the two. The writer must
@@ -49,6 +61,7 @@ from ..types import (
     BlockEnd,
     BlockStart,
     BlockType,
+    Citation,
     FailureCategory,
     Finish,
     FinishKind,
@@ -69,11 +82,13 @@ from ..types import (
 __all__ = [
     "ChunkWriter",
     "Translator",
+    "add_usage",
     "cost_or_none",
     "dict_or_empty",
     "first_str",
     "int_or_none",
     "list_or_empty",
+    "split_iterations",
     "sum_optional",
 ]
 
@@ -82,7 +97,7 @@ class _OpenBlock:
     """A block between its first payload and its end (see the module docstring for why
     the assembler keeps its own)."""
 
-    __slots__ = ("index", "block_type", "pieces", "call_id", "name", "signature")
+    __slots__ = ("index", "block_type", "pieces", "call_id", "name", "signature", "citations")
 
     def __init__(self, index: int, block_type: BlockType) -> None:
         self.index = index
@@ -91,6 +106,7 @@ class _OpenBlock:
         self.call_id = ""
         self.name = ""
         self.signature: str | None = None
+        self.citations: list[Citation] | None = None
 
 
 class ChunkWriter:
@@ -102,14 +118,29 @@ class ChunkWriter:
         provider: str | None = None,
         request_id: str | None = None,
         replay_state: Callable[[], Any] | None = None,
+        token_counts: Callable[[], tuple[int | None, int | None]] | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self.out: list[StreamChunk] = []
         self.provider = provider
         self._open: dict[Hashable, _OpenBlock] = {}
         self.block_count = 0
         self.tool_call_count = 0
+        #: tool calls that ended with ``arguments_truncated``
+        self.truncated_calls = 0
+        #: the stream carried reasoning (a reasoning block, or a translator saw some)
+        self.reasoning_seen = False
+        #: the output limit the request set (``None``: not set or unknown)
+        self.max_tokens = max_tokens
         self.usage: TokenUsage | None = None
+        #: usage of other models that took part (model -> usage), never in ``usage``
+        self.usage_by_model: dict[str, TokenUsage] | None = None
+        #: summaries of the tools the provider ran itself, in output order
+        self.server_tools: list[dict[str, Any]] = []
         self._raw_usage: tuple[Callable[[dict[str, Any]], TokenUsage | None], dict[str, Any]] | None = None
+        #: the last usage record handed to :meth:`defer_usage`, kept after it is parsed
+        self.raw_usage: dict[str, Any] | None = None
+        self._token_counts = token_counts
         self.finish_kind: FinishKind | None = None
         self.finish_raw: str | None = None
         self.finish_failure: LlmFailure | None = None
@@ -125,6 +156,8 @@ class ChunkWriter:
     def _start(self, key: Hashable, block_type: BlockType) -> _OpenBlock:
         block = _OpenBlock(self.block_count, block_type)
         self.block_count += 1
+        if block_type == "reasoning":
+            self.reasoning_seen = True
         self._open[key] = block
         self.out.append(BlockStart(block.index, block_type))
         return block
@@ -181,6 +214,17 @@ class ChunkWriter:
             block.pieces.append(arguments)
         self.out.append(ToolCallDelta(block.index, block.call_id, block.name or None, arguments))
 
+    def cite(self, key: Hashable, citations: Iterable[Citation]) -> bool:
+        """Attach ``citations`` to the open text block under ``key`` (they ride in its
+        ``BlockEnd``); ``False`` when no text block is open there."""
+        block = self._open.get(key)
+        if block is None or block.block_type != "text":
+            return False
+        if block.citations is None:
+            block.citations = []
+        block.citations.extend(citations)
+        return True
+
     def end(self, key: Hashable, *, cut: bool = False, truncated: bool = False) -> Block | None:
         """Close the block under ``key`` and return the finished block (``None`` when it is
         not open). ``truncated`` marks a tool call cut short even when its arguments parse
@@ -190,7 +234,10 @@ class ChunkWriter:
             return None
         done: Block
         if block.block_type == "text":
-            done = TextBlock("".join(block.pieces))
+            if block.citations:
+                done = TextBlock("".join(block.pieces), tuple(block.citations))
+            else:
+                done = TextBlock("".join(block.pieces))
         elif block.block_type == "reasoning":
             done = ReasoningBlock("".join(block.pieces), signature=block.signature)
         else:
@@ -205,6 +252,8 @@ class ChunkWriter:
                 arguments_truncated=repaired or truncated,
                 raw_arguments=raw if arguments != raw else None,
             )
+            if done.arguments_truncated:
+                self.truncated_calls += 1
         self.out.append(BlockEnd(index=block.index, block=done))
         return done
 
@@ -235,14 +284,23 @@ class ChunkWriter:
             self.serving_provider = serving_provider
 
     def metadata(self) -> ResponseMetadata | None:
-        """The response identifiers gathered so far."""
-        if not (self.response_id or self.model or self.serving_provider or self.request_id):
+        """The response identifiers, other models' usage and server tools gathered so far."""
+        if not (
+            self.response_id
+            or self.model
+            or self.serving_provider
+            or self.request_id
+            or self.usage_by_model
+            or self.server_tools
+        ):
             return None
         return ResponseMetadata(
             response_id=self.response_id,
             model=self.model,
             serving_provider=self.serving_provider,
             request_id=self.request_id,
+            usage_by_model=dict(self.usage_by_model) if self.usage_by_model else None,
+            server_tools=tuple(self.server_tools),
         )
 
     def defer_usage(
@@ -254,6 +312,7 @@ class ChunkWriter:
         otherwise pay for normalizing thousands of records only the last of which counts.
         """
         self._raw_usage = (parse, raw)
+        self.raw_usage = raw
 
     def _resolve_usage(self) -> None:
         if self._raw_usage is not None:
@@ -270,6 +329,7 @@ class ChunkWriter:
         # Asked once; dropping the hook also breaks the translator <-> writer cycle, so a
         # finished stream is freed by reference counting alone.
         hook, self._replay_state = self._replay_state, None
+        self._token_counts = None  # the other translator hook: the cycle is broken
         replay = hook() if hook is not None else None
         self.out.append(Finish(reason=reason, replay_state=replay, metadata=self.metadata()))
         self.finished = True
@@ -296,15 +356,39 @@ class ChunkWriter:
         self.end_all(cut=kind == "max-tokens")
         if kind == "stop" and self.tool_call_count:
             kind = "tool-calls"  # e.g. a forced tool choice reports "stop"
-        if kind == "stop" and self.block_count == 0:
+        if kind == "tool-calls" and self.truncated_calls and self._output_limit_reached():
+            kind = "max-tokens"  # the call was cut at the limit, whatever the word says
+        if kind == "stop" and self.block_count == 0 and not self.server_tools:
             kind = "error"
-            failure = self.failure(
-                "EMPTY_RESPONSE",
-                f"{self.provider or 'provider'}: model returned a completed response with no content",
-            )
+            failure = self._empty_failure()
         if kind in ("error", "aborted") and failure is None:
             failure = self.failure("UNKNOWN", f"{self.provider or 'provider'}: stream ended in an error")
         self._emit_finish(FinishReason(kind=kind, failure=failure, raw=self.finish_raw))
+
+    def _output_limit_reached(self) -> bool:
+        self._resolve_usage()
+        limit = self.max_tokens
+        return limit is not None and self.usage is not None and self.usage.output_tokens >= limit
+
+    def _empty_failure(self) -> LlmFailure:
+        """``EMPTY_RESPONSE``, with the facts that explain an empty reply."""
+        self._resolve_usage()
+        counts = self._token_counts() if self._token_counts is not None else (None, None)
+        usage = self.usage
+        diagnostics = {
+            "finish_raw": self.finish_raw,
+            "input_tokens": int_or_none(counts[0]),
+            "output_tokens": int_or_none(counts[1]),
+            "reasoning_present": self.reasoning_seen or bool(usage is not None and usage.reasoning_tokens),
+            "max_tokens": self.max_tokens,
+            "response_id": self.response_id,
+        }
+        failure = self.failure(
+            "EMPTY_RESPONSE",
+            f"{self.provider or 'provider'}: model returned a completed response with no content",
+            request_id=self.request_id or self.response_id,
+        )
+        return replace(failure, diagnostics=diagnostics)
 
     def fail(self, failure: LlmFailure) -> None:
         """An in-band provider error ends the stream; partial output is kept."""
@@ -353,9 +437,15 @@ class Translator:
     #: type -> (code, category, headline); such a failure is retryable
     forced_error_codes: ClassVar[Mapping[str, tuple[str, FailureCategory, str]]] = {}
 
-    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
+    def __init__(
+        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+    ) -> None:
         self.writer = ChunkWriter(
-            provider=provider or self.wire, request_id=request_id, replay_state=self.replay_state
+            provider=provider or self.wire,
+            request_id=request_id,
+            replay_state=self.replay_state,
+            token_counts=self.token_counts,
+            max_tokens=max_tokens,
         )
 
     @property
@@ -404,6 +494,15 @@ class Translator:
         """The replay state the finish carries; the writer asks once, as it emits the
         finish, whichever way the stream ends (subclasses; ``None``: nothing to replay)."""
         return None
+
+    def token_counts(self) -> tuple[int | None, int | None]:
+        """The provider's own input and output token counts, as it reported them (each
+        ``None`` when it reported none valid); asked only to explain an empty reply. The
+        default reads the deferred usage record's chat-completions fields (subclasses)."""
+        raw = self.writer.raw_usage
+        if raw is None:
+            return (None, None)
+        return (int_or_none(raw.get("prompt_tokens")), int_or_none(raw.get("completion_tokens")))
 
     # ------------------------------------------------------------------ endings
 
@@ -457,6 +556,46 @@ class Translator:
                 detail=redact(data, limit=120),
             )
         )
+
+
+def add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
+    """The sum of two usage records (an optional count stays ``None`` when both are)."""
+
+    def both(x: int | None, y: int | None) -> int | None:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    cost = None if a.cost is None and b.cost is None else (a.cost or 0.0) + (b.cost or 0.0)
+    return TokenUsage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cache_read_tokens=both(a.cache_read_tokens, b.cache_read_tokens),
+        cache_write_tokens=both(a.cache_write_tokens, b.cache_write_tokens),
+        reasoning_tokens=both(a.reasoning_tokens, b.reasoning_tokens),
+        cost=cost,
+    )
+
+
+def split_iterations(
+    iterations: Any, model: str | None, parse: Callable[[dict[str, Any]], TokenUsage | None]
+) -> tuple[list[dict[str, Any]], dict[str, TokenUsage]]:
+    """Split a usage record's per-iteration entries (Anthropic ``usage.iterations``, or the
+    same shape relayed by a gateway) by the model that produced them: the responding
+    model's own entries (naming no model, or ``model``), and, per other model named, the
+    sum of its entries parsed with ``parse``. Entries that are not objects are skipped."""
+    own: list[dict[str, Any]] = []
+    others: dict[str, TokenUsage] = {}
+    for entry in iterations if type(iterations) is list else ():
+        if type(entry) is not dict:
+            continue
+        named = entry.get("model")
+        if not isinstance(named, str) or not named or named == model:
+            own.append(entry)
+            continue
+        usage = parse(entry)
+        if usage is not None:
+            known = others.get(named)
+            others[named] = usage if known is None else add_usage(known, usage)
+    return own, others
 
 
 def cost_or_none(value: Any) -> float | None:

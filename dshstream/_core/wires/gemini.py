@@ -12,8 +12,13 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
    closed by a ``functionCall`` without ``willContinue`` (usually ``{}``); they are
    assembled into one JSON string, emitted at the close. The call id is the wire's
    ``id`` or ``call-<block index>``.
-2. ``executableCode``, ``codeExecutionResult``, inline data, grounding metadata and any
-   unknown part are kept for replay only and never break the stream.
+2. ``executableCode``, ``codeExecutionResult``, inline data and any unknown part are kept
+   for replay only and never break the stream. The candidate's ``groundingMetadata`` (the
+   last one with grounding chunks wins) becomes the citations of the text block open at
+   the end of the stream: one :class:`~dshstream._core.types.Citation` per grounding
+   support and chunk it names (``cited_text``: the supported passage of the answer), or
+   one per chunk when there are no supports; a ``web`` chunk is ``"url"``,
+   ``retrievedContext`` ``"document"``, ``maps`` ``"place"``.
 3. ``usageMetadata`` is cumulative, the last record with counts wins: input =
    promptTokenCount + toolUsePromptTokenCount − cachedContentTokenCount, cache_read =
    cachedContentTokenCount, output = candidatesTokenCount + thoughtsTokenCount,
@@ -22,8 +27,10 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
    ``max-tokens``; ``promptFeedback.blockReason`` and SAFETY, RECITATION, BLOCKLIST,
    PROHIBITED_CONTENT, SPII, IMAGE_SAFETY (and the other IMAGE_ block reasons) are
    ``error`` finishes with ``CONTENT_FILTER`` (content_blocked, not retryable);
-   MALFORMED_FUNCTION_CALL an ``error`` finish (model_error, retryable); other reasons an
-   ``error`` finish with the reason as code. ``raw`` keeps Google's word.
+   MALFORMED_FUNCTION_CALL and UNEXPECTED_TOOL_CALL ``error`` finishes (model_error,
+   retryable), TOO_MANY_TOOL_CALLS one (model_error, not retryable); every other reason,
+   future ones included, an ``error`` finish with the reason as code. A word other than
+   STOP is never overridden by a later STOP. ``raw`` keeps Google's word.
 5. No terminator: EOF after a finish reason completes the stream, EOF before one is
    ``STREAM_CLOSED`` (an open streamed call is marked truncated). An ``{"error": ...}``
    object in the stream ends it with a classified failure, keeping partial output.
@@ -42,8 +49,8 @@ from typing import Any
 from ..redact import redact
 from ..sse import ServerSentEvent
 from ..strict_json import dump_json, loads_event
-from ..types import FinishKind, LlmFailure, TokenUsage
-from .base import Translator, dict_or_empty, int_or_none
+from ..types import Citation, FinishKind, LlmFailure, TokenUsage
+from .base import ChunkWriter, Translator, dict_or_empty, first_str, int_or_none, list_or_empty
 
 WIRE = "gemini"
 
@@ -60,6 +67,14 @@ _BLOCKED = frozenset(
     }
 )
 _FINISH_KINDS: dict[str, FinishKind] = {"STOP": "stop", "MAX_TOKENS": "max-tokens"}
+#: tool-call finish reasons: reason -> (headline, retryable); all are model errors
+TOOL_CALL_FAILURES: dict[str, tuple[str, bool]] = {
+    "MALFORMED_FUNCTION_CALL": ("the model produced a malformed function call", True),
+    "UNEXPECTED_TOOL_CALL": ("the model called a tool that was not enabled", True),
+    "TOO_MANY_TOOL_CALLS": ("the model called too many tools in a row", False),
+}
+# grounding chunk key -> citation kind
+_GROUNDING_KINDS = {"web": "url", "retrievedContext": "document", "maps": "place"}
 _TEXT_PART_KEYS = frozenset({"text", "thought", "thoughtSignature"})
 _PATH_TOKEN = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
 
@@ -199,13 +214,74 @@ class _TextPart:
         return part
 
 
+#: Gemini's finish words other than STOP and MAX_TOKENS (a gateway relays them as its
+#: "native" finish reason); a word not listed here is handled the same way on this wire
+GEMINI_FAILURE_WORDS = frozenset(
+    _BLOCKED
+    | TOOL_CALL_FAILURES.keys()
+    | {"LANGUAGE", "OTHER", "IMAGE_OTHER", "NO_IMAGE", "MISSING_THOUGHT_SIGNATURE", "MALFORMED_RESPONSE"}
+)
+
+
+def gemini_finish_failure(writer: ChunkWriter, reason: str, detail: str | None = None) -> LlmFailure:
+    """The failure of a Gemini finish word other than STOP and MAX_TOKENS: blocked
+    content is ``CONTENT_FILTER``, the tool-call words model errors under their own code,
+    any other word (future ones included) its own code."""
+    who = writer.provider
+    if reason in _BLOCKED:
+        return writer.failure("CONTENT_FILTER", f"{who}: response blocked by the provider ({reason})", detail=detail)
+    tool_failure = TOOL_CALL_FAILURES.get(reason)
+    if tool_failure is not None:
+        headline, retryable = tool_failure
+        return writer.failure(
+            reason, f"{who}: {headline} ({reason})", category="model_error", retryable=retryable, detail=detail
+        )
+    return writer.stop_failure(reason, detail=detail)
+
+
+def _grounding_source(chunk: Any) -> Citation | None:
+    if type(chunk) is not dict:
+        return None
+    for key, kind in _GROUNDING_KINDS.items():
+        source = chunk.get(key)
+        if type(source) is dict:
+            return Citation(
+                kind,
+                url=first_str(source.get("uri")),
+                title=first_str(source.get("title"), source.get("domain")),
+                cited_text=first_str(source.get("text")) if kind == "document" else None,
+            )
+    return None
+
+
+def grounding_citations(metadata: dict[str, Any]) -> list[Citation]:
+    """The citations of a ``groundingMetadata`` object, in support order."""
+    sources = [_grounding_source(chunk) for chunk in list_or_empty(metadata.get("groundingChunks"))]
+    supports = [s for s in list_or_empty(metadata.get("groundingSupports")) if type(s) is dict]
+    if not supports:
+        return [source for source in sources if source is not None]
+    out: list[Citation] = []
+    for support in supports:
+        passage = first_str(dict_or_empty(support.get("segment")).get("text"))
+        for index in list_or_empty(support.get("groundingChunkIndices")):
+            source = sources[index] if type(index) is int and 0 <= index < len(sources) else None
+            if source is not None:
+                out.append(
+                    Citation(source.kind, url=source.url, title=source.title, cited_text=passage or source.cited_text)
+                )
+    return out
+
+
 class GeminiTranslator(Translator):
     """Gemini / Vertex ``GenerateContentResponse`` events to dshstream chunks."""
 
     wire = WIRE
 
-    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
-        super().__init__(provider=provider or "gemini", request_id=request_id)
+    def __init__(
+        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+    ) -> None:
+        super().__init__(provider=provider or "gemini", request_id=request_id, max_tokens=max_tokens)
+        self._grounding: dict[str, Any] | None = None
         self._kind: str | None = None  # "text" or "reasoning": the open text-like block
         self._key: tuple[str, int] = ("text", 0)
         self._seq = 0
@@ -259,6 +335,10 @@ class GeminiTranslator(Translator):
             for part in parts:
                 if type(part) is dict:
                     self._on_part(part)
+        if "groundingMetadata" in candidate:
+            grounding = candidate["groundingMetadata"]
+            if type(grounding) is dict and grounding.get("groundingChunks"):
+                self._grounding = grounding
         reason = candidate.get("finishReason")
         if isinstance(reason, str) and reason and reason != "FINISH_REASON_UNSPECIFIED":
             message = candidate.get("finishMessage")
@@ -402,28 +482,13 @@ class GeminiTranslator(Translator):
 
     def _on_finish_reason(self, reason: str, message: str | None) -> None:
         writer = self.writer
-        who = writer.provider
-        detail = redact(message, limit=2000) if message else None
         kind = _FINISH_KINDS.get(reason)
         if kind is not None:
-            writer.set_finish(kind, reason)
+            if writer.finish_kind != "error":  # a STOP never hides an earlier failure word
+                writer.set_finish(kind, reason)
             return
-        failure: LlmFailure
-        if reason in _BLOCKED:
-            failure = writer.failure(
-                "CONTENT_FILTER", f"{who}: response blocked by the provider ({reason})", detail=detail
-            )
-        elif reason == "MALFORMED_FUNCTION_CALL":
-            failure = writer.failure(
-                "MALFORMED_FUNCTION_CALL",
-                f"{who}: the model produced a malformed function call (MALFORMED_FUNCTION_CALL)",
-                category="model_error",
-                retryable=True,
-                detail=detail,
-            )
-        else:
-            failure = writer.stop_failure(reason, detail=detail)
-        writer.set_finish("error", reason, failure)
+        detail = redact(message, limit=2000) if message else None
+        writer.set_finish("error", reason, gemini_finish_failure(writer, reason, detail))
 
     # ------------------------------------------------------------------ end
 
@@ -431,7 +496,18 @@ class GeminiTranslator(Translator):
         # No terminator: a streamed call still open here never got its close, so it is cut
         # short whether or not a finish reason arrived.
         self._close_call(truncated=True)
+        if self._grounding is not None and self._kind == "text":
+            self.writer.cite(self._key, grounding_citations(self._grounding))
         self._end_text_block()
+
+    def token_counts(self) -> tuple[int | None, int | None]:
+        raw = self.writer.raw_usage
+        if raw is None:
+            return (None, None)
+        candidates = int_or_none(raw.get("candidatesTokenCount"))
+        thoughts = int_or_none(raw.get("thoughtsTokenCount"))
+        output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+        return (int_or_none(raw.get("promptTokenCount")), output)
 
     def replay_state(self) -> Any:
         parts = [p.to_part() if isinstance(p, _TextPart) else p for p in self._parts]
@@ -466,4 +542,11 @@ def gemini_usage(usage: dict[str, Any]) -> TokenUsage | None:
     )
 
 
-__all__ = ["GeminiTranslator", "gemini_usage", "parse_json_path"]
+__all__ = [
+    "GEMINI_FAILURE_WORDS",
+    "GeminiTranslator",
+    "gemini_finish_failure",
+    "gemini_usage",
+    "grounding_citations",
+    "parse_json_path",
+]

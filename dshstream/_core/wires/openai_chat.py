@@ -13,15 +13,22 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    (optional think-tag stripping, the reasoning spill guard, verbatim tool calls) when any
    stage is on, straight to the writer otherwise.
 3. Tool calls are correlated by id, then wire index, then the latest open call (Ollama
-   omits ``index``); a repeated id or name is identity, never appended.
+   omits ``index``); a repeated id or name is identity, never appended. ``annotations``
+   on a delta (OpenRouter and OpenAI search ``url_citation`` s) become the citations of
+   the text block, attached as the stream ends (a repeat is kept once).
 4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM
    continuous stats, Groq ``x_groq.usage``); cached tokens are subtracted from input;
    a server that reports reasoning outside ``completion_tokens`` (xAI) gets it added.
-   ``usage.cost`` (OpenRouter) and ``cost_in_usd_ticks`` (xAI) become ``cost``.
+   ``usage.cost`` (OpenRouter) and ``cost_in_usd_ticks`` (xAI) become ``cost``. Entries
+   of a relayed ``usage.iterations`` that name another model go to
+   ``metadata.usage_by_model``, never into the usage.
 5. ``finish_reason``: ``""`` is null; stop/tool_calls/length map to stop/tool-calls/
-   max-tokens; content_filter is an ``error`` finish with ``CONTENT_FILTER``; anything
-   else an ``error`` finish with the reason upper-cased; ``raw`` keeps
-   ``native_finish_reason`` when present.
+   max-tokens; content_filter is an ``error`` finish with ``CONTENT_FILTER`` (the
+   categories the choice's Azure ``content_filter_results`` mark filtered in its
+   ``detail``); anything else an ``error`` finish with the reason upper-cased; ``raw``
+   keeps ``native_finish_reason`` when present. A native word of Gemini's other than
+   STOP and MAX_TOKENS (``MALFORMED_FUNCTION_CALL``..., relayed by a gateway under a
+   normalized ``stop``) is the ``error`` finish the Gemini wire makes of it, never ``stop``.
 6. An ``{"error": ...}`` payload or an ``event: error`` frame ends the stream with a
    classified error finish (``Translator.fail_with``), keeping partial output and usage.
 7. ``[DONE]`` is the terminal marker; EOF without it is normal only after a finish reason.
@@ -33,12 +40,14 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from ..classify import content_filter_summary
 from ..dialects import get_dialect
 from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
 from ..sse import ServerSentEvent
 from ..strict_json import dump_json, loads_event
-from ..types import FinishKind, TokenUsage
-from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none
+from ..types import Citation, FinishKind, TokenUsage
+from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none, split_iterations
+from .gemini import GEMINI_FAILURE_WORDS, gemini_finish_failure
 
 _FINISH_KINDS: dict[str, FinishKind] = {
     "stop": "stop",
@@ -85,6 +94,30 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
     )
 
 
+def content_filter_detail(choice: Mapping[str, Any] | None) -> str | None:
+    """The filtered categories of a ``content_filter`` finish (Azure puts them in the
+    choice's ``content_filter_results``), for the failure's detail; ``None`` if none."""
+    return content_filter_summary(choice.get("content_filter_results")) if choice is not None else None
+
+
+def chat_citation(annotation: Any) -> Citation | None:
+    """A chat-completions annotation (``{"type": "url_citation", "url_citation": {...}}``,
+    or the same fields flat) as a citation; ``None`` when it is not an object."""
+    if type(annotation) is not dict:
+        return None
+    kind = first_str(annotation.get("type")) or "unknown"
+    body = annotation.get(kind)
+    fields = body if type(body) is dict else annotation
+    return Citation(
+        "url" if kind == "url_citation" else kind,
+        url=first_str(fields.get("url")),
+        title=first_str(fields.get("title")),
+        cited_text=first_str(fields.get("content")),
+        start=int_or_none(fields.get("start_index")),
+        end=int_or_none(fields.get("end_index")),
+    )
+
+
 class OpenAIChatTranslator(Translator):
     """Chat-completions chunks (any dialect) to dshstream chunks."""
 
@@ -99,9 +132,10 @@ class OpenAIChatTranslator(Translator):
         think_tags: bool | None = None,
         spill_guard: bool = True,
         verbatim_tools: Sequence[Mapping[str, Any]] = (),
+        max_tokens: int | None = None,
     ) -> None:
         preset = get_dialect(dialect)
-        super().__init__(provider=provider or preset.name, request_id=request_id)
+        super().__init__(provider=provider or preset.name, request_id=request_id, max_tokens=max_tokens)
         self.dialect = preset
         use_tags = preset.think_tags if think_tags is None else think_tags
         self._filters: ContentFilters | None = None
@@ -124,6 +158,7 @@ class OpenAIChatTranslator(Translator):
         self._reasoning_details: list[dict[str, Any]] = []
         self._details_by_index: dict[Any, dict[str, Any]] = {}
         self._tool_signatures: dict[str, str] = {}
+        self._citations: list[Citation] | None = None
 
     # ------------------------------------------------------------------ events
 
@@ -186,7 +221,7 @@ class OpenAIChatTranslator(Translator):
         if isinstance(reason, str) and reason:
             native = choice.get("native_finish_reason")
             raw = native if isinstance(native, str) and native else reason
-            self._on_finish_reason(reason, raw)
+            self._on_finish_reason(reason, raw, choice)
 
     def _on_delta(self, delta: dict[str, Any]) -> None:
         if len(delta) == 1:
@@ -223,6 +258,18 @@ class OpenAIChatTranslator(Translator):
             for call in tool_calls:
                 if type(call) is dict:
                     self._on_tool_call(call)
+        if "annotations" in delta:
+            self._on_annotations(delta["annotations"])
+
+    def _on_annotations(self, annotations: Any) -> None:
+        if type(annotations) is not list:
+            return
+        if self._citations is None:
+            self._citations = []
+        for annotation in annotations:
+            citation = chat_citation(annotation)
+            if citation is not None and citation not in self._citations:
+                self._citations.append(citation)
 
     def _on_content_parts(self, parts: list[Any]) -> None:
         for part in parts:
@@ -314,16 +361,22 @@ class OpenAIChatTranslator(Translator):
             if isinstance(signature, str) and signature:
                 self._tool_signatures[call_id or f"#{key}"] = signature
 
-    def _on_finish_reason(self, reason: str, raw: str) -> None:
+    def _on_finish_reason(self, reason: str, raw: str, choice: dict[str, Any] | None = None) -> None:
         kind = _FINISH_KINDS.get(reason)
         writer = self.writer
+        if raw in GEMINI_FAILURE_WORDS and raw != reason:
+            # a gateway's normalized word for a Gemini failure: never trust its "stop"
+            writer.set_finish("error", raw, gemini_finish_failure(writer, raw))
+            return
         if kind is not None:
             writer.set_finish(kind, raw)
             return
         who = writer.provider
         if reason == "content_filter":
             failure = writer.failure(
-                "CONTENT_FILTER", f"{who}: response blocked by the provider's content filter"
+                "CONTENT_FILTER",
+                f"{who}: response blocked by the provider's content filter",
+                detail=content_filter_detail(choice),
             )
         elif reason == "error":
             failure = writer.failure("SERVER", f"{who}: stream terminated due to a provider error")
@@ -336,6 +389,13 @@ class OpenAIChatTranslator(Translator):
     def flush(self, *, cut: bool) -> None:
         if self._filters is not None:
             self._filters.flush(cut=cut)
+        writer = self.writer
+        if self._citations:
+            writer.cite(TEXT_KEY, self._citations)
+        raw = writer.raw_usage
+        if raw is not None and "iterations" in raw:
+            _, others = split_iterations(raw["iterations"], writer.model, openai_chat_usage)
+            writer.usage_by_model = others or None
 
     def replay_state(self) -> Any:
         state: dict[str, Any] = {}

@@ -10,18 +10,37 @@ data-only framings work too):
    payload: ``output_text`` and ``refusal`` parts are text, ``reasoning_summary`` parts
    and ``reasoning_text`` parts are reasoning, a ``function_call`` item is one tool call
    (``call_id`` is the block id). A part or item whose text arrives only in its ``done``
-   event (or only in the terminal response) is emitted from there, once.
-3. ``response.completed`` is the terminal marker: usage (cached tokens subtracted from
+   event (or only in the terminal response) is emitted from there, once. A text part's
+   block ends with its ``content_part.done`` (or its item's ``done``), carrying the part's
+   annotations (``output_text.annotation.added`` events, or the ``annotations`` of the
+   part, item or terminal output) as :class:`~dshstream._core.types.Citation` s.
+3. Client-executed built-in tools are tool calls too, one block per item, opened when the
+   item is added and given its arguments when it is done: ``local_shell_call``,
+   ``shell_call``, ``apply_patch_call`` and ``computer_call`` (named ``local_shell``,
+   ``shell``, ``apply_patch``, ``computer``), ``custom_tool_call`` (the custom tool's own
+   name) and ``mcp_approval_request`` (named ``mcp_approval_request``, its item ``id`` as
+   the call id; the others use ``call_id``). Their arguments are a JSON object carrying
+   the item's payload under its own key: ``{"action": ...}`` (``computer`` adds
+   ``actions`` and ``pending_safety_checks`` when present), ``{"operation": ...}``,
+   ``{"input": ...}``, ``{"server_label", "name", "arguments"}``. Server-executed items
+   (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+   ``image_generation_call``, ``mcp_call``, ``mcp_list_tools``) are not calls: they are
+   summarized in the finish's ``metadata.server_tools`` and make a response without
+   blocks a ``stop``, never ``EMPTY_RESPONSE``.
+4. ``response.completed`` is the terminal marker: usage (cached tokens subtracted from
    input, reasoning tokens reported as inside output, ``cost`` when the gateway reports
-   it), finish ``tool-calls`` exactly when the response has a function-call item, else
-   ``stop``. ``response.incomplete`` finishes ``max-tokens`` (or ``CONTENT_FILTER``) from
-   ``incomplete_details.reason``. ``response.failed`` and ``error`` events end the stream
-   with a classified error finish, keeping partial output and usage.
-4. Replay state: ``{"wire": "openai-responses", "items": [...]}`` — the reasoning items
+   it; entries of ``usage.iterations`` that name another model go to
+   ``metadata.usage_by_model``), finish ``tool-calls`` exactly when the response has a
+   function-call or client built-in call item, else ``stop``. ``response.incomplete``
+   finishes ``max-tokens`` (or ``CONTENT_FILTER``) from ``incomplete_details.reason``.
+   ``response.failed`` and ``error`` events end the stream with a classified error
+   finish, keeping partial output and usage.
+5. Replay state: ``{"wire": "openai-responses", "items": [...]}`` — the reasoning items
    (id, ``encrypted_content``, summary, content), function-call items (id, ``call_id``,
-   name) and message items (id, ``text_parts``: how many text blocks it produced), in
-   output order, taken from the terminal ``response.output`` when it has them.
-5. Unknown event types and item types are skipped. ``data: [DONE]`` (OpenRouter) ends the
+   name), message items (id, ``text_parts``: how many text blocks it produced) and every
+   built-in tool item (client or server executed) verbatim, in output order, taken from
+   the terminal ``response.output`` when it has them.
+6. Unknown event types and item types are skipped. ``data: [DONE]`` (OpenRouter) ends the
    input; reaching it, or EOF, before a terminal event is ``STREAM_CLOSED``.
 """
 
@@ -31,14 +50,119 @@ from collections.abc import Hashable
 from typing import Any
 
 from ..sse import ServerSentEvent
-from ..strict_json import loads_event
-from ..types import TokenUsage
-from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none, list_or_empty
+from ..strict_json import dump_json, loads_event
+from ..types import Citation, TokenUsage
+from .base import (
+    Translator,
+    cost_or_none,
+    dict_or_empty,
+    first_str,
+    int_or_none,
+    list_or_empty,
+    split_iterations,
+)
 
 WIRE = "openai-responses"
 _MAX_TOKENS_REASONS = frozenset({"max_output_tokens", "max_tokens", "length"})
 # a message content part's type -> the field that holds its text
 _MESSAGE_TEXT = {"output_text": "text", "refusal": "refusal"}
+#: client-executed built-in tool items: item type -> (tool name, payload keys); the
+#: custom tool's name is its own
+CLIENT_CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "local_shell_call": ("local_shell", ("action",)),
+    "shell_call": ("shell", ("action",)),
+    "apply_patch_call": ("apply_patch", ("operation",)),
+    "computer_call": ("computer", ("action", "actions", "pending_safety_checks")),
+    "custom_tool_call": ("custom_tool", ("input",)),
+    "mcp_approval_request": ("mcp_approval_request", ("server_label", "name", "arguments")),
+}
+#: server-executed built-in tool items
+SERVER_TOOLS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+    }
+)
+# scalar fields a server tool summary keeps
+_SUMMARY_FIELDS = ("name", "server_label", "container_id", "error")
+
+
+def item_kind(item: dict[str, Any]) -> str:
+    """An output item's ``type`` (``""`` when it is not a string: wire JSON is untrusted)."""
+    kind = item.get("type")
+    return kind if isinstance(kind, str) else ""
+
+
+def client_call(item: dict[str, Any]) -> tuple[str | None, str, str] | None:
+    """``(call id, tool name, arguments JSON)`` of a client-executed built-in tool item,
+    or ``None`` for any other item."""
+    kind = item_kind(item)
+    spec = CLIENT_CALLS.get(kind)
+    if spec is None:
+        return None
+    name, keys = spec
+    if kind == "mcp_approval_request":
+        call_id = first_str(item.get("id"))
+        payload = {key: item.get(key) for key in keys}
+    else:
+        call_id = first_str(item.get("call_id"), item.get("id"))
+        payload = {key: item[key] for key in keys if item.get(key) not in (None, [])}
+        if kind == "custom_tool_call":
+            name = first_str(item.get("name")) or name
+            payload.setdefault("input", "")
+    return call_id, name, dump_json(payload) or "{}"
+
+
+def _server_tool_summary(item: dict[str, Any]) -> dict[str, Any]:
+    summary: dict[str, Any] = {"type": item_kind(item)}
+    for field in ("id", "status", *_SUMMARY_FIELDS):
+        value = item.get(field)
+        if isinstance(value, (str, int, float, bool)) and value != "":
+            summary[field] = value
+    action = dict_or_empty(item.get("action"))
+    query = first_str(action.get("query"))
+    listed = list_or_empty(item.get("queries")) + list_or_empty(action.get("queries"))
+    queries = [q for q in listed if isinstance(q, str)]
+    if query is not None and query not in queries:
+        queries.insert(0, query)
+    if queries:
+        summary["queries"] = queries
+    sources = [first_str(dict_or_empty(src).get("url")) for src in list_or_empty(action.get("sources"))]
+    if any(sources):
+        summary["sources"] = [url for url in sources if url]
+    if summary["type"] == "mcp_list_tools":
+        summary["tools"] = [first_str(dict_or_empty(t).get("name")) for t in list_or_empty(item.get("tools"))]
+    return summary
+
+
+def responses_citation(annotation: Any) -> Citation | None:
+    """A Responses ``output_text`` annotation as a citation (``None`` when it is not one)."""
+    if type(annotation) is not dict:
+        return None
+    kind = first_str(annotation.get("type")) or "unknown"
+    start = int_or_none(annotation.get("start_index"))
+    end = int_or_none(annotation.get("end_index"))
+    if kind == "url_citation":
+        return Citation("url", url=first_str(annotation.get("url")), title=first_str(annotation.get("title")),
+                        start=start, end=end)
+    if kind in ("file_citation", "container_file_citation", "file_path"):
+        file_id = first_str(annotation.get("file_id"))
+        container = first_str(annotation.get("container_id"))
+        location = f"{container}/{file_id}" if container and file_id else file_id
+        index = int_or_none(annotation.get("index"))
+        return Citation(
+            "file",
+            title=first_str(annotation.get("filename")),
+            location=location,
+            start=start if start is not None else index,
+            end=end,
+        )
+    return Citation(kind, url=first_str(annotation.get("url")), title=first_str(annotation.get("title")),
+                    start=start, end=end)
 
 
 def _message_text_field(part: dict[str, Any]) -> str | None:
@@ -84,8 +208,10 @@ class OpenAIResponsesTranslator(Translator):
 
     wire = WIRE
 
-    def __init__(self, *, provider: str | None = None, request_id: str | None = None) -> None:
-        super().__init__(provider=provider, request_id=request_id)
+    def __init__(
+        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+    ) -> None:
+        super().__init__(provider=provider, request_id=request_id, max_tokens=max_tokens)
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
         self._by_id: dict[str, _Slot] = {}
@@ -93,6 +219,9 @@ class OpenAIResponsesTranslator(Translator):
         self._opened: set[Hashable] = set()  # tool-call block keys ever opened
         self._output: list[dict[str, Any]] = []  # the terminal response's output items
         self._completed = False  # a completed/incomplete terminal event arrived
+        self._usage: dict[str, Any] | None = None  # the last raw usage record
+        # text block key -> annotation index -> citation (created on the first annotation)
+        self._citations: dict[Hashable, dict[int, Citation]] | None = None
 
     # ------------------------------------------------------------------ dispatch
 
@@ -176,7 +305,31 @@ class OpenAIResponsesTranslator(Translator):
 
     def _end_part(self, slot: _Slot, part: str, position: Any, text: Any) -> None:
         """A part's ``done`` event: fill its text, end its block."""
-        self.writer.end(self._fill(slot, part, position, text))
+        self._end_key(self._fill(slot, part, position, text))
+
+    def _end_key(self, key: Hashable) -> None:
+        """End the block under ``key``, a text block with the citations it collected."""
+        if self._citations is not None:
+            found = self._citations.pop(key, None)
+            if found:
+                self.writer.cite(key, [found[i] for i in sorted(found)])
+        self.writer.end(key)
+
+    def _annotate(self, key: Hashable, position: Any, annotation: Any) -> None:
+        """One annotation of the text part under ``key`` (a repeat replaces)."""
+        citation = responses_citation(annotation)
+        if citation is None:
+            return
+        if self._citations is None:
+            self._citations = {}
+        found = self._citations.setdefault(key, {})
+        found[position if type(position) is int else len(found)] = citation
+
+    def _annotate_all(self, key: Hashable, annotations: Any) -> None:
+        """A part's full annotation list (from a ``done`` event or the terminal output)."""
+        if type(annotations) is list and annotations:
+            for position, annotation in enumerate(annotations):
+                self._annotate(key, position, annotation)
 
     def _tool(self, slot: _Slot, item: dict[str, Any] | None, arguments: str = "") -> None:
         key = self._key(slot, "tool", 0)
@@ -191,20 +344,41 @@ class OpenAIResponsesTranslator(Translator):
         self._opened.add(key)
         self.writer.tool_call(key, call_id=call_id, name=name, arguments=arguments)
 
+    def _builtin(self, slot: _Slot, item: dict[str, Any], *, complete: bool) -> None:
+        """A client-executed built-in tool item: open its call when it is added, give it
+        its arguments once, from the item as it is when done."""
+        key = self._key(slot, "tool", 0)
+        if key in self._streamed or (key in self._opened and not self.writer.is_open(key)):
+            return
+        call = client_call(item)
+        if call is None:
+            return
+        call_id, name, arguments = call
+        if not complete:
+            arguments = ""
+        elif arguments:
+            self._streamed.add(key)
+        if call_id is not None:
+            slot.identified = True
+        self._opened.add(key)
+        self.writer.tool_call(key, call_id=call_id, name=name, arguments=arguments)
+
     def _fill_item(self, slot: _Slot, item: dict[str, Any]) -> None:
         """Emit whatever ``item`` holds that the stream has not shown yet."""
-        item_type = item.get("type")
-        if item_type == "message":
+        kind = item_kind(item)
+        if kind == "message":
             for position, part in enumerate(list_or_empty(item.get("content"))):
                 part = dict_or_empty(part)
                 field = _message_text_field(part)
                 if field is not None:
-                    self._fill(slot, "text", position, part.get(field))
-        elif item_type == "reasoning":
+                    key = self._fill(slot, "text", position, part.get(field))
+                    if "annotations" in part and self.writer.is_open(key):
+                        self._annotate_all(key, part["annotations"])
+        elif kind == "reasoning":
             for part_name in ("summary", "content"):
                 for position, part in enumerate(list_or_empty(item.get(part_name))):
                     self._fill(slot, part_name, position, dict_or_empty(part).get("text"))
-        elif item_type == "function_call":
+        elif kind == "function_call":
             key = self._key(slot, "tool", 0)
             arguments = item.get("arguments")
             if not isinstance(arguments, str):
@@ -215,10 +389,12 @@ class OpenAIResponsesTranslator(Translator):
                 pending = arguments if key not in self._streamed else ""
                 if pending or not slot.identified:
                     self._tool(slot, item, pending)
+        elif kind in CLIENT_CALLS:
+            self._builtin(slot, item, complete=True)
 
     def _end_slot(self, slot: _Slot) -> None:
         for key in slot.keys:
-            self.writer.end(key)
+            self._end_key(key)
 
     # ------------------------------------------------------------------ handlers
 
@@ -231,13 +407,17 @@ class OpenAIResponsesTranslator(Translator):
             normalized = responses_usage(usage)
             if normalized is not None:
                 writer.usage = normalized
+                self._usage = usage
 
     def _on_item_added(self, payload: dict[str, Any]) -> None:
         item = dict_or_empty(payload.get("item"))
         slot = self._slot(payload, item)
-        if item.get("type") == "function_call":
+        kind = item_kind(item)
+        if kind == "function_call":
             arguments = item.get("arguments")
             self._tool(slot, item, arguments if isinstance(arguments, str) else "")
+        elif kind in CLIENT_CALLS:
+            self._builtin(slot, item, complete=False)
 
     def _on_item_done(self, payload: dict[str, Any]) -> None:
         item = dict_or_empty(payload.get("item"))
@@ -251,7 +431,10 @@ class OpenAIResponsesTranslator(Translator):
         position = payload.get("content_index")
         field = _message_text_field(part)
         if field is not None:
-            self._end_part(slot, "text", position, part.get(field))
+            key = self._fill(slot, "text", position, part.get(field))
+            if "annotations" in part:
+                self._annotate_all(key, part["annotations"])
+            self._end_key(key)
         elif part.get("type") == "reasoning_text":
             self._end_part(slot, "content", position, part.get("text"))
 
@@ -260,8 +443,15 @@ class OpenAIResponsesTranslator(Translator):
         self._text(slot, self._key(slot, "text", payload.get("content_index")), payload.get("delta"))
 
     def _on_text_done(self, payload: dict[str, Any]) -> None:
+        # The block stays open for the part's annotations: it ends with content_part.done
+        # (or the item's done, or the terminal response).
         slot = self._slot(payload)
-        self._end_part(slot, "text", payload.get("content_index"), payload.get("text"))
+        self._fill(slot, "text", payload.get("content_index"), payload.get("text"))
+
+    def _on_annotation(self, payload: dict[str, Any]) -> None:
+        slot = self._slot(payload)
+        key = self._key(slot, "text", payload.get("content_index"))
+        self._annotate(key, payload.get("annotation_index"), payload.get("annotation"))
 
     def _on_refusal_done(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
@@ -353,16 +543,41 @@ class OpenAIResponsesTranslator(Translator):
                 if item_id is not None:
                     entry["id"] = item_id
                 items.append(entry)
+            elif isinstance(item_type, str) and (item_type in CLIENT_CALLS or item_type in SERVER_TOOLS):
+                items.append(dict(item))  # verbatim: it goes back as it came
         return items
 
     def replay_state(self) -> Any:
         items = self._replay_items(self._output)
         return {"wire": WIRE, "items": items} if items else None
 
+    def token_counts(self) -> tuple[int | None, int | None]:
+        usage = self._usage
+        if usage is None:
+            return (None, None)
+        return (int_or_none(usage.get("input_tokens")), int_or_none(usage.get("output_tokens")))
+
+    def flush(self, *, cut: bool) -> None:
+        writer = self.writer
+        if self._citations:  # text parts whose done never came: their citations still count
+            for key, found in self._citations.items():
+                writer.cite(key, [found[i] for i in sorted(found)])
+            self._citations = None
+        if self._output:
+            items = self._output
+        else:
+            items = [slot.item for slot in self._slots if slot.item is not None]
+        for item in items:
+            if item_kind(item) in SERVER_TOOLS:
+                writer.server_tools.append(_server_tool_summary(item))
+        if self._usage is not None and "iterations" in self._usage:
+            _, others = split_iterations(self._usage["iterations"], writer.model, responses_usage)
+            writer.usage_by_model = others or None
+
     def _has_function_call(self, output: list[dict[str, Any]]) -> bool:
         if output:
-            return any(item.get("type") == "function_call" for item in output)
-        return any(slot.item_type == "function_call" for slot in self._slots)
+            return any(item_kind(item) == "function_call" or item_kind(item) in CLIENT_CALLS for item in output)
+        return any(slot.item_type == "function_call" or slot.item_type in CLIENT_CALLS for slot in self._slots)
 
     def _terminal(self, payload: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         self._on_response_meta(payload)
@@ -419,6 +634,7 @@ _HANDLERS: dict[str, Any] = {
     "response.content_part.done": OpenAIResponsesTranslator._on_part_done,
     "response.output_text.delta": OpenAIResponsesTranslator._on_text_delta,
     "response.output_text.done": OpenAIResponsesTranslator._on_text_done,
+    "response.output_text.annotation.added": OpenAIResponsesTranslator._on_annotation,
     "response.refusal.delta": OpenAIResponsesTranslator._on_text_delta,
     "response.refusal.done": OpenAIResponsesTranslator._on_refusal_done,
     "response.reasoning_summary_text.delta": OpenAIResponsesTranslator._on_summary_delta,

@@ -1,0 +1,276 @@
+"""Google Vertex AI: :class:`VertexGeminiAdapter` (Gemini, ``streamGenerateContent``) and
+:class:`VertexAnthropicAdapter` (Claude, ``streamRawPredict``) — the Gemini and Anthropic
+adapters with Vertex's URLs and auth; the wires are theirs, unchanged.
+
+Contract:
+
+1. **Where.** ``project=`` (default ``GOOGLE_CLOUD_PROJECT``) and ``location=`` (default
+   ``GOOGLE_CLOUD_LOCATION``, else ``"global"``) name the host and the path:
+   ``https://{location}-aiplatform.googleapis.com``, ``https://aiplatform.googleapis.com``
+   for ``global``, ``https://aiplatform.{us|eu}.rep.googleapis.com`` for the multi-regions;
+   then ``/{api_version}/projects/{project}/locations/{location}/publishers/google/models/
+   {model}:streamGenerateContent?alt=sse`` (Claude: ``/v1/projects/.../publishers/anthropic/
+   models/{model}:streamRawPredict``). A model given as a full resource
+   (``projects/.../endpoints/123``, ``publishers/...``) is used as it is. ``base_url=``
+   replaces the host (a private endpoint, a proxy); the path stays.
+2. **Express mode** (Gemini only): a ``str`` ``api_key=`` is a Vertex API key, sent as
+   ``x-goog-api-key`` (never in the URL) to the global host with no project in the path
+   (``/{api_version}/publishers/google/models/{model}:...``); a project is then refused.
+3. **OAuth.** Otherwise the credential is an access token in ``Authorization: Bearer``:
+   a callable ``api_key=`` asked before every attempt (google-auth: the README's recipe;
+   service account keys need RSA signing, so they go this way), or
+   ``credentials_file=`` — an ``authorized_user`` file read by
+   :class:`~dshstream._adapters.google_oauth.AuthorizedUserCredentials` — or, only when
+   the requests go to Google's own host (no ``base_url``), the file Application Default
+   Credentials would use (``GOOGLE_APPLICATION_CREDENTIALS``, else gcloud's
+   ``application_default_credentials.json``). A ``quota_project_id`` in that file is sent
+   as ``x-goog-user-project``. ``auth="bearer"`` sends a fixed ``str`` as a token instead.
+4. **Claude on Vertex**: the Anthropic body without ``model`` and with
+   ``"anthropic_version": "vertex-2023-10-16"``; no ``anthropic-version`` header.
+   Everything else (thinking, tools, replay) is the Anthropic adapter's.
+5. Neither lists models (``list_models`` is empty): Vertex lists publisher models
+   elsewhere, per location.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from urllib.parse import quote
+
+from .._core.log import get_logger
+from .._core.request import GenerateOptions
+from .._core.validate import check_choice, check_credential, check_str_or_none, invalid
+from .anthropic import DEFAULT_MAX_TOKENS, AnthropicAdapter
+from .credentials import Credential
+from .gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter
+from .google_oauth import AuthorizedUserCredentials, default_credentials_file
+from .settings import HttpSettings, checked_base_url, same_host
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["VERTEX_ANTHROPIC_VERSION", "VertexAnthropicAdapter", "VertexAuth", "VertexGeminiAdapter", "vertex_host"]
+
+PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
+LOCATION_ENV = "GOOGLE_CLOUD_LOCATION"
+DEFAULT_LOCATION = "global"
+GLOBAL_HOST = "https://aiplatform.googleapis.com"
+VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
+_LOCATION = re.compile(r"[a-z][a-z0-9-]{0,62}")
+_PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:_-]{0,127}")
+_MODEL_SAFE = "-._~@"
+
+#: how the credential is sent: ``x-goog-api-key`` (express mode) or ``Authorization: Bearer``
+VertexAuth = Literal["api-key", "bearer"]
+
+
+def vertex_host(location: str) -> str:
+    """The Vertex AI API root for ``location`` (rule 1)."""
+    if location == "global":
+        return GLOBAL_HOST
+    if location in ("us", "eu"):
+        return f"https://aiplatform.{location}.rep.googleapis.com"
+    return f"https://{location}-aiplatform.googleapis.com"
+
+
+class _Target(NamedTuple):
+    project: str | None
+    location: str
+    express: bool
+    credential: Credential | None
+
+
+def _target(
+    name: str,
+    project: str | None,
+    location: str | None,
+    credentials_file: str | os.PathLike[str] | None,
+    auth: str | None,
+    settings: HttpSettings,
+    *,
+    express_allowed: bool,
+) -> _Target:
+    """Project, location, mode and credential from the arguments and the environment
+    (rules 1-3); sets ``base_url`` and ``api_key`` of ``settings``."""
+    api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
+    if auth is None:
+        style = "api-key" if express_allowed and isinstance(api_key, str) else "bearer"
+    else:
+        style = check_choice(auth, f"{name}.auth", ("api-key", "bearer") if express_allowed else ("bearer",))
+    express = style == "api-key"
+    if express and api_key is None:
+        raise invalid(f"{name}: auth='api-key' (express mode) needs api_key='<a Vertex API key>'")
+    if express and credentials_file is not None:
+        raise invalid(f"{name}: express mode (a str api_key) takes no credentials_file")
+
+    where = check_str_or_none(location, f"{name}.location") or os.environ.get(LOCATION_ENV, "").strip()
+    where = where or DEFAULT_LOCATION
+    if not _LOCATION.fullmatch(where):
+        raise invalid(f"{name}.location must look like 'us-central1', 'europe-west4' or 'global', got {where[:40]!r}")
+    given = check_str_or_none(project, f"{name}.project")
+    if express:
+        if given:
+            raise invalid(f"{name}: express mode (a str api_key) takes no project; pass a callable api_key for OAuth")
+        chosen: str | None = None
+        home = GLOBAL_HOST
+    else:
+        chosen = given or os.environ.get(PROJECT_ENV, "").strip() or None
+        if chosen is None:
+            raise invalid(f"{name} needs project= or {PROJECT_ENV} in the environment")
+        if not _PROJECT.fullmatch(chosen):
+            raise invalid(f"{name}.project is not a Google Cloud project id, got {chosen[:40]!r}")
+        home = vertex_host(where)
+
+    base_url = checked_base_url(settings.pop("base_url", None) or home)
+    settings["base_url"] = base_url
+    credential: Credential | None = api_key
+    if credential is None and credentials_file is not None:
+        credential = AuthorizedUserCredentials(
+            credentials_file, session=settings.get("session"), identity=settings.get("identity")
+        )
+    elif credential is None:
+        found = default_credentials_file()
+        if found is not None and same_host(base_url, home):
+            credential = AuthorizedUserCredentials(
+                found, session=settings.get("session"), identity=settings.get("identity")
+            )
+        elif found is not None:
+            # Environment credentials go only to Google's own host (DESIGN §7).
+            log.info(
+                "%s: not using Application Default Credentials for a base_url that is not %s; "
+                "pass api_key= or credentials_file=",
+                name,
+                home,
+            )
+    settings["api_key"] = credential
+    return _Target(chosen, where, express, credential)
+
+
+def _quota_headers(credential: object) -> dict[str, str]:
+    quota = getattr(credential, "quota_project_id", None) if isinstance(credential, AuthorizedUserCredentials) else None
+    return {"x-goog-user-project": quota} if isinstance(quota, str) and quota else {}
+
+
+class VertexGeminiAdapter(GeminiAdapter):
+    """Stream Gemini models through Vertex AI (regional, global or express mode)."""
+
+    default_name = "Vertex AI"
+    default_base_url = ""
+    key_env = ()
+
+    def __init__(
+        self,
+        *,
+        project: str | None = None,
+        location: str | None = None,
+        credentials_file: str | os.PathLike[str] | None = None,
+        auth: VertexAuth | None = None,
+        api_version: str = "v1",
+        thinking_budgets: Mapping[str, int] | None = None,
+        foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        target = _target(
+            type(self).__name__, project, location, credentials_file, auth, settings, express_allowed=True
+        )
+        self.project = target.project
+        self.location = target.location
+        self.express = target.express
+        settings.setdefault("title", "Vertex AI")
+        super().__init__(
+            api_version=api_version,
+            thinking_budgets=thinking_budgets,
+            foreign_thought_signature=foreign_thought_signature,
+            **settings,
+        )
+        self._quota_headers = _quota_headers(target.credential)
+
+    def model_resource(self, model: str) -> str:
+        """The model's resource path (rule 1): ``projects/{p}/locations/{l}/publishers/
+        google/models/{model}``, or without the project in express mode."""
+        if model.startswith("projects/"):
+            return quote(model, safe="/:" + _MODEL_SAFE)
+        if model.startswith("publishers/"):
+            path = quote(model, safe="/" + _MODEL_SAFE)
+        else:
+            name = model[len("models/") :] if model.startswith("models/") else model
+            path = f"publishers/google/models/{quote(name, safe=_MODEL_SAFE)}"
+        if self.express:
+            return path
+        return f"projects/{quote(self.project or '', safe=':')}/locations/{self.location}/{path}"
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/{self.api_version}/{self.model_resource(options.model)}:streamGenerateContent?alt=sse"
+
+    def auth_headers(self) -> dict[str, str] | None:
+        key = self._api_key
+        if not key:
+            return None
+        return {"x-goog-api-key": key} if self.express else {"authorization": f"Bearer {key}"}
+
+    def protocol_headers(self) -> dict[str, str]:
+        return dict(self._quota_headers)
+
+    def models_url(self) -> str | None:
+        return None
+
+
+class VertexAnthropicAdapter(AnthropicAdapter):
+    """Stream Claude models through Vertex AI (``:streamRawPredict``)."""
+
+    default_name = "Claude on Vertex AI"
+    default_base_url = ""
+    key_env = ()
+    models_path = None
+
+    def __init__(
+        self,
+        *,
+        project: str | None = None,
+        location: str | None = None,
+        credentials_file: str | os.PathLike[str] | None = None,
+        anthropic_version: str = VERTEX_ANTHROPIC_VERSION,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budgets: Mapping[str, int] | None = None,
+        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        target = _target(
+            type(self).__name__, project, location, credentials_file, None, settings, express_allowed=False
+        )
+        self.project = target.project
+        self.location = target.location
+        settings.setdefault("title", "Claude on Vertex AI")
+        super().__init__(
+            anthropic_version=anthropic_version,
+            default_max_tokens=default_max_tokens,
+            thinking_budgets=thinking_budgets,
+            thinking_mode=thinking_mode,
+            **settings,
+        )
+        self._quota_headers = _quota_headers(target.credential)
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        model = quote(options.model, safe=_MODEL_SAFE)
+        return (
+            f"{self.base_url}/v1/projects/{quote(self.project or '', safe=':')}/locations/{self.location}"
+            f"/publishers/anthropic/models/{model}:streamRawPredict"
+        )
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The Anthropic body without ``model``, with ``anthropic_version`` (rule 4)."""
+        body = super().build_body(options)
+        body.pop("model", None)
+        return {"anthropic_version": self.anthropic_version, **body}
+
+    def auth_headers(self) -> dict[str, str] | None:
+        key = self._api_key
+        return {"authorization": f"Bearer {key}"} if key else None
+
+    def protocol_headers(self) -> dict[str, str]:
+        return dict(self._quota_headers)
