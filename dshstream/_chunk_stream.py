@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 
 class ChunkStream:
-    """An iterator of chunks with ``close()``, ``result()``, ``text_stream()``."""
+    """What ``LlmService.stream`` returns: an iterator of chunks that assembles as it goes,
+    with ``close()`` (from any thread), ``result()``, ``partial()`` and ``text_stream()``."""
 
     def __init__(
         self,

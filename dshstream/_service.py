@@ -74,7 +74,9 @@ class Registration:
 
 
 class LlmService:
-    """Routes requests to adapters; every stream ends with exactly one ``Finish``."""
+    """The entry point: a registry of adapters by provider name, with listeners around
+    every stream; ``stream()`` returns a :class:`ChunkStream` that ends with exactly one
+    ``Finish``, whatever fails."""
 
     def __init__(
         self,

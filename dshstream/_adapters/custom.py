@@ -39,7 +39,8 @@ def describe_tools(tools: tuple[ToolSpec, ...]) -> str:
 
 
 class CustomAdapter(OpenAIChatAdapter):
-    """Tool calling by convention for endpoints that have none."""
+    """An OpenAI-compatible endpoint whose model writes tool calls in prose: the tools are
+    described in the system prompt, and ``name({...})`` in the answer becomes a tool call."""
 
     def __init__(self, *, dialect: str = "custom", think_tags: bool | None = None, **settings: Unpack[HttpSettings]) -> None:
         super().__init__(dialect=dialect, think_tags=think_tags, **settings)

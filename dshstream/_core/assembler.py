@@ -128,7 +128,8 @@ class _Partial:
 
 
 class BlockAssembler:
-    """Fold chunks one at a time with :meth:`push`; read the result at any point."""
+    """The single-pass fold of a chunk stream back into blocks, usage, a finish and replay
+    state: :meth:`push` each chunk, read :meth:`result` at any point."""
 
     def __init__(self, *, provider: str | None = None, model: str | None = None) -> None:
         self._parts: dict[int, _Partial] = {}
