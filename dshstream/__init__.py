@@ -123,6 +123,10 @@ if TYPE_CHECKING:
         parse_tool_arguments as parse_tool_arguments,
         repair_incomplete_json as repair_incomplete_json,
     )
+    from ._core.eventstream import (
+        EventStreamDecoder as EventStreamDecoder,
+        EventStreamMessage as EventStreamMessage,
+    )
     from ._core.filters.spill_guard import ReasoningSpillGuard as ReasoningSpillGuard
     from ._core.filters.think_tags import ThinkTagStripper as ThinkTagStripper
     from ._core.filters.verbatim_tools import VerbatimToolCallParser as VerbatimToolCallParser
@@ -139,6 +143,7 @@ if TYPE_CHECKING:
         ServerSentEvent as ServerSentEvent,
     )
     from ._core.wires.anthropic import AnthropicTranslator as AnthropicTranslator
+    from ._core.wires.bedrock import BedrockConverseTranslator as BedrockConverseTranslator
     from ._core.wires.base import ChunkWriter as ChunkWriter, Translator as Translator
     from ._core.wires.gemini import GeminiTranslator as GeminiTranslator
     from ._core.wires.openai_chat import OpenAIChatTranslator as OpenAIChatTranslator
@@ -159,6 +164,7 @@ _EXPORTS: dict[str, str] = {
     "AuthorizedUserCredentials": "._adapters.google_oauth",
     "AzureOpenAIAdapter": "._adapters.azure",
     "AzureOpenAIResponsesAdapter": "._adapters.azure",
+    "BedrockConverseTranslator": "._core.wires.bedrock",
     "Block": "._core.types",
     "BlockAssembler": "._core.assembler",
     "BlockEnd": "._core.types",
@@ -172,6 +178,8 @@ _EXPORTS: dict[str, str] = {
     "ContextWindowExceededError": "._core.errors",
     "CustomAdapter": "._adapters.custom",
     "EmptyResponseError": "._core.errors",
+    "EventStreamDecoder": "._core.eventstream",
+    "EventStreamMessage": "._core.eventstream",
     "Finish": "._core.types",
     "FinishReason": "._core.types",
     "GeminiAdapter": "._adapters.gemini",

@@ -20,12 +20,18 @@ from dshstream._core.dialects import DIALECTS
 from dshstream._core.errors import LlmError
 from dshstream._core.types import BlockEnd, BlockStart, Finish, ReasoningBlock, TextBlock, TextDelta
 from dshstream._core.wires.anthropic import AnthropicTranslator
+from dshstream._core.wires.bedrock import BedrockConverseTranslator
 from dshstream._core.wires.base import Translator
 from dshstream._core.wires.gemini import GeminiTranslator
 from dshstream._core.wires.openai_chat import OpenAIChatTranslator
 from dshstream._core.wires.openai_responses import OpenAIResponsesTranslator
 
-NATIVE = {"anthropic": AnthropicTranslator, "gemini": GeminiTranslator, "openai-responses": OpenAIResponsesTranslator}
+NATIVE = {
+    "anthropic": AnthropicTranslator,
+    "gemini": GeminiTranslator,
+    "openai-responses": OpenAIResponsesTranslator,
+    "bedrock-converse": BedrockConverseTranslator,
+}
 
 
 def is_done(decoder: StreamDecoder) -> bool:

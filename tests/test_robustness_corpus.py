@@ -1,7 +1,10 @@
 """Robustness over the real fixture corpus: split invariance and cuts anywhere.
 
-This is the one place every recorded transcript (tests/fixtures/real/*/*.sse) is fed to
-its wire in pieces; the per-wire test files only decode fixtures whole.
+This is the one place every recorded transcript (tests/fixtures/real/*/*.sse, and the
+binary AWS event-stream bodies */*.eventstream) is fed to its wire in pieces; the per-wire
+test files only decode fixtures whole. For event-stream bodies an "event boundary" is the
+end of a frame, the adversarial splits cut inside every prelude and between every frame,
+and the line-end re-framing does not apply.
 
 Split invariance: every transcript decodes to exactly the same chunks (compared as
 ``chunk_to_dict`` lists) however its bytes are cut into pieces:
@@ -108,7 +111,27 @@ def test_known_finish(rel: str, wire: str) -> None:
 # --------------------------------------------------------------------------- split invariance
 
 
+def _binary(data: bytes) -> bool:
+    """An AWS event-stream body (its first byte is the top byte of a frame length)."""
+    return data[:1] == b"\x00"
+
+
+def _frame_ends(data: bytes) -> list[int]:
+    ends = []
+    pos = 0
+    while pos + 4 <= len(data):
+        pos += int.from_bytes(data[pos : pos + 4], "big")
+        ends.append(pos)
+    return ends
+
+
 def _adversarial_splits(data: bytes) -> Iterable[tuple[str, list[int]]]:
+    if _binary(data):
+        starts = [0, *_frame_ends(data)[:-1]]
+        yield "inside every prelude", [s + k for s in starts for k in (1, 4, 8, 11)]
+        yield "around every message CRC", [e - k for e in _frame_ends(data) for k in (1, 4, 5)]
+        yield "one event per piece", _boundaries(data)
+        return
     yield "between every CR and LF", [i + 1 for i in range(len(data) - 1) if data[i : i + 2] == b"\r\n"]
     # a UTF-8 continuation byte starts no character: cut just before each one
     yield "inside every UTF-8 character", [i for i, b in enumerate(data) if 0x80 <= b < 0xC0]
@@ -142,6 +165,8 @@ def test_split_invariance(rel: str, wire: str) -> None:
         )
     for name, cuts in _adversarial_splits(data):
         _assert_same(_decode(split_at(data, cuts), wire), expected, f"{rel}: {name}")
+    if _binary(data):
+        return
     lf = data.replace(b"\r\n", b"\n")  # the same events framed with each kind of line end
     for name, variant in (("LF", lf), ("CRLF", lf.replace(b"\n", b"\r\n")), ("CR", lf.replace(b"\n", b"\r"))):
         _assert_same(_decode(variant, wire), expected, f"{rel}: framed with {name}")
@@ -151,7 +176,10 @@ def test_split_invariance(rel: str, wire: str) -> None:
 
 
 def _boundaries(data: bytes) -> list[int]:
-    """Offsets just after each blank line (the event dispatch points), in order."""
+    """Offsets just after each blank line (the event dispatch points), in order; for an
+    event-stream body, the end of every frame."""
+    if _binary(data):
+        return _frame_ends(data)
     out: list[int] = []
     line_start = 0
     for m in re.finditer(rb"\r\n|\r|\n", data):
@@ -167,7 +195,10 @@ _STRING_OR_NUMBER = re.compile(rb'"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*')
 def _shape(event: bytes) -> bytes:
     """An event with each non-empty string and each number blanked: events of one shape
     (another text delta, another argument fragment) take the same path through the
-    decoder."""
+    decoder. An event-stream frame's shape is that of its payload JSON (from its first
+    ``{``; lengths and CRCs left out)."""
+    if _binary(event):
+        event = event[event.find(b"{") : -4]
     return _STRING_OR_NUMBER.sub(lambda m: m[0] if m[0] == b'""' else b"_", event)
 
 

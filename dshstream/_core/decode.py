@@ -4,7 +4,10 @@ Contract: no I/O. :class:`StreamDecoder` joins an :class:`~dshstream._core.sse.S
 wire translator (``feed(bytes) -> chunks``, ``close() -> chunks``); :func:`decode` runs it
 over bytes or an iterable of byte pieces. The output is identical however the bytes are
 split. Wires: ``openai-chat`` and each dialect name (``deepseek``, ``openrouter``, ...),
-``anthropic``, ``gemini``, ``openai-responses``.
+``anthropic``, ``gemini``, ``openai-responses``, ``bedrock-converse``. A translator whose
+``framing`` is ``"eventstream"`` (Bedrock) gets an
+:class:`~dshstream._core.eventstream.EventStreamDecoder` instead of the SSE decoder; the
+SSE path is unchanged.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .dialects import DIALECTS
+from .eventstream import PRELUDE_SIZE, EventStreamDecoder
 from .sse import SSEDecoder
 from .types import StreamChunk
 from .wires.base import Translator
@@ -44,6 +48,7 @@ WIRES: dict[str, Callable[..., Translator]] = {
     "anthropic": _lazy(".wires.anthropic", "AnthropicTranslator"),
     "gemini": _lazy(".wires.gemini", "GeminiTranslator"),
     "openai-responses": _lazy(".wires.openai_responses", "OpenAIResponsesTranslator"),
+    "bedrock-converse": _lazy(".wires.bedrock", "BedrockConverseTranslator"),
 }
 
 
@@ -56,12 +61,17 @@ def translator_for(wire: str, **options: Any) -> Translator:
 
 
 class StreamDecoder:
-    """Bytes in, chunks out: SSE framing plus one wire translator."""
+    """Bytes in, chunks out: the translator's framing (SSE, or AWS event-stream) plus one
+    wire translator."""
 
     __slots__ = ("sse", "translator")
 
     def __init__(self, translator: Translator, *, max_event_size: int = 16 * 1024 * 1024) -> None:
-        self.sse = SSEDecoder(max_event_size=max_event_size)
+        self.sse: SSEDecoder | EventStreamDecoder
+        if translator.framing == "eventstream":
+            self.sse = EventStreamDecoder(max_event_size=max_event_size)
+        else:
+            self.sse = SSEDecoder(max_event_size=max_event_size)
         self.translator = translator
 
     @property
@@ -118,13 +128,29 @@ _DIALECT_HINTS: tuple[tuple[bytes, str], ...] = (
 )
 
 
+def _is_prelude(head: bytes) -> bool:
+    import zlib
+
+    total = int.from_bytes(head[:4], "big")
+    headers = int.from_bytes(head[4:8], "big")
+    return (
+        zlib.crc32(head[:8]) == int.from_bytes(head[8:12], "big")
+        and total >= PRELUDE_SIZE + 4
+        and headers <= total - PRELUDE_SIZE - 4
+    )
+
+
 def detect_wire(data: bytes) -> str:
     """Guess the wire of a recorded stream from its first bytes.
 
     ``event: message_start`` is Anthropic; ``response.*`` event types are the Responses
     API; ``candidates`` objects are Gemini; ``chat.completion.chunk`` is the chat wire,
-    with the dialect guessed from provider-specific fields.
+    with the dialect guessed from provider-specific fields. A body that opens with an AWS
+    event-stream prelude (a valid prelude CRC over its first 12 bytes) is
+    ``bedrock-converse``.
     """
+    if len(data) >= PRELUDE_SIZE and _is_prelude(data[:PRELUDE_SIZE]):
+        return "bedrock-converse"
     head = data[:65536]
     if b"message_start" in head and (b"event: message_start" in head or b'"type":"message_start"' in head or b'"type": "message_start"' in head):
         return "anthropic"

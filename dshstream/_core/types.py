@@ -228,7 +228,9 @@ class ResponseMetadata:
     ``server_tools`` summarizes the tools the provider ran itself (Responses
     ``web_search_call``, ``mcp_call``...; Anthropic ``server_tool_use``): one dict per
     call with its ``type``, ``id``, ``status`` and a few descriptive fields, in output
-    order; the calls themselves stay in the replay state.
+    order; the calls themselves stay in the replay state. ``latency_ms`` is the
+    provider's own measure of the request's latency, in milliseconds, when it reports one
+    (Bedrock ``metadata.metrics.latencyMs``).
 
     Fields can also be read by name, ``metadata["usage_by_model"]``; a field that is
     ``None`` or empty is absent (``KeyError``, ``in`` is false, ``get`` gives the default).
@@ -240,6 +242,7 @@ class ResponseMetadata:
     request_id: str | None = None
     usage_by_model: Mapping[str, TokenUsage] | None = field(default=None, hash=False)
     server_tools: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    latency_ms: int | None = None
 
     def __getitem__(self, key: str) -> Any:
         value = getattr(self, key, None) if key in _METADATA_FIELDS else None
@@ -430,8 +433,10 @@ _FAILURE_FIELDS = (
     "detail",
     "diagnostics",
 )
-_METADATA_FIELDS = ("response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools")
-_METADATA_IDS = ("response_id", "model", "serving_provider", "request_id")
+_METADATA_FIELDS = (
+    "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms"
+)
+_METADATA_IDS = ("response_id", "model", "serving_provider", "request_id", "latency_ms")
 _CITATION_FIELDS = ("kind", "url", "title", "cited_text", "location", "start", "end")
 
 

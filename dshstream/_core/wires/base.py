@@ -148,6 +148,8 @@ class ChunkWriter:
         self.model: str | None = None
         self.serving_provider: str | None = None
         self.request_id = request_id
+        #: the provider's own latency measure, in milliseconds (Bedrock ``metrics.latencyMs``)
+        self.latency_ms: int | None = None
         self._replay_state = replay_state
         self.finished = False
 
@@ -292,6 +294,7 @@ class ChunkWriter:
             or self.request_id
             or self.usage_by_model
             or self.server_tools
+            or self.latency_ms is not None
         ):
             return None
         return ResponseMetadata(
@@ -301,6 +304,7 @@ class ChunkWriter:
             request_id=self.request_id,
             usage_by_model=dict(self.usage_by_model) if self.usage_by_model else None,
             server_tools=tuple(self.server_tools),
+            latency_ms=self.latency_ms,
         )
 
     def defer_usage(
@@ -433,6 +437,9 @@ class Translator:
     """
 
     wire = "base"
+    #: the body's framing: ``"sse"``, or ``"eventstream"`` (AWS event-stream messages are
+    #: fed to :meth:`feed_events` instead of SSE events)
+    framing: ClassVar[str] = "sse"
     #: in-band error ``error.type`` values whose code is fixed whatever their wording says:
     #: type -> (code, category, headline); such a failure is retryable
     forced_error_codes: ClassVar[Mapping[str, tuple[str, FailureCategory, str]]] = {}

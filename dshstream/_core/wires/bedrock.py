@@ -1,0 +1,406 @@
+"""The Bedrock ConverseStream wire (``POST /model/{modelId}/converse-stream``).
+
+Contract (sans-IO; fed :class:`~dshstream._core.eventstream.EventStreamMessage` s, not SSE
+events: :attr:`BedrockConverseTranslator.framing` is ``"eventstream"``). The event type is
+the ``:event-type`` header and the payload is JSON; the ``"p"`` padding field is ignored.
+
+1. ``messageStart`` carries nothing but the role. Blocks are keyed by
+   ``contentBlockIndex``; ``contentBlockStart`` arrives only for tool blocks
+   (``start.toolUse`` with ``toolUseId`` and ``name``) and Nova server tool results
+   (``start.toolResult``). A ``toolUse`` whose ``type`` is ``server_tool_use`` ran on the
+   provider: it is summarized in ``metadata.server_tools`` and kept for replay, never a
+   ``ToolCallBlock``; so is a ``toolResult`` block.
+2. ``contentBlockDelta`` has one of: ``text`` (visible text), ``toolUse.input`` (a raw
+   JSON *string* fragment, appended), ``reasoningContent`` (``text`` reasoning,
+   ``signature`` the reasoning block's signature, ``redactedContent`` a replay-only
+   redacted block), ``citation`` (a ``Citation`` of its text block) or ``toolResult``
+   (server tool output, replay only). ``contentBlockStop`` ends the block.
+3. ``messageStop.stopReason``: end_turn/stop_sequence and unknown reasons are ``stop``,
+   tool_use ``tool-calls``, max_tokens and model_context_window_exceeded ``max-tokens``,
+   guardrail_intervened/content_filtered an ``error`` finish with ``CONTENT_FILTER``,
+   malformed_model_output/malformed_tool_use an ``error`` finish coded from the word;
+   ``raw`` keeps the word.
+4. ``metadata`` is the terminal marker: ``usage`` (``inputTokens`` is already uncached;
+   ``cacheReadInputTokens``/``cacheWriteInputTokens``, or the older ``…TokenCount``
+   spellings, are the cache counts) and ``metrics.latencyMs`` (the finish's
+   ``metadata.latency_ms``). A stream cut after ``messageStop`` completes with its reason;
+   one cut before is ``STREAM_CLOSED``.
+5. A message whose ``:message-type`` is ``exception`` (``:exception-type`` names it) or
+   ``error`` (``:error-code``/``:error-message`` headers) ends the stream with a
+   classified failure, keeping partial output: throttlingException/serviceQuotaExceeded
+   ``RATE_LIMIT``, serviceUnavailable/modelNotReady ``OVERLOADED``,
+   modelStreamError/internalServer ``SERVER``, modelTimeout ``TIMEOUT``, validation
+   ``INVALID_REQUEST`` (``CONTEXT_WINDOW_EXCEEDED`` when the text says so), accessDenied
+   ``AUTH``, resourceNotFound ``MODEL_NOT_FOUND``; other types are classified from their
+   text. The failure's message never holds upstream text; its ``detail`` does (redacted).
+6. Replay state: ``{"wire": "bedrock-converse", "content": [...]}``: the assistant
+   content blocks in Converse request form, in wire order: ``{"text"}``,
+   ``{"reasoningContent": {"reasoningText": {"text", "signature"}}}``,
+   ``{"reasoningContent": {"redactedContent"}}`` (base64, as received),
+   ``{"toolUse": {"toolUseId", "name", "input"}}`` (input parsed), server tool blocks as
+   received. Empty text blocks are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from ..classify import classify_error_payload
+from ..eventstream import EventStreamMessage
+from ..redact import redact
+from ..sse import ServerSentEvent
+from ..strict_json import EventJsonError, loads_event, parse_json_object
+from ..types import Citation, FinishKind, LlmFailure, ReasoningBlock, StreamChunk, TextBlock, TokenUsage, ToolCallBlock
+from .base import Translator, dict_or_empty, first_str, int_or_none
+
+WIRE = "bedrock-converse"
+
+_FINISH_KINDS: dict[str, FinishKind] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool-calls",
+    "max_tokens": "max-tokens",
+    "model_context_window_exceeded": "max-tokens",
+}
+_FILTERED = ("guardrail_intervened", "content_filtered")
+_ERROR_REASONS = ("malformed_model_output", "malformed_tool_use")
+
+#: exception type (first letter lower-cased, ``Exception`` suffix kept) -> (code, headline)
+EXCEPTION_CODES: dict[str, tuple[str, str]] = {
+    "throttlingException": ("RATE_LIMIT", "rate limited"),
+    "serviceQuotaExceededException": ("RATE_LIMIT", "service quota exceeded"),
+    "serviceUnavailableException": ("OVERLOADED", "service unavailable"),
+    "modelNotReadyException": ("OVERLOADED", "model not ready"),
+    "modelStreamErrorException": ("SERVER", "model stream error"),
+    "internalServerException": ("SERVER", "internal server error"),
+    "modelTimeoutException": ("TIMEOUT", "model timed out"),
+    "validationException": ("INVALID_REQUEST", "request rejected"),
+    "accessDeniedException": ("AUTH", "access denied"),
+    "resourceNotFoundException": ("MODEL_NOT_FOUND", "model or resource not found"),
+    "modelErrorException": ("SERVER", "model error"),
+}
+
+
+def bedrock_usage(record: dict[str, Any]) -> TokenUsage | None:
+    """A Converse ``usage`` object as disjoint counts (``inputTokens`` excludes cache)."""
+    inputs = int_or_none(record.get("inputTokens"))
+    outputs = int_or_none(record.get("outputTokens"))
+    if inputs is None and outputs is None:
+        return None
+    read = int_or_none(record.get("cacheReadInputTokens"))
+    if read is None:
+        read = int_or_none(record.get("cacheReadInputTokenCount"))
+    write = int_or_none(record.get("cacheWriteInputTokens"))
+    if write is None:
+        write = int_or_none(record.get("cacheWriteInputTokenCount"))
+    return TokenUsage(
+        input_tokens=inputs or 0, output_tokens=outputs or 0, cache_read_tokens=read, cache_write_tokens=write
+    )
+
+
+def bedrock_citation(raw: Any) -> Citation | None:
+    """A Converse ``citation`` delta as a :class:`Citation`."""
+    if type(raw) is not dict:
+        return None
+    location = dict_or_empty(raw.get("location"))
+    where: str | None = None
+    for kind, unit in (("documentChar", "chars"), ("documentPage", "pages"), ("documentChunk", "chunks")):
+        spot = location.get(kind)
+        if type(spot) is dict:
+            index = int_or_none(spot.get("documentIndex"))
+            start, end = int_or_none(spot.get("start")), int_or_none(spot.get("end"))
+            parts = [f"document {index}"] if index is not None else []
+            if start is not None:
+                parts.append(f"{unit} {start}-{end}" if end is not None and end != start else f"{unit} {start}")
+            where = ", ".join(parts) or None
+            break
+    web = dict_or_empty(location.get("web"))
+    cited = [first_str(dict_or_empty(s).get("text")) for s in raw.get("sourceContent") or () if type(s) is dict]
+    text = "".join(c for c in cited if c) or None
+    title = first_str(raw.get("title"), web.get("domain"))
+    url = first_str(web.get("url"))
+    return Citation("url" if url else "document", url=url, title=title, cited_text=text, location=where)
+
+
+class _Pending:
+    """A wire content block between its first event and ``contentBlockStop``."""
+
+    __slots__ = ("position", "kind", "entry", "pieces", "citations", "redacted")
+
+    def __init__(self, position: int, kind: str, entry: dict[str, Any]) -> None:
+        self.position = position
+        self.kind = kind  # text, reasoning, tool, server (server toolUse / toolResult)
+        self.entry = entry
+        self.pieces: list[Any] = []
+        self.citations: list[Any] | None = None
+        self.redacted: list[str] | None = None
+
+
+class BedrockConverseTranslator(Translator):
+    """ConverseStream event-stream messages to dshstream chunks."""
+
+    wire = WIRE
+    framing = "eventstream"
+
+    def __init__(
+        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+    ) -> None:
+        super().__init__(provider=provider or "bedrock", request_id=request_id, max_tokens=max_tokens)
+        self._pending: dict[int, _Pending] = {}
+        self._content: list[dict[str, Any] | None] = []
+
+    # ------------------------------------------------------------------ input
+
+    def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
+        """Translate a batch of event-stream messages (anything else is skipped)."""
+        writer = self.writer
+        try:
+            for item in items:
+                if type(item) is EventStreamMessage and not writer.finished:
+                    self.on_message(item)
+        except EventJsonError as exc:
+            raise self._malformed(exc.text) from None
+        return writer.take()
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        """An SSE event carrying a Converse event (``event:`` type, ``data:`` JSON)."""
+        self._on_payload(event.event, loads_event(event.data))
+
+    def on_message(self, message: EventStreamMessage) -> None:
+        """Handle one event-stream message."""
+        headers = message.headers
+        kind = headers.get(":message-type", "event")
+        text = message.payload.decode("utf-8", "replace")
+        if kind == "exception" or kind == "error":
+            self._on_exception(message, text)
+            return
+        event = headers.get(":event-type")
+        if not isinstance(event, str):
+            return
+        self._on_payload(event, loads_event(text) if text else {})
+
+    def _on_payload(self, event: str, payload: Any) -> None:
+        if type(payload) is not dict:
+            return
+        if event == "contentBlockDelta":
+            self._on_delta(payload.get("contentBlockIndex"), payload.get("delta"))
+        elif event == "contentBlockStart":
+            self._on_start(payload.get("contentBlockIndex"), dict_or_empty(payload.get("start")))
+        elif event == "contentBlockStop":
+            index = payload.get("contentBlockIndex")
+            if isinstance(index, int) and index in self._pending:
+                self._stop(self._pending.pop(index), index)
+        elif event == "messageStop":
+            self._on_stop_reason(payload.get("stopReason"))
+        elif event == "metadata":
+            usage = payload.get("usage")
+            if type(usage) is dict:
+                self.writer.defer_usage(bedrock_usage, usage)
+            latency = int_or_none(dict_or_empty(payload.get("metrics")).get("latencyMs"))
+            if latency is not None:
+                self.writer.latency_ms = latency
+            self.complete()
+        # messageStart and unknown events: nothing to emit
+
+    # ------------------------------------------------------------------ blocks
+
+    def _open(self, index: int, kind: str, entry: dict[str, Any]) -> _Pending:
+        pending = _Pending(len(self._content), kind, entry)
+        self._content.append(None)
+        self._pending[index] = pending
+        return pending
+
+    def _on_start(self, index: Any, start: dict[str, Any]) -> None:
+        if not isinstance(index, int):
+            return
+        if index in self._pending:
+            self._stop(self._pending.pop(index), index)
+        tool = start.get("toolUse")
+        if type(tool) is dict:
+            entry = {k: v for k, v in tool.items() if k in ("toolUseId", "name", "type")}
+            if tool.get("type") == "server_tool_use":
+                self._open(index, "server", {"toolUse": entry})
+                return
+            self._open(index, "tool", {"toolUse": entry})
+            self.writer.tool_call(("b", index), call_id=first_str(tool.get("toolUseId")), name=first_str(tool.get("name")))
+            return
+        result = start.get("toolResult")
+        if type(result) is dict:
+            self._open(index, "server", {"toolResult": dict(result)})
+
+    def _on_delta(self, index: Any, delta: Any) -> None:
+        if not isinstance(index, int) or type(delta) is not dict:
+            return
+        pending = self._pending.get(index)
+        key = ("b", index)
+        writer = self.writer
+        text = delta.get("text")
+        if isinstance(text, str):
+            if pending is None:
+                pending = self._open(index, "text", {})
+            if pending.kind == "text":
+                writer.text(key, text)
+            return
+        reasoning = delta.get("reasoningContent")
+        if type(reasoning) is dict:
+            if pending is None:
+                pending = self._open(index, "reasoning", {})
+            if pending.kind != "reasoning":
+                return
+            redacted = reasoning.get("redactedContent")
+            if isinstance(redacted, str) and redacted:
+                if pending.redacted is None:
+                    pending.redacted = []
+                pending.redacted.append(redacted)
+                writer.reasoning_seen = True
+            thought = reasoning.get("text")
+            signature = reasoning.get("signature")
+            writer.reasoning(
+                key,
+                thought if isinstance(thought, str) else "",
+                signature if isinstance(signature, str) and signature else None,
+            )
+            return
+        tool = delta.get("toolUse")
+        if type(tool) is dict:
+            fragment = tool.get("input")
+            if pending is None or not isinstance(fragment, str) or not fragment:
+                return
+            if pending.kind == "tool":
+                writer.tool_call(key, arguments=fragment)
+            elif pending.kind == "server":
+                pending.pieces.append(fragment)
+            return
+        citation = delta.get("citation")
+        if type(citation) is dict:
+            if pending is None:
+                pending = self._open(index, "text", {})
+            if pending.citations is None:
+                pending.citations = []
+            pending.citations.append(citation)
+            return
+        result = delta.get("toolResult")
+        if result is not None and pending is not None and pending.kind == "server":
+            pending.pieces.append(result)
+
+    def _stop(self, pending: _Pending, index: int, *, cut: bool = False) -> None:
+        key = ("b", index)
+        writer = self.writer
+        entry: dict[str, Any] | None = pending.entry
+        kind = pending.kind
+        if kind == "text":
+            if pending.citations and writer.is_open(key):
+                cited = [bedrock_citation(raw) for raw in pending.citations]
+                writer.cite(key, [c for c in cited if c is not None])
+            done = writer.end(key, cut=cut)
+            text = done.text if isinstance(done, TextBlock) else ""
+            entry = {"text": text} if text else None
+        elif kind == "reasoning":
+            done = writer.end(key, cut=cut)
+            if pending.redacted is not None:
+                entry = {"reasoningContent": {"redactedContent": "".join(pending.redacted)}}
+            elif isinstance(done, ReasoningBlock):
+                reasoning_text: dict[str, Any] = {"text": done.text}
+                if done.signature:
+                    reasoning_text["signature"] = done.signature
+                entry = {"reasoningContent": {"reasoningText": reasoning_text}}
+            else:
+                entry = None
+        elif kind == "tool":
+            done = writer.end(key, cut=cut)
+            tool = dict(pending.entry["toolUse"])
+            tool.pop("type", None)
+            if isinstance(done, ToolCallBlock):
+                tool["input"] = parse_json_object(done.arguments)
+                tool.setdefault("toolUseId", done.id)
+            entry = {"toolUse": tool}
+        else:  # server tool use or result
+            if "toolUse" in pending.entry:
+                tool = pending.entry["toolUse"]
+                tool["input"] = parse_json_object("".join(str(p) for p in pending.pieces))
+                summary = {"type": "server_tool_use"}
+                for field, wire_name in (("id", "toolUseId"), ("name", "name")):
+                    value = first_str(tool.get(wire_name))
+                    if value is not None:
+                        summary[field] = value
+                writer.server_tools.append(summary)
+            else:
+                result = pending.entry["toolResult"]
+                content: list[Any] = []
+                for piece in pending.pieces:
+                    content.extend(piece if type(piece) is list else [piece])
+                result["content"] = content
+        self._content[pending.position] = entry
+
+    # ------------------------------------------------------------------ finish
+
+    def _on_stop_reason(self, reason: Any) -> None:
+        if not isinstance(reason, str) or not reason:
+            return
+        writer = self.writer
+        if reason in _FILTERED:
+            failure = writer.failure(
+                "CONTENT_FILTER", f"{writer.provider}: the response was blocked by a content filter ({reason})"
+            )
+            writer.set_finish("error", reason, failure)
+        elif reason in _ERROR_REASONS:
+            writer.set_finish("error", reason, writer.stop_failure(reason))
+        else:
+            kind = _FINISH_KINDS.get(reason, "stop")
+            if kind == "tool-calls" and not writer.tool_call_count:
+                kind = "stop"  # only server tools ran
+            writer.set_finish(kind, reason)
+
+    def _on_exception(self, message: EventStreamMessage, text: str) -> None:
+        headers = message.headers
+        kind = first_str(headers.get(":exception-type"), headers.get(":error-code")) or "unknown"
+        payload = loads_event(text) if text.strip().startswith("{") else None
+        upstream = first_str(
+            dict_or_empty(payload).get("message"), dict_or_empty(payload).get("Message"), headers.get(":error-message")
+        ) or text
+        self.fail_exception(kind, upstream)
+
+    def exception_failure(self, kind: str, upstream: str) -> LlmFailure:
+        """The failure an exception frame of type ``kind`` with text ``upstream`` means."""
+        writer = self.writer
+        key = kind[:1].lower() + kind[1:]
+        if not key.endswith("Exception"):
+            key += "Exception"
+        known = EXCEPTION_CODES.get(key)
+        detail = redact(upstream, limit=2000) if upstream else None
+        if known is None:
+            failure = classify_error_payload(
+                {"error": {"type": kind, "message": upstream}}, provider=writer.provider
+            )
+            return replace(failure, request_id=failure.request_id or writer.request_id)
+        code, headline = known
+        if code == "INVALID_REQUEST":
+            guess = classify_error_payload({"error": {"type": kind, "message": upstream}}, provider=writer.provider)
+            if guess.code == "CONTEXT_WINDOW_EXCEEDED":
+                code, headline = guess.code, "input too long for the model's context window"
+        return writer.failure(code, f"{writer.provider}: {headline} ({kind})", detail=detail)
+
+    def fail_exception(self, kind: str, upstream: str) -> None:
+        """End the stream with the failure of an exception frame, keeping partial output."""
+        failure = self.exception_failure(kind, upstream)
+        self.flush(cut=True)
+        self.writer.fail(failure)
+
+    def flush(self, *, cut: bool) -> None:
+        for index in sorted(self._pending):
+            self._stop(self._pending.pop(index), index, cut=cut)
+
+    def replay_state(self) -> Any:
+        content = [entry for entry in self._content if entry is not None]
+        return {"wire": WIRE, "content": content} if content else None
+
+    def token_counts(self) -> tuple[int | None, int | None]:
+        raw = self.writer.raw_usage
+        if raw is None:
+            return (None, None)
+        return (int_or_none(raw.get("inputTokens")), int_or_none(raw.get("outputTokens")))
+
+
+__all__ = ["BedrockConverseTranslator", "EXCEPTION_CODES", "bedrock_citation", "bedrock_usage"]

@@ -1,0 +1,298 @@
+"""The Bedrock ConverseStream wire: recorded bodies, synthetic exception frames, stop
+reasons, usage and replay state."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from dshstream._core.contract import check_contract
+from dshstream._core.decode import StreamDecoder, decode, detect_wire, translator_for
+from dshstream._core.eventstream import encode_message
+from dshstream._core.types import (
+    BlockEnd,
+    Finish,
+    ReasoningBlock,
+    StreamChunk,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+    UsageChunk,
+)
+
+from helpers import FIXTURES, fixture_bytes
+
+WIRE = "bedrock-converse"
+
+
+def _run(data: bytes | list[bytes]) -> list[StreamChunk]:
+    return list(check_contract(list(decode(data, wire=WIRE))))
+
+
+def _blocks(chunks: list[StreamChunk]) -> list[Any]:
+    return [c.block for c in chunks if isinstance(c, BlockEnd)]
+
+
+def _finish(chunks: list[StreamChunk]) -> Finish:
+    last = chunks[-1]
+    assert isinstance(last, Finish)
+    return last
+
+
+def _event(kind: str, payload: dict[str, Any]) -> bytes:
+    return encode_message(
+        {":event-type": kind, ":content-type": "application/json", ":message-type": "event"},
+        json.dumps(payload).encode(),
+    )
+
+
+def _exception(kind: str, message: str) -> bytes:
+    return encode_message(
+        {":exception-type": kind, ":content-type": "application/json", ":message-type": "exception"},
+        json.dumps({"message": message}).encode(),
+    )
+
+
+START = _event("messageStart", {"role": "assistant"})
+
+
+def _text(index: int, text: str) -> bytes:
+    return _event("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": text}})
+
+
+def _stop(reason: str) -> bytes:
+    return _event("messageStop", {"stopReason": reason})
+
+
+END = _event("metadata", {"usage": {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}, "metrics": {"latencyMs": 9}})
+
+
+def test_detect_wire_recognises_the_binary_framing() -> None:
+    for path in (FIXTURES / "bedrock").glob("*.eventstream"):
+        assert detect_wire(path.read_bytes()) == WIRE
+    assert detect_wire(b"\x00\x00\x00\x10\x00\x00\x00\x00" + b"\x00" * 8) != WIRE  # bad CRC
+
+
+def test_decoder_picks_eventstream_framing_only_for_bedrock() -> None:
+    from dshstream._core.eventstream import EventStreamDecoder
+    from dshstream._core.sse import SSEDecoder
+
+    assert isinstance(StreamDecoder(translator_for(WIRE)).sse, EventStreamDecoder)
+    assert isinstance(StreamDecoder(translator_for("anthropic")).sse, SSEDecoder)
+
+
+def test_text_usage_latency() -> None:
+    chunks = _run(fixture_bytes("bedrock/nova_micro_text.eventstream"))
+    (block,) = _blocks(chunks)
+    assert isinstance(block, TextBlock) and block.text.startswith("The capital of France is Paris.")
+    usage = [c.usage for c in chunks if isinstance(c, UsageChunk)]
+    assert usage == [TokenUsage(13, 82)]
+    finish = _finish(chunks)
+    assert (finish.reason.kind, finish.reason.raw) == ("stop", "end_turn")
+    assert finish.metadata is not None and finish.metadata.latency_ms == 522
+    assert finish.replay_state == {"wire": WIRE, "content": [{"text": block.text}]}
+
+
+def test_cache_counts_are_disjoint() -> None:
+    write = _run(fixture_bytes("bedrock/claude37_cache_write.eventstream"))
+    read = _run(fixture_bytes("bedrock/claude37_cache_read.eventstream"))
+    assert [c.usage for c in write if isinstance(c, UsageChunk)] == [TokenUsage(11, 236, 0, 1028)]
+    assert [c.usage for c in read if isinstance(c, UsageChunk)] == [TokenUsage(12, 250, 1028, 0)]
+
+
+def test_tool_use_fragments_concatenate() -> None:
+    chunks = _run(fixture_bytes("bedrock/claude3_sonnet_tool_use_first.eventstream"))
+    (call,) = _blocks(chunks)
+    assert isinstance(call, ToolCallBlock)
+    assert call.name == "get_cities_list" and call.id.startswith("tooluse_")
+    assert not call.arguments_truncated
+    assert isinstance(json.loads(call.arguments), dict)
+    finish = _finish(chunks)
+    assert finish.reason.kind == "tool-calls"
+    assert finish.replay_state["content"][0]["toolUse"]["input"] == json.loads(call.arguments)
+
+
+def test_two_tool_uses_get_one_block_each() -> None:
+    blocks = _blocks(_run(fixture_bytes("bedrock/nova_micro_two_tool_uses.eventstream")))
+    assert [type(b) for b in blocks] == [TextBlock, ToolCallBlock, ToolCallBlock]
+    assert blocks[1].id != blocks[2].id
+
+
+def test_reasoning_signature_is_kept_for_replay() -> None:
+    chunks = _run(fixture_bytes("bedrock/claude_sonnet4_reasoning_signature.eventstream"))
+    reasoning, text = _blocks(chunks)
+    assert isinstance(reasoning, ReasoningBlock) and reasoning.signature and reasoning.text
+    assert isinstance(text, TextBlock)
+    content = _finish(chunks).replay_state["content"]
+    assert content[0] == {"reasoningContent": {"reasoningText": {"text": reasoning.text, "signature": reasoning.signature}}}
+    assert content[1] == {"text": text.text}
+
+
+def test_redacted_reasoning_is_replay_only() -> None:
+    chunks = _run(fixture_bytes("bedrock/claude37_redacted_reasoning.eventstream"))
+    assert [type(b) for b in _blocks(chunks)] == [TextBlock]
+    content = _finish(chunks).replay_state["content"]
+    assert [list(entry) for entry in content] == [["reasoningContent"], ["reasoningContent"], ["text"]]
+    assert all(entry["reasoningContent"]["redactedContent"] for entry in content[:2])
+
+
+def test_reasoning_without_signature() -> None:
+    reasoning, text = _blocks(_run(fixture_bytes("bedrock/deepseek_r1_reasoning_no_signature.eventstream")))
+    assert isinstance(reasoning, ReasoningBlock) and reasoning.signature is None
+    assert isinstance(text, TextBlock)
+
+
+def test_citations_ride_in_the_text_block() -> None:
+    (block,) = _blocks(_run(fixture_bytes("bedrock/claude_sonnet45_document_citations.eventstream")))
+    assert isinstance(block, TextBlock)
+    (citation,) = block.citations
+    assert citation.kind == "document" and citation.title == "Document 1"
+    assert citation.location == "document 0, chars 0-47"
+    assert citation.cited_text == "The return window is thirty days from purchase."
+
+
+def test_server_tools_are_summarized_not_called() -> None:
+    chunks = _run(fixture_bytes("bedrock/nova2_lite_code_interpreter_server_tool.eventstream"))
+    (call,) = _blocks(chunks)
+    assert isinstance(call, ToolCallBlock) and call.name == "final_result"
+    finish = _finish(chunks)
+    assert finish.metadata is not None
+    assert [t["name"] for t in finish.metadata.server_tools] == ["nova_code_interpreter"]
+    kinds = [next(iter(entry)) for entry in finish.replay_state["content"]]
+    assert kinds == ["toolUse", "toolResult", "toolUse"]
+    assert finish.replay_state["content"][1]["toolResult"]["content"][0]["json"]["stdOut"] == "7006652"
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind", "code"),
+    [
+        ("end_turn", "stop", None),
+        ("stop_sequence", "stop", None),
+        ("max_tokens", "max-tokens", None),
+        ("model_context_window_exceeded", "max-tokens", None),
+        ("guardrail_intervened", "error", "CONTENT_FILTER"),
+        ("content_filtered", "error", "CONTENT_FILTER"),
+        ("malformed_model_output", "error", "MALFORMED_MODEL_OUTPUT"),
+        ("something_new", "stop", None),
+    ],
+)
+def test_stop_reasons(reason: str, kind: str, code: str | None) -> None:
+    finish = _finish(_run(START + _text(0, "hi") + _stop(reason) + END))
+    assert (finish.reason.kind, finish.reason.raw) == (kind, reason)
+    assert (finish.reason.failure.code if finish.reason.failure else None) == code
+
+
+@pytest.mark.parametrize(
+    ("exception", "code", "retryable"),
+    [
+        ("throttlingException", "RATE_LIMIT", True),
+        ("serviceUnavailableException", "OVERLOADED", True),
+        ("modelStreamErrorException", "SERVER", True),
+        ("internalServerException", "SERVER", True),
+        ("modelTimeoutException", "TIMEOUT", True),
+        ("validationException", "INVALID_REQUEST", False),
+        ("accessDeniedException", "AUTH", False),
+        ("ThrottlingException", "RATE_LIMIT", True),
+    ],
+)
+def test_exception_frames_are_classified_in_band(exception: str, code: str, retryable: bool) -> None:
+    secret = "AKIAABCDEFGHIJKLMNOP"
+    chunks = _run(START + _text(0, "partial") + _exception(exception, f"upstream says no {secret}"))
+    finish = _finish(chunks)
+    failure = finish.reason.failure
+    assert finish.reason.kind == "error" and failure is not None
+    assert (failure.code, failure.retryable) == (code, retryable)
+    assert "upstream" not in failure.message and exception in failure.message
+    assert failure.detail is not None and "upstream says no" in failure.detail
+    assert [b.text for b in _blocks(chunks)] == ["partial"]  # partial output kept
+
+
+def test_validation_exception_about_context_is_context_window() -> None:
+    message = "Input is too long for requested model."
+    failure = _finish(_run(START + _exception("validationException", message))).reason.failure
+    assert failure is not None and failure.code in ("CONTEXT_WINDOW_EXCEEDED", "INVALID_REQUEST")
+
+
+def test_error_message_type_uses_its_headers() -> None:
+    frame = encode_message({":message-type": "error", ":error-code": "InternalFailure", ":error-message": "boom"})
+    failure = _finish(_run(START + frame)).reason.failure
+    assert failure is not None and failure.code != "STREAM_CLOSED"
+
+
+def test_cut_after_message_stop_completes_before_is_stream_closed() -> None:
+    body = START + _text(0, "hi") + _stop("end_turn")
+    assert _finish(_run(body)).reason.kind == "stop"
+    failure = _finish(_run(START + _text(0, "hi"))).reason.failure
+    assert failure is not None and failure.code == "STREAM_CLOSED"
+
+
+def test_empty_reply_is_empty_response_with_token_counts() -> None:
+    failure = _finish(_run(START + _stop("end_turn") + END)).reason.failure
+    assert failure is not None and failure.code == "EMPTY_RESPONSE"
+    assert failure.diagnostics is not None
+    assert (failure.diagnostics["input_tokens"], failure.diagnostics["output_tokens"]) == (3, 4)
+
+
+def test_padding_non_json_and_unknown_events() -> None:
+    unknown = _event("somethingNew", {"x": 1})
+    finish = _finish(_run(START + unknown + _text(0, "a") + _stop("end_turn") + END))
+    assert finish.reason.kind == "stop"
+    bad = encode_message({":event-type": "contentBlockDelta", ":message-type": "event"}, b"{not json")
+    from dshstream._core.errors import ProtocolError
+
+    with pytest.raises(ProtocolError) as info:
+        list(decode(START + bad, wire=WIRE))
+    assert info.value.failure.code == "MALFORMED_RESPONSE"
+
+
+_ODD_VALUES: list[Any] = [None, True, 0, -1, 10**30, 1.5, "", "x", [], {}, [1, "a"], {"a": {"b": None}}]
+
+
+def _mutate(value: Any, rng: Any) -> Any:
+    if isinstance(value, dict) and value:
+        key = rng.choice(sorted(value))
+        choice = rng.random()
+        if choice < 0.2:
+            return {k: v for k, v in value.items() if k != key}
+        if choice < 0.6:
+            return {**value, key: rng.choice(_ODD_VALUES)}
+        return {**value, key: _mutate(value[key], rng)}
+    return rng.choice(_ODD_VALUES)
+
+
+@pytest.mark.parametrize("name", ["nova2_lite_code_interpreter_server_tool", "claude_sonnet4_reasoning_signature", "claude3_sonnet_text_then_tool_use", "claude37_redacted_reasoning"])
+def test_fuzz_mutated_payloads_keep_the_contract(name: str) -> None:
+    import random
+
+    from dshstream._core.assembler import BlockAssembler
+    from dshstream._core.errors import LlmError
+    from dshstream._core.eventstream import EventStreamDecoder
+    from dshstream._core.types import chunk_to_dict
+
+    messages = EventStreamDecoder().feed(fixture_bytes(f"bedrock/{name}.eventstream"))
+    rng = random.Random(name)
+    for _ in range(150):
+        frames = []
+        for message in messages:
+            headers = dict(message.headers)
+            payload: Any = json.loads(message.payload)
+            roll = rng.random()
+            if roll < 0.15:
+                payload = _mutate(payload, rng)
+            elif roll < 0.18:
+                continue  # dropped
+            elif roll < 0.2:
+                headers[":event-type"] = rng.choice(["contentBlockStart", "metadata", "messageStop", "x"])
+            frames.append(encode_message(headers, json.dumps(payload).encode()))
+        body = b"".join(frames)
+        try:
+            chunks = list(decode(body, wire=WIRE))
+        except LlmError:
+            continue
+        list(check_contract(chunks))
+        assembler = BlockAssembler()
+        for chunk in chunks:
+            assembler.push(chunk)
+            json.dumps(chunk_to_dict(chunk))
