@@ -92,6 +92,7 @@ if TYPE_CHECKING:
         ProviderInfo as ProviderInfo,
     )
     from ._adapters.custom import CustomAdapter as CustomAdapter
+    from ._adapters.bedrock import BedrockAdapter as BedrockAdapter
     from ._adapters.gemini import GeminiAdapter as GeminiAdapter
     from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
     from ._adapters.http import HttpAdapter as HttpAdapter, ModelListFormat as ModelListFormat
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
         VertexGeminiAdapter as VertexGeminiAdapter,
     )
     from ._chunk_stream import ChunkStream as ChunkStream
+    from ._core.sigv4 import AwsCredentials as AwsCredentials
     from ._core.assembler import (
         AssembledResponse as AssembledResponse,
         BlockAssembler as BlockAssembler,
@@ -234,6 +236,8 @@ _EXPORTS: dict[str, str] = {
     "TransportError": "._core.errors",
     "UsageChunk": "._core.types",
     "VerbatimToolCallParser": "._core.filters.verbatim_tools",
+    "AwsCredentials": "._core.sigv4",
+    "BedrockAdapter": "._adapters.bedrock",
     "VertexAnthropicAdapter": "._adapters.vertex",
     "VertexGeminiAdapter": "._adapters.vertex",
     "assemble": "._core.assembler",

@@ -626,7 +626,7 @@ class Transport:
             data=request.body_bytes(),
         )
         content_type = (stream.headers.get("content-type") or stream.headers.get("Content-Type") or "").lower()
-        if "event-stream" not in content_type:
+        if "event-stream" not in content_type and "eventstream" not in content_type:
             if "json" in content_type:
                 _refuse_json_body(stream, request, provider)
             elif "html" in content_type:

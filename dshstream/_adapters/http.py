@@ -15,6 +15,9 @@ once:
    value checked and registered for redaction), and :meth:`~HttpAdapter.auth_headers`
    sees that attempt's value as ``self._api_key`` (per thread: one adapter serves many
    threads at once).
+   :meth:`~HttpAdapter.sign` then sees the finished request once per attempt (AWS SigV4
+   signs the final body bytes there); :attr:`~HttpAdapter.stream_accept` is the
+   streaming ``accept`` header.
 3. A stream is a sequence of attempts. Each opens the request through the transport and
    runs the body through the byte pump (:mod:`dshstream._core.pump`). A failed attempt is
    reported once (:mod:`~dshstream._adapters.reporting`); it is retried only while no
@@ -88,6 +91,8 @@ class HttpAdapter(LlmAdapter):
     models_path: str | None = None
     #: how to read the model list
     models_format = ModelListFormat()
+    #: the ``accept`` header of a streaming request
+    stream_accept = "text/event-stream"
 
     def __init__(
         self,
@@ -183,6 +188,11 @@ class HttpAdapter(LlmAdapter):
         """Headers the provider's API requires on every call (e.g. a version)."""
         return {}
 
+    def sign(self, request: HttpRequest, options: GenerateOptions) -> HttpRequest:
+        """``request`` as sent, once per attempt on its final body bytes (AWS SigV4 adds
+        its signature headers here); default: unchanged."""
+        return request
+
     def models_url(self) -> str | None:
         """The model list's URL (None: no model list)."""
         return f"{self.base_url}{self.models_path}" if self.models_path is not None else None
@@ -203,7 +213,7 @@ class HttpAdapter(LlmAdapter):
         headers, the caller's headers, auth, attribution."""
         base = {"content-type": "application/json", **self.protocol_headers()}
         if streaming:
-            base["accept"] = "text/event-stream"
+            base["accept"] = self.stream_accept
             base["accept-encoding"] = "identity"
         return merge_headers(base, self.extra_headers, self.auth_headers(), identity=self.identity)
 
@@ -307,7 +317,7 @@ class HttpAdapter(LlmAdapter):
     def _attempt(
         self, options: GenerateOptions, deadline: float | None, accepted: list[bool]
     ) -> Generator[list[StreamChunk], None, None]:
-        request = self.build_request(options)
+        request = self.sign(self.build_request(options), options)
         idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
         http = self.transport.open(
             request,

@@ -21,7 +21,7 @@ from .redact import redact
 from .validate import invalid
 
 SENSITIVE_HEADERS = frozenset(
-    {"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization", "cookie"}
+    {"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization", "cookie", "x-amz-security-token"}
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

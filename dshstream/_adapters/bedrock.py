@@ -1,0 +1,361 @@
+"""Amazon Bedrock: :class:`BedrockAdapter` streams the Converse API
+(``POST /model/{modelId}/converse-stream``, AWS event-stream framing) for any model Bedrock
+serves; the wire is ``bedrock-converse`` (:mod:`dshstream._core.wires.bedrock`).
+
+Contract:
+
+1. **Where.** ``region=`` (default ``AWS_REGION``, else ``AWS_DEFAULT_REGION``; required)
+   names ``https://bedrock-runtime.{region}.amazonaws.com``; ``base_url=`` replaces it (a
+   VPC endpoint, a proxy). The model id is percent-encoded whole into the path (``:`` and
+   ``/`` of versioned ids and inference-profile ARNs included).
+2. **Auth, SigV4.** ``credentials=`` is an :class:`~dshstream._core.sigv4.AwsCredentials`,
+   an ``(access_key_id, secret_access_key, session_token | None)`` tuple, or a
+   zero-argument callable returning either, asked before every attempt. Without it (and
+   without a bearer key) ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/
+   ``AWS_SESSION_TOKEN`` are used — only when the requests go to the real
+   bedrock-runtime host. Each attempt is signed (service ``bedrock``) on its final body
+   bytes, with ``host``, ``x-amz-date`` and ``x-amz-security-token`` signed.
+3. **Auth, API keys.** ``api_key=`` (a Bedrock API key, or a callable) or, on the real
+   host, ``AWS_BEARER_TOKEN_BEDROCK`` is sent as ``Authorization: Bearer``; it wins over
+   environment access keys. ``api_key=`` and ``credentials=`` together are refused.
+4. Secret keys and session tokens are registered for redaction (the most recent
+   :data:`~dshstream._adapters.credentials.HISTORY` of a callable); a signature travels
+   only in ``authorization`` (masked in every ``repr``) and in the request's secrets.
+5. **Body.** ``messages`` (text; assistant tool calls as ``toolUse`` with the parsed
+   input; tool results as ``toolResult`` in a user turn; an assistant turn with
+   ``bedrock-converse`` replay state sends that content verbatim), ``system``,
+   ``inferenceConfig`` (``maxTokens``, ``temperature``, ``stopSequences``),
+   ``toolConfig``; Claude's extended thinking from ``reasoning_effort`` as
+   ``additionalModelRequestFields.thinking`` (the Anthropic adapter's budgets; no
+   temperature with thinking); ``extra_body`` merged last. No model list.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Union
+from urllib.parse import quote, urlsplit
+
+from .._core.errors import LlmError, error_for, make_failure
+from .._core.http_request import HttpRequest
+from .._core.log import get_logger
+from .._core.redact import known_secrets, redact, register_secret, unregister_secret
+from .._core.request import GenerateOptions, Message
+from .._core.sigv4 import AwsCredentials, sign_headers
+from .._core.strict_json import parse_json_object
+from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
+from .._core.wires.base import Translator
+from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
+from .anthropic import DEFAULT_MAX_TOKENS, MIN_THINKING_BUDGET, THINKING_BUDGETS
+from .credentials import HISTORY
+from .http import HttpAdapter
+from .settings import HttpSettings, checked_base_url, same_host
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["AwsCredentialsLike", "BedrockAdapter", "bedrock_host"]
+
+REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
+BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
+ACCESS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+SERVICE = "bedrock"
+_REGION = re.compile(r"[a-z]{2,}(?:-[a-z0-9]+){1,4}")
+
+_Value = Union[AwsCredentials, "tuple[str, str, str | None]", "tuple[str, str]"]
+#: what ``credentials=`` accepts: credentials, a tuple, or a callable returning either
+AwsCredentialsLike = Union[_Value, Callable[[], _Value]]
+
+
+def bedrock_host(region: str) -> str:
+    """The bedrock-runtime API root for ``region``."""
+    return f"https://bedrock-runtime.{region}.amazonaws.com"
+
+
+def _as_credentials(value: object, field: str) -> AwsCredentials:
+    if isinstance(value, tuple) and len(value) in (2, 3):
+        value = AwsCredentials(*value)
+    if not isinstance(value, AwsCredentials):
+        raise invalid(
+            f"{field} must be AwsCredentials or (access_key_id, secret_access_key, session_token), "
+            f"got {type(value).__name__}",
+            wrong_type=True,
+        )
+    key_id = check_api_key(value.access_key_id, f"{field}.access_key_id")
+    secret = check_api_key(value.secret_access_key, f"{field}.secret_access_key")
+    if not key_id or not secret:
+        raise invalid(f"{field} needs an access key id and a secret access key")
+    token = check_api_key(value.session_token, f"{field}.session_token") if value.session_token else None
+    return AwsCredentials(key_id, secret, token or None)
+
+
+class BedrockAdapter(HttpAdapter):
+    """Stream any Bedrock model through the Converse API (SigV4 or a Bedrock API key)."""
+
+    default_name = "Amazon Bedrock"
+    default_base_url = ""
+    key_env = ()
+    models_path = None
+    stream_accept = "application/vnd.amazon.eventstream"
+
+    def __init__(
+        self,
+        *,
+        region: str | None = None,
+        credentials: AwsCredentialsLike | None = None,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budgets: Mapping[str, int] | None = None,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        name = type(self).__name__
+        chosen = check_str_or_none(region, f"{name}.region") or next(
+            (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
+        )
+        if not chosen:
+            raise invalid(f"{name} needs region= or {'/'.join(REGION_ENV)} in the environment")
+        if not _REGION.fullmatch(chosen):
+            raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
+        self.region = chosen
+        home = bedrock_host(chosen)
+        base_url = checked_base_url(settings.pop("base_url", None) or home)
+        api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
+        if api_key is not None and credentials is not None:
+            raise invalid(f"{name}: pass api_key= (a Bedrock API key) or credentials= (SigV4), not both")
+        own_host = same_host(base_url, home)
+        self._aws_source: Callable[[], _Value] | None = None
+        self._aws_fixed: AwsCredentials | None = None
+        self._aws_from_env = False
+        if credentials is not None:
+            if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
+                self._aws_source = credentials
+            else:
+                self._aws_fixed = _as_credentials(credentials, f"{name}.credentials")
+        elif api_key is None:
+            bearer = os.environ.get(BEARER_ENV, "").strip()
+            key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
+            if not own_host and (bearer or key_id):
+                log.info(
+                    "%s: not sending environment AWS credentials to %s (not %s); pass credentials= or api_key=",
+                    name, redact(base_url), home,
+                )
+            elif bearer:
+                api_key = check_api_key(bearer, BEARER_ENV)
+            elif key_id and secret:
+                self._aws_fixed = _as_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID")
+                self._aws_from_env = True
+        self._history: deque[str] = deque()
+        self._aws_lock = threading.Lock()
+        self._aws_last: AwsCredentials | None = self._aws_fixed
+        if self._aws_fixed is not None:
+            self._remember(self._aws_fixed)
+        settings.setdefault("title", "Amazon Bedrock")
+        settings["base_url"] = base_url
+        settings["api_key"] = api_key
+        super().__init__(default_base_url=home, key_env=(), **settings)
+        if default_max_tokens < 1:
+            raise invalid(f"{name}.default_max_tokens must be positive")
+        self.default_max_tokens = default_max_tokens
+        self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
+
+    @property
+    def auth_mode(self) -> str:
+        """``sigv4``, ``bearer`` or ``none``."""
+        if self._aws_fixed is not None or self._aws_source is not None:
+            return "sigv4"
+        return "bearer" if self.credential.value is not None else "none"
+
+    def __repr__(self) -> str:
+        if self.auth_mode == "sigv4":
+            how = "callable" if self._aws_source is not None else ("environment" if self._aws_from_env else "set")
+            auth = f"sigv4 <{how}>"
+        else:
+            auth = f"{self.auth_mode} <{self.credential.describe()}>"
+        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, region={self.region!r}, auth={auth})"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        aws = self._aws_last
+        extra = tuple(s for s in (aws.secret_access_key, aws.session_token) if s) if aws else ()
+        return super().secrets + extra
+
+    # ------------------------------------------------------------------ auth
+
+    def _remember(self, creds: AwsCredentials) -> None:
+        for secret in (creds.secret_access_key, creds.session_token):
+            if not secret:
+                continue
+            register_secret(secret)
+            with self._aws_lock:
+                if secret in self._history:
+                    continue
+                self._history.append(secret)
+                forgotten = self._history.popleft() if len(self._history) > 2 * HISTORY else None
+            if forgotten is not None:
+                unregister_secret(forgotten)
+
+    def aws_credentials(self, provider: str) -> AwsCredentials | None:
+        """This attempt's SigV4 credentials (a callable is asked anew; rule 2)."""
+        if self._aws_source is None:
+            return self._aws_fixed
+        try:
+            value: object = self._aws_source()
+        except LlmError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - nothing foreign escapes
+            raise error_for(
+                make_failure(
+                    "AUTH",
+                    f"{provider}: the credentials callable raised {type(exc).__name__} (AUTH)",
+                    provider=provider,
+                    detail=redact(f"{type(exc).__name__}: {exc}", known_secrets(), limit=1900),
+                )
+            ) from None
+        creds = _as_credentials(value, "credentials()")
+        self._remember(creds)
+        self._aws_last = creds
+        return creds
+
+    def sign(self, request: HttpRequest, options: GenerateOptions) -> HttpRequest:
+        creds = self.aws_credentials(options.provider)
+        if creds is None:
+            return request
+        parts = urlsplit(request.url)
+        default = {"https": 443, "http": 80}.get(parts.scheme)
+        host = parts.hostname or ""
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
+        headers["host"] = host if parts.port in (None, default) else f"{host}:{parts.port}"
+        added = sign_headers(
+            "POST", request.url, headers, request.body_bytes(), creds, region=self.region, service=SERVICE
+        )
+        signature = added["authorization"].rsplit("Signature=", 1)[-1]
+        secrets = tuple(s for s in (creds.secret_access_key, creds.session_token, signature) if s)
+        return replace(request, headers={**headers, **added}, secrets=request.secrets + secrets)
+
+    # ------------------------------------------------------------------ request
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/model/{quote(options.model, safe='')}/converse-stream"
+
+    def thinking_budget(self, options: GenerateOptions) -> int | None:
+        """Claude's ``budget_tokens`` for ``options.reasoning_effort`` (None: no thinking,
+        or not a Claude model)."""
+        effort = options.reasoning_effort
+        if effort is None or effort == "off" or "claude" not in options.model.lower():
+            return None
+        budget = max(MIN_THINKING_BUDGET, self.thinking_budgets.get(effort, THINKING_BUDGETS["medium"]))
+        if options.max_tokens is not None:
+            if options.max_tokens <= MIN_THINKING_BUDGET:
+                raise error_for(
+                    make_failure(
+                        "INVALID_OPTIONS",
+                        f"{options.provider}: max_tokens must exceed {MIN_THINKING_BUDGET} "
+                        "when reasoning_effort enables extended thinking",
+                        provider=options.provider,
+                    )
+                )
+            budget = max(MIN_THINKING_BUDGET, min(budget, options.max_tokens // 2))
+        return budget
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        body: dict[str, Any] = {"messages": self.convert_messages(options.messages)}
+        system = [{"text": m.text} for m in options.messages if m.role == "system" and m.text]
+        if system:
+            body["system"] = system
+        budget = self.thinking_budget(options)
+        config: dict[str, Any] = {}
+        if options.max_tokens is not None:
+            config["maxTokens"] = options.max_tokens
+        elif budget is not None:
+            config["maxTokens"] = budget + self.default_max_tokens
+        if options.temperature is not None and budget is None:
+            config["temperature"] = options.temperature
+        if options.stop:
+            config["stopSequences"] = list(options.stop)
+        if config:
+            body["inferenceConfig"] = config
+        if options.tools:
+            body["toolConfig"] = {
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": tool.name,
+                            **({"description": tool.description} if tool.description else {}),
+                            "inputSchema": {"json": dict(tool.parameters)},
+                        }
+                    }
+                    for tool in options.tools
+                ]
+            }
+        if budget is not None:
+            body["additionalModelRequestFields"] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def convert_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """Converse ``messages``: alternating user/assistant turns of content blocks."""
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            if message.role == "system":
+                continue
+            role = "assistant" if message.role == "assistant" else "user"
+            content = self.assistant_content(message) if role == "assistant" else self.user_content(message)
+            if not content:
+                continue
+            if out and out[-1]["role"] == role:
+                out[-1]["content"].extend(content)
+            else:
+                out.append({"role": role, "content": content})
+        return out
+
+    def user_content(self, message: Message) -> list[dict[str, Any]]:
+        """A user (or tool) turn's blocks: text and ``toolResult``."""
+        content: list[dict[str, Any]] = []
+        for block in message.blocks:
+            if isinstance(block, ToolResultBlock):
+                content.append(
+                    {
+                        "toolResult": {
+                            "toolUseId": block.call_id,
+                            "content": [{"text": block.content}],
+                            "status": "error" if block.is_error else "success",
+                        }
+                    }
+                )
+            elif isinstance(block, TextBlock) and block.text:
+                content.append({"text": block.text})
+        return content
+
+    def assistant_content(self, message: Message) -> list[dict[str, Any]]:
+        """An assistant turn's blocks: our replay state verbatim, else its blocks."""
+        replay = message.replay_state
+        if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("content"), list):
+            return [dict(entry) for entry in replay["content"] if isinstance(entry, dict)]
+        content: list[dict[str, Any]] = []
+        for block in message.blocks:
+            if isinstance(block, TextBlock):
+                if block.text:
+                    content.append({"text": block.text})
+            elif isinstance(block, ReasoningBlock):
+                if block.signature:
+                    content.append(
+                        {"reasoningContent": {"reasoningText": {"text": block.text, "signature": block.signature}}}
+                    )
+            elif isinstance(block, ToolCallBlock):
+                content.append(
+                    {"toolUse": {"toolUseId": block.id, "name": block.name, "input": parse_json_object(block.arguments)}}
+                )
+        return content
+
+    # ------------------------------------------------------------------ response
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        return BedrockConverseTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
