@@ -17,7 +17,9 @@ deployment; ``AZURE_OPENAI_ENDPOINT`` or ``--base-url``, ``AZURE_OPENAI_API_KEY`
 ``--api-key-env``, ``OPENAI_API_VERSION``), ``-p vertex`` (``GOOGLE_CLOUD_PROJECT``,
 ``GOOGLE_CLOUD_LOCATION``, Application Default Credentials of the ``authorized_user``
 kind; ``--api-key-env`` names an express-mode key instead; a ``claude-*`` model goes to
-Claude on Vertex) and ``-p vertex-anthropic``.
+Claude on Vertex) and ``-p vertex-anthropic``; ``-p bedrock`` (Amazon Bedrock Converse:
+``AWS_REGION``, and ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` or
+``AWS_BEARER_TOKEN_BEDROCK``).
 """
 
 from __future__ import annotations
@@ -308,7 +310,10 @@ def _cloud_adapter(provider: str, model: str, api_key_env: str | None, base_url:
                 "(or --base-url https://<resource>.openai.azure.com)"
             )
     elif base_url is not None:
-        raise UsageError(f"--base-url is not used with -p {provider}: set GOOGLE_CLOUD_LOCATION instead")
+        where = "AWS_REGION" if provider == "bedrock" else "GOOGLE_CLOUD_LOCATION"
+        raise UsageError(f"--base-url is not used with -p {provider}: set {where} instead")
+    if provider == "bedrock":
+        return _bedrock_adapter(settings)
     if provider == "vertex" and model.startswith("claude"):
         provider = "vertex-anthropic"
     express = provider == "vertex" and "api_key" in settings
@@ -326,6 +331,24 @@ def _cloud_adapter(provider: str, model: str, api_key_env: str | None, base_url:
             f"provider {provider!r} needs credentials: run `gcloud auth application-default login` or set "
             "GOOGLE_APPLICATION_CREDENTIALS to an authorized_user file (service accounts: use the library's "
             "api_key= callable recipe)"
+        )
+    return adapter
+
+
+def _bedrock_adapter(settings: dict[str, Any]) -> LlmAdapter:
+    """Amazon Bedrock from the environment, or a :class:`UsageError` naming what to set."""
+    from ._defaults import cloud_adapter
+
+    if not (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
+        raise UsageError("provider 'bedrock' needs a region: set AWS_REGION (or AWS_DEFAULT_REGION)")
+    try:
+        adapter = cloud_adapter("bedrock", **settings)
+    except LlmError as exc:
+        raise UsageError(exc.failure.message) from None
+    if getattr(adapter, "auth_mode", "none") == "none":
+        raise UsageError(
+            "provider 'bedrock' needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(and AWS_SESSION_TOKEN for temporary ones), or a Bedrock API key in AWS_BEARER_TOKEN_BEDROCK"
         )
     return adapter
 

@@ -8,9 +8,11 @@ chat) when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set (with
 ``OPENAI_API_VERSION``, else the v1 API); ``vertex`` (Gemini) and ``vertex-anthropic``
 (Claude) when ``GOOGLE_CLOUD_PROJECT`` is set and Application Default Credentials are an
 ``authorized_user`` file (``GOOGLE_APPLICATION_CREDENTIALS`` or gcloud's; location
-``GOOGLE_CLOUD_LOCATION``, else ``global``). A cloud whose environment is unusable (a
-service-account file, which needs the google-auth recipe) is left out with a warning in
-the log, never an exception.
+``GOOGLE_CLOUD_LOCATION``, else ``global``); ``bedrock`` (Amazon Bedrock, Converse) when
+a region (``AWS_REGION``/``AWS_DEFAULT_REGION``) and either ``AWS_BEARER_TOKEN_BEDROCK`` or
+``AWS_ACCESS_KEY_ID`` + ``AWS_SECRET_ACCESS_KEY`` are set. A cloud whose environment is
+unusable (a service-account file, which needs the google-auth recipe) is left out with a
+warning in the log, never an exception.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 LOCAL_PROVIDERS = ("ollama", "llamacpp", "vllm")
 #: cloud provider ids configured from their SDKs' environment (see the module docstring)
-CLOUD_PROVIDERS = ("azure", "vertex", "vertex-anthropic")
+CLOUD_PROVIDERS = ("azure", "vertex", "vertex-anthropic", "bedrock")
 
 
 def _key(names: tuple[str, ...]) -> str | None:
@@ -97,6 +99,10 @@ def cloud_configured(provider: str) -> bool:
         from ._adapters.google_oauth import default_credentials_file
 
         return bool(os.environ.get("GOOGLE_CLOUD_PROJECT")) and default_credentials_file() is not None
+    if provider == "bedrock":
+        region = _key(("AWS_REGION", "AWS_DEFAULT_REGION"))
+        keys = bool(os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"))
+        return bool(region) and (keys or bool(os.environ.get("AWS_BEARER_TOKEN_BEDROCK")))
     return False
 
 
@@ -115,6 +121,10 @@ def cloud_adapter(provider: str, **settings: Any) -> HttpAdapter:
         from ._adapters.vertex import VertexAnthropicAdapter
 
         return VertexAnthropicAdapter(**settings)
+    if provider == "bedrock":
+        from ._adapters.bedrock import BedrockAdapter
+
+        return BedrockAdapter(**settings)
     raise KeyError(f"unknown cloud provider {provider!r}; known: {', '.join(CLOUD_PROVIDERS)}")
 
 

@@ -269,3 +269,31 @@ def test_secrets_absent_from_repr_and_failures(aws: tuple[ReplayServer, Any]) ->
     assert failure.code == "AUTH"
     bearer = BedrockAdapter(region="us-east-1", api_key=BEARER)
     assert BEARER not in repr(bearer)
+
+
+# --------------------------------------------------------------------------- environment: service and CLI
+
+
+def test_default_service_registers_bedrock_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dshstream import default_service
+
+    assert "bedrock" not in [p.id for p in default_service().list_providers()]
+    monkeypatch.setenv("AWS_REGION", "us-west-2")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    service = default_service()
+    assert "bedrock" in [p.id for p in service.list_providers()]
+    adapter = service.adapter_for("bedrock")
+    assert "bedrock-runtime.us-west-2.amazonaws.com" in adapter.base_url  # type: ignore[attr-defined]
+    assert "wJalrXUtnFEMI" not in repr(adapter)
+
+
+def test_cli_says_what_bedrock_needs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from dshstream._cli import main
+
+    assert main(["chat", "-p", "bedrock", "-m", "amazon.nova-lite-v1:0", "hi"]) == 2
+    assert "AWS_REGION" in capsys.readouterr().err
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    assert main(["chat", "-p", "bedrock", "-m", "amazon.nova-lite-v1:0", "hi"]) == 2
+    err = capsys.readouterr().err
+    assert "AWS_ACCESS_KEY_ID" in err and "AWS_BEARER_TOKEN_BEDROCK" in err
