@@ -45,14 +45,15 @@ def fixture_wire(relative: str) -> str:
     Provider directories named after a native wire use it; DeepSeek's and OpenRouter's
     ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
     is ``gemini``; ``openai/`` (legacy completions included) and ``azure/`` are
-    ``openai-chat``; ``bedrock/`` (binary AWS event-stream bodies) is ``bedrock-converse``;
+    ``openai-chat``; ``bedrock/`` (binary AWS event-stream bodies) is ``bedrock-converse``
+    (``bedrock-invoke`` for the InvokeModelWithResponseStream ``invoke_*`` recordings);
     another directory is its chat dialect when one exists, else ``openai-chat``.
     """
     from dshstream._core.dialects import DIALECTS
 
     provider, _, name = relative.partition("/")
     if provider == "bedrock":
-        return "bedrock-converse"
+        return "bedrock-invoke" if name.startswith("invoke_") else "bedrock-converse"
     if provider in _NATIVE_WIRES:
         return provider
     if provider == "vertex":
@@ -66,14 +67,9 @@ def fixture_wire(relative: str) -> str:
 
 def all_fixtures() -> list[str]:
     """Every recorded transcript, as ``provider/name.sse`` or ``bedrock/name.eventstream``,
-    sorted. Bedrock's InvokeModelWithResponseStream recording (``bedrock/invoke_*``) is left
-    out: no translator decodes that wire yet."""
+    sorted."""
     found = [*FIXTURES.glob("*/*.sse"), *FIXTURES.glob("*/*.eventstream")]
-    return sorted(
-        rel
-        for rel in (p.relative_to(FIXTURES).as_posix() for p in found)
-        if not rel.startswith("bedrock/invoke_")
-    )
+    return sorted(p.relative_to(FIXTURES).as_posix() for p in found)
 
 
 # --------------------------------------------------------------------------- known finishes
@@ -133,6 +129,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "bedrock/claude_sonnet46_structured_output.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/claude_sonnet4_reasoning_signature.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/deepseek_r1_reasoning_no_signature.eventstream": FixtureFinish("stop", "end_turn"),
+    "bedrock/invoke_claude3_sonnet_messages.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/llama32_1b_text.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/nova2_lite_code_interpreter_server_tool.eventstream": FixtureFinish("tool-calls", "tool_use"),
     "bedrock/nova_micro_text.eventstream": FixtureFinish("stop", "end_turn"),

@@ -297,3 +297,55 @@ def test_cli_says_what_bedrock_needs(monkeypatch: pytest.MonkeyPatch, capsys: py
     assert main(["chat", "-p", "bedrock", "-m", "amazon.nova-lite-v1:0", "hi"]) == 2
     err = capsys.readouterr().err
     assert "AWS_ACCESS_KEY_ID" in err and "AWS_BEARER_TOKEN_BEDROCK" in err
+
+
+# --------------------------------------------------------------------------- InvokeModel
+
+CLAUDE = "anthropic.claude-3-sonnet-20240229-v1:0"
+INVOKE = "bedrock/invoke_claude3_sonnet_messages.eventstream"
+
+
+def test_invoke_posts_the_anthropic_body_and_decodes_the_invoke_wire(aws: tuple[ReplayServer, Any]) -> None:
+    server, session = aws
+    data = fixture_bytes(INVOKE)
+    server.add("/model/", _route(data, piece=5))
+    adapter = BedrockAdapter(region="us-east-1", credentials=(KEY_ID, SECRET, None), api="invoke", session=session)
+    replay = {"wire": "anthropic", "content": [{"type": "text", "text": "Earlier."}]}
+    messages = (
+        Message.system("Be brief."),
+        Message.user("Summarize LOTR."),
+        Message(role="assistant", content="ignored", replay_state=replay),
+        Message.tool_result("t1", "sunny"),
+    )
+    opts = GenerateOptions(
+        provider="bedrock", model=CLAUDE, messages=messages, max_tokens=300, temperature=0.5,
+        tools=(ToolSpec(name="get_weather", description="Weather", parameters={"type": "object"}),),
+    )
+    chunks = list(adapter.stream(opts))
+    assert chunks == list(decode(data, wire="bedrock-invoke"))
+    (request,) = server.requests
+    path = f"/model/{quote(CLAUDE, safe='')}/invoke-with-response-stream"
+    assert request.path == path
+    # the Anthropic adapter's own body, less model/stream, plus Bedrock's anthropic_version
+    from dshstream._adapters.anthropic import MessagesBody
+
+    expected = MessagesBody().build_body(opts)
+    del expected["model"], expected["stream"]
+    assert request.body == {"anthropic_version": "bedrock-2023-05-31", **expected}
+    assert request.body["messages"][1] == {"role": "assistant", "content": replay["content"]}
+    headers = _headers(server)
+    body = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode()
+    signature = headers["authorization"].rsplit("Signature=", 1)[1]
+    assert signature == _expected_signature("POST", path, headers, body, SECRET)
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.reason.kind == "stop"
+
+
+def test_invoke_refuses_other_families_and_bad_api(aws: tuple[ReplayServer, Any]) -> None:
+    server, session = aws
+    adapter = BedrockAdapter(region="us-east-1", credentials=(KEY_ID, SECRET, None), api="invoke", session=session)
+    with pytest.raises(ConfigurationError, match="api='converse'"):
+        list(adapter.stream(options(NOVA)))
+    assert not server.requests
+    with pytest.raises(ConfigurationError, match="api"):
+        BedrockAdapter(region="us-east-1", api="chat")  # type: ignore[arg-type]

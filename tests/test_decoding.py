@@ -21,6 +21,7 @@ from dshstream._core.errors import LlmError
 from dshstream._core.types import BlockEnd, BlockStart, Finish, ReasoningBlock, TextBlock, TextDelta
 from dshstream._core.wires.anthropic import AnthropicTranslator
 from dshstream._core.wires.bedrock import BedrockConverseTranslator
+from dshstream._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from dshstream._core.wires.base import Translator
 from dshstream._core.wires.gemini import GeminiTranslator
 from dshstream._core.wires.openai_chat import OpenAIChatTranslator
@@ -31,6 +32,7 @@ NATIVE = {
     "gemini": GeminiTranslator,
     "openai-responses": OpenAIResponsesTranslator,
     "bedrock-converse": BedrockConverseTranslator,
+    "bedrock-invoke": BedrockInvokeTranslator,
 }
 
 

@@ -57,9 +57,10 @@ CHAT_FAMILY = frozenset({"openai-chat", *DIALECTS})
 #: think-tag dialect (llamacpp), OpenRouter (reasoning_details), Mistral (content parts)
 FUZZ_WIRES = ["anthropic", "gemini", "openai-responses", "openai-chat", "llamacpp", "openrouter", "mistral"]
 assert all(w in WIRES for w in FUZZ_WIRES)
-# bedrock-converse is binary (AWS event-stream), not SSE: its framing is fuzzed in
-# tests/test_eventstream.py and its payloads in tests/test_wire_bedrock.py
-assert {w for w in WIRES if w not in CHAT_FAMILY and w != "bedrock-converse"} <= set(FUZZ_WIRES)
+# the Bedrock wires are binary (AWS event-stream), not SSE: their framing is fuzzed in
+# tests/test_eventstream.py and their payloads in tests/test_wire_bedrock*.py
+_BEDROCK = ("bedrock-converse", "bedrock-invoke")
+assert {w for w in WIRES if w not in CHAT_FAMILY and w not in _BEDROCK} <= set(FUZZ_WIRES)
 
 _CAMPAIGN = os.environ.get("DSHSTREAM_FUZZ_EXAMPLES")
 # 100 per wire: a wrong type in every field is test_wrong_type_in_every_field's (all of

@@ -71,7 +71,8 @@ END = _event("metadata", {"usage": {"inputTokens": 3, "outputTokens": 4, "totalT
 
 def test_detect_wire_recognises_the_binary_framing() -> None:
     for path in (FIXTURES / "bedrock").glob("*.eventstream"):
-        assert detect_wire(path.read_bytes()) == WIRE
+        expected = "bedrock-invoke" if path.name.startswith("invoke_") else WIRE
+        assert detect_wire(path.read_bytes()) == expected
     assert detect_wire(b"\x00\x00\x00\x10\x00\x00\x00\x00" + b"\x00" * 8) != WIRE  # bad CRC
 
 

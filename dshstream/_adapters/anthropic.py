@@ -54,28 +54,20 @@ THINKING_BUDGETS: dict[str, int] = {
 }
 
 
-class AnthropicAdapter(HttpAdapter):
-    """Stream Claude models through the Anthropic Messages API."""
-
-    default_name = "Anthropic"
-    default_base_url = DEFAULT_BASE_URL
-    key_env: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
-    models_path: str | None = "/v1/models?limit=1000"
-    models_format = ModelListFormat(name_key="display_name")
+class MessagesBody:
+    """Builds Anthropic Messages request bodies from :class:`GenerateOptions`; shared by
+    :class:`AnthropicAdapter` (and its Vertex subclass) and Bedrock's InvokeModel API,
+    which sends the same body less ``model``/``stream``."""
 
     def __init__(
         self,
         *,
-        anthropic_version: str = DEFAULT_VERSION,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
         thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
-        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(**settings)
         if default_max_tokens < 1:
             raise ValueError("default_max_tokens must be positive")
-        self.anthropic_version = anthropic_version
         self.default_max_tokens = default_max_tokens
         self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
         self.thinking_mode = thinking_mode
@@ -91,17 +83,6 @@ class AnthropicAdapter(HttpAdapter):
             return False
         major, minor = int(match.group(1)), int(match.group(2) or 0)
         return (major, minor) >= (4, 6)
-
-    # ------------------------------------------------------------------ request
-
-    def auth_headers(self) -> dict[str, str] | None:
-        return {"x-api-key": self._api_key} if self._api_key else None
-
-    def protocol_headers(self) -> dict[str, str]:
-        return {"anthropic-version": self.anthropic_version}
-
-    def endpoint(self, options: GenerateOptions) -> str:
-        return f"{self.base_url}/v1/messages"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
@@ -234,6 +215,45 @@ class AnthropicAdapter(HttpAdapter):
                 )
         return content
 
+
+class AnthropicAdapter(MessagesBody, HttpAdapter):
+    """Stream Claude models through the Anthropic Messages API."""
+
+    default_name = "Anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    key_env: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
+    models_path: str | None = "/v1/models?limit=1000"
+    models_format = ModelListFormat(name_key="display_name")
+
+    def __init__(
+        self,
+        *,
+        anthropic_version: str = DEFAULT_VERSION,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budgets: Mapping[str, int] | None = None,
+        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        HttpAdapter.__init__(self, **settings)
+        MessagesBody.__init__(
+            self,
+            default_max_tokens=default_max_tokens,
+            thinking_budgets=thinking_budgets,
+            thinking_mode=thinking_mode,
+        )
+        self.anthropic_version = anthropic_version
+
+    # ------------------------------------------------------------------ request
+
+    def auth_headers(self) -> dict[str, str] | None:
+        return {"x-api-key": self._api_key} if self._api_key else None
+
+    def protocol_headers(self) -> dict[str, str]:
+        return {"anthropic-version": self.anthropic_version}
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/v1/messages"
+
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
@@ -242,4 +262,4 @@ class AnthropicAdapter(HttpAdapter):
         )
 
 
-__all__ = ["AnthropicAdapter", "THINKING_BUDGETS"]
+__all__ = ["AnthropicAdapter", "MessagesBody", "THINKING_BUDGETS"]

@@ -28,6 +28,13 @@ Contract:
    ``toolConfig``; Claude's extended thinking from ``reasoning_effort`` as
    ``additionalModelRequestFields.thinking`` (the Anthropic adapter's budgets; no
    temperature with thinking); ``extra_body`` merged last. No model list.
+6. **InvokeModel.** ``api="invoke"`` posts to ``/model/{modelId}/invoke-with-response-stream``
+   with the model family's native body, decoded by the ``bedrock-invoke`` wire. Claude
+   only (a model id containing ``claude``): the Anthropic Messages body of
+   :class:`~dshstream._adapters.anthropic.MessagesBody` (the Anthropic adapter's own
+   builder: its thinking, tools, tool results and ``anthropic`` replay state) without
+   ``model``/``stream`` and with ``anthropic_version: "bedrock-2023-05-31"``. Any other
+   model id is a ``ConfigurationError`` asking for ``api="converse"`` (the default).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 from urllib.parse import quote, urlsplit
 
 from .._core.errors import LlmError, error_for, make_failure
@@ -52,7 +59,8 @@ from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBl
 from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
 from .._core.wires.base import Translator
 from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
-from .anthropic import DEFAULT_MAX_TOKENS, MIN_THINKING_BUDGET, THINKING_BUDGETS
+from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
+from .anthropic import DEFAULT_MAX_TOKENS, MIN_THINKING_BUDGET, THINKING_BUDGETS, MessagesBody
 from .credentials import HISTORY
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
@@ -68,6 +76,9 @@ REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 ACCESS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 SERVICE = "bedrock"
+#: the ``anthropic_version`` Claude's InvokeModel body carries on Bedrock
+BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
+APIS = ("converse", "invoke")
 _REGION = re.compile(r"[a-z]{2,}(?:-[a-z0-9]+){1,4}")
 
 _Value = Union[AwsCredentials, "tuple[str, str, str | None]", "tuple[str, str]"]
@@ -111,6 +122,7 @@ class BedrockAdapter(HttpAdapter):
         *,
         region: str | None = None,
         credentials: AwsCredentialsLike | None = None,
+        api: Literal["converse", "invoke"] = "converse",
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
         **settings: Unpack[HttpSettings],
@@ -121,6 +133,9 @@ class BedrockAdapter(HttpAdapter):
         )
         if not chosen:
             raise invalid(f"{name} needs region= or {'/'.join(REGION_ENV)} in the environment")
+        if api not in APIS:
+            raise invalid(f"{name}.api must be 'converse' or 'invoke', got {str(api)[:40]!r}")
+        self.api = api
         if not _REGION.fullmatch(chosen):
             raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
         self.region = chosen
@@ -164,6 +179,7 @@ class BedrockAdapter(HttpAdapter):
             raise invalid(f"{name}.default_max_tokens must be positive")
         self.default_max_tokens = default_max_tokens
         self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
+        self._claude = MessagesBody(default_max_tokens=default_max_tokens, thinking_budgets=thinking_budgets)
 
     @property
     def auth_mode(self) -> str:
@@ -242,7 +258,8 @@ class BedrockAdapter(HttpAdapter):
     # ------------------------------------------------------------------ request
 
     def endpoint(self, options: GenerateOptions) -> str:
-        return f"{self.base_url}/model/{quote(options.model, safe='')}/converse-stream"
+        action = "invoke-with-response-stream" if self.api == "invoke" else "converse-stream"
+        return f"{self.base_url}/model/{quote(options.model, safe='')}/{action}"
 
     def thinking_budget(self, options: GenerateOptions) -> int | None:
         """Claude's ``budget_tokens`` for ``options.reasoning_effort`` (None: no thinking,
@@ -264,7 +281,21 @@ class BedrockAdapter(HttpAdapter):
             budget = max(MIN_THINKING_BUDGET, min(budget, options.max_tokens // 2))
         return budget
 
+    def invoke_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The InvokeModel body: Claude's Anthropic Messages body (rule 6)."""
+        if "claude" not in options.model.lower():
+            raise invalid(
+                f"{type(self).__name__}: api='invoke' supports Claude models only; "
+                f"use api='converse' for {options.model[:80]!r}"
+            )
+        body = self._claude.build_body(options)
+        body.pop("model", None)
+        body.pop("stream", None)
+        return {"anthropic_version": BEDROCK_ANTHROPIC_VERSION, **body}
+
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        if self.api == "invoke":
+            return self.invoke_body(options)
         body: dict[str, Any] = {"messages": self.convert_messages(options.messages)}
         system = [{"text": m.text} for m in options.messages if m.role == "system" and m.text]
         if system:
@@ -358,4 +389,8 @@ class BedrockAdapter(HttpAdapter):
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        if self.api == "invoke":
+            return BedrockInvokeTranslator(
+                provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
+            )
         return BedrockConverseTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)

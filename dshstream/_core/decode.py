@@ -4,7 +4,8 @@ Contract: no I/O. :class:`StreamDecoder` joins an :class:`~dshstream._core.sse.S
 wire translator (``feed(bytes) -> chunks``, ``close() -> chunks``); :func:`decode` runs it
 over bytes or an iterable of byte pieces. The output is identical however the bytes are
 split. Wires: ``openai-chat`` and each dialect name (``deepseek``, ``openrouter``, ...),
-``anthropic``, ``gemini``, ``openai-responses``, ``bedrock-converse``. A translator whose
+``anthropic``, ``gemini``, ``openai-responses``, ``bedrock-converse``, ``bedrock-invoke``.
+A translator whose
 ``framing`` is ``"eventstream"`` (Bedrock) gets an
 :class:`~dshstream._core.eventstream.EventStreamDecoder` instead of the SSE decoder; the
 SSE path is unchanged.
@@ -49,6 +50,7 @@ WIRES: dict[str, Callable[..., Translator]] = {
     "gemini": _lazy(".wires.gemini", "GeminiTranslator"),
     "openai-responses": _lazy(".wires.openai_responses", "OpenAIResponsesTranslator"),
     "bedrock-converse": _lazy(".wires.bedrock", "BedrockConverseTranslator"),
+    "bedrock-invoke": _lazy(".wires.bedrock_invoke", "BedrockInvokeTranslator"),
 }
 
 
@@ -140,6 +142,21 @@ def _is_prelude(head: bytes) -> bool:
     )
 
 
+def _bedrock_wire(data: bytes) -> str:
+    """``bedrock-invoke`` if the first whole message's payload is a ``{"bytes": ...}``
+    object (InvokeModelWithResponseStream), else ``bedrock-converse``."""
+    import json
+
+    total = int.from_bytes(data[:4], "big")
+    headers = int.from_bytes(data[4:8], "big")
+    payload = data[PRELUDE_SIZE + headers : total - 4] if len(data) >= total else b""
+    try:
+        first = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        return "bedrock-converse"
+    return "bedrock-invoke" if type(first) is dict and isinstance(first.get("bytes"), str) else "bedrock-converse"
+
+
 def detect_wire(data: bytes) -> str:
     """Guess the wire of a recorded stream from its first bytes.
 
@@ -147,10 +164,11 @@ def detect_wire(data: bytes) -> str:
     API; ``candidates`` objects are Gemini; ``chat.completion.chunk`` is the chat wire,
     with the dialect guessed from provider-specific fields. A body that opens with an AWS
     event-stream prelude (a valid prelude CRC over its first 12 bytes) is
-    ``bedrock-converse``.
+    ``bedrock-invoke`` when the first message's payload is a ``{"bytes": ...}`` object,
+    else ``bedrock-converse``.
     """
     if len(data) >= PRELUDE_SIZE and _is_prelude(data[:PRELUDE_SIZE]):
-        return "bedrock-converse"
+        return _bedrock_wire(data)
     head = data[:65536]
     if b"message_start" in head and (b"event: message_start" in head or b'"type":"message_start"' in head or b'"type": "message_start"' in head):
         return "anthropic"

@@ -175,14 +175,16 @@ class AnthropicTranslator(Translator):
     # ------------------------------------------------------------------ events
 
     def on_event(self, event: ServerSentEvent) -> None:
-        payload = loads_event(event.data)
+        self.on_payload(event.event, loads_event(event.data))
+
+    def on_payload(self, event: str, payload: Any) -> None:
         if type(payload) is not dict:
-            if event.event == "error":
+            if event == "error":
                 self.fail_with({"error": payload})
             return
         kind = payload.get("type")
         if not isinstance(kind, str):
-            kind = event.event
+            kind = event
         if kind == "content_block_delta":
             self._on_delta(payload.get("index"), payload.get("delta"))
         elif kind == "content_block_start":
@@ -203,7 +205,7 @@ class AnthropicTranslator(Translator):
                 self._merge_usage(usage)
         elif kind == "message_stop":
             self._finish_stream()
-        elif kind == "error" or event.event == "error":
+        elif kind == "error" or event == "error":
             self.fail_with(payload)
         # ping and unknown event types: liveness only
 

@@ -493,6 +493,13 @@ class Translator:
         """Handle one event (subclasses)."""
         raise NotImplementedError
 
+    def on_payload(self, event: str, payload: Any) -> None:
+        """Handle one event already parsed: its type (the SSE ``event:`` field or the
+        event-stream ``:event-type``) and its JSON payload. Wires whose events can arrive
+        wrapped in another wire (Bedrock InvokeModel carries Anthropic and Converse events
+        base64-encoded) implement it (subclasses)."""
+        raise NotImplementedError
+
     def flush(self, *, cut: bool) -> None:
         """Release held state (filters, open wire blocks) before the writer ends the
         stream; ``cut``: the stream ended without its finish (subclasses)."""

@@ -53,7 +53,7 @@ from ..redact import redact
 from ..sse import ServerSentEvent
 from ..strict_json import EventJsonError, loads_event, parse_json_object
 from ..types import Citation, FinishKind, LlmFailure, ReasoningBlock, StreamChunk, TextBlock, TokenUsage, ToolCallBlock
-from .base import Translator, dict_or_empty, first_str, int_or_none
+from .base import ChunkWriter, Translator, dict_or_empty, first_str, int_or_none
 
 WIRE = "bedrock-converse"
 
@@ -124,6 +124,38 @@ def bedrock_citation(raw: Any) -> Citation | None:
     return Citation("url" if url else "document", url=url, title=title, cited_text=text, location=where)
 
 
+def exception_of(message: EventStreamMessage, text: str) -> tuple[str, str]:
+    """An exception (or error) message's type and upstream text: ``:exception-type`` or
+    ``:error-code``; the payload's ``message``/``Message``, ``:error-message``, or the
+    payload itself."""
+    headers = message.headers
+    kind = first_str(headers.get(":exception-type"), headers.get(":error-code")) or "unknown"
+    payload = loads_event(text) if text.strip().startswith("{") else None
+    upstream = first_str(
+        dict_or_empty(payload).get("message"), dict_or_empty(payload).get("Message"), headers.get(":error-message")
+    ) or text
+    return kind, upstream
+
+
+def exception_failure(writer: ChunkWriter, kind: str, upstream: str) -> LlmFailure:
+    """The failure an exception frame of type ``kind`` with text ``upstream`` means, for
+    the stream ``writer`` writes (both Bedrock wires)."""
+    key = kind[:1].lower() + kind[1:]
+    if not key.endswith("Exception"):
+        key += "Exception"
+    known = EXCEPTION_CODES.get(key)
+    detail = redact(upstream, limit=2000) if upstream else None
+    if known is None:
+        failure = classify_error_payload({"error": {"type": kind, "message": upstream}}, provider=writer.provider)
+        return replace(failure, request_id=failure.request_id or writer.request_id)
+    code, headline = known
+    if code == "INVALID_REQUEST":
+        guess = classify_error_payload({"error": {"type": kind, "message": upstream}}, provider=writer.provider)
+        if guess.code == "CONTEXT_WINDOW_EXCEEDED":
+            code, headline = guess.code, "input too long for the model's context window"
+    return writer.failure(code, f"{writer.provider}: {headline} ({kind})", detail=detail)
+
+
 class _Pending:
     """A wire content block between its first event and ``contentBlockStop``."""
 
@@ -166,7 +198,7 @@ class BedrockConverseTranslator(Translator):
 
     def on_event(self, event: ServerSentEvent) -> None:
         """An SSE event carrying a Converse event (``event:`` type, ``data:`` JSON)."""
-        self._on_payload(event.event, loads_event(event.data))
+        self.on_payload(event.event, loads_event(event.data))
 
     def on_message(self, message: EventStreamMessage) -> None:
         """Handle one event-stream message."""
@@ -179,9 +211,9 @@ class BedrockConverseTranslator(Translator):
         event = headers.get(":event-type")
         if not isinstance(event, str):
             return
-        self._on_payload(event, loads_event(text) if text else {})
+        self.on_payload(event, loads_event(text) if text else {})
 
-    def _on_payload(self, event: str, payload: Any) -> None:
+    def on_payload(self, event: str, payload: Any) -> None:
         if type(payload) is not dict:
             return
         if event == "contentBlockDelta":
@@ -354,33 +386,11 @@ class BedrockConverseTranslator(Translator):
             writer.set_finish(kind, reason)
 
     def _on_exception(self, message: EventStreamMessage, text: str) -> None:
-        headers = message.headers
-        kind = first_str(headers.get(":exception-type"), headers.get(":error-code")) or "unknown"
-        payload = loads_event(text) if text.strip().startswith("{") else None
-        upstream = first_str(
-            dict_or_empty(payload).get("message"), dict_or_empty(payload).get("Message"), headers.get(":error-message")
-        ) or text
-        self.fail_exception(kind, upstream)
+        self.fail_exception(*exception_of(message, text))
 
     def exception_failure(self, kind: str, upstream: str) -> LlmFailure:
         """The failure an exception frame of type ``kind`` with text ``upstream`` means."""
-        writer = self.writer
-        key = kind[:1].lower() + kind[1:]
-        if not key.endswith("Exception"):
-            key += "Exception"
-        known = EXCEPTION_CODES.get(key)
-        detail = redact(upstream, limit=2000) if upstream else None
-        if known is None:
-            failure = classify_error_payload(
-                {"error": {"type": kind, "message": upstream}}, provider=writer.provider
-            )
-            return replace(failure, request_id=failure.request_id or writer.request_id)
-        code, headline = known
-        if code == "INVALID_REQUEST":
-            guess = classify_error_payload({"error": {"type": kind, "message": upstream}}, provider=writer.provider)
-            if guess.code == "CONTEXT_WINDOW_EXCEEDED":
-                code, headline = guess.code, "input too long for the model's context window"
-        return writer.failure(code, f"{writer.provider}: {headline} ({kind})", detail=detail)
+        return exception_failure(self.writer, kind, upstream)
 
     def fail_exception(self, kind: str, upstream: str) -> None:
         """End the stream with the failure of an exception frame, keeping partial output."""
@@ -403,4 +413,11 @@ class BedrockConverseTranslator(Translator):
         return (int_or_none(raw.get("inputTokens")), int_or_none(raw.get("outputTokens")))
 
 
-__all__ = ["BedrockConverseTranslator", "EXCEPTION_CODES", "bedrock_citation", "bedrock_usage"]
+__all__ = [
+    "BedrockConverseTranslator",
+    "EXCEPTION_CODES",
+    "bedrock_citation",
+    "bedrock_usage",
+    "exception_failure",
+    "exception_of",
+]

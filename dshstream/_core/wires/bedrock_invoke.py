@@ -1,0 +1,171 @@
+"""The Bedrock InvokeModelWithResponseStream wire (``POST /model/{modelId}/invoke-with-response-stream``).
+
+Contract (sans-IO; fed :class:`~dshstream._core.eventstream.EventStreamMessage` s:
+:attr:`BedrockInvokeTranslator.framing` is ``"eventstream"``):
+
+1. Every event message is a ``chunk`` whose JSON payload is ``{"bytes": "<base64>"}`` (plus
+   the ``"p"`` padding, ignored); the base64 decodes to the model family's own JSON event.
+   The translator owns one inner translator and forwards each decoded event to its
+   :meth:`~dshstream._core.wires.base.Translator.on_payload`; the inner one writes the
+   chunks, decides the finish and keeps the replay state (no logic is copied here).
+2. The family is chosen by the first decoded event: an object with a string ``type``
+   (``message_start`` ...) is Anthropic Messages (``AnthropicTranslator``); an object with
+   exactly one Converse event name as key (``{"contentBlockDelta": {...}}``, Nova) is
+   Converse-shaped (``BedrockConverseTranslator``, the key is the event type). Events of
+   another shape (Llama, Titan, Mistral, Cohere native streams) are skipped, so such a
+   stream ends ``STREAM_CLOSED``: use the Converse wire for those families.
+3. ``amazon-bedrock-invocationMetrics`` (on the last event) gives the usage
+   (``inputTokenCount``, ``outputTokenCount``, ``cacheReadInputTokenCount``,
+   ``cacheWriteInputTokenCount``) only when the inner events carried none; it is applied
+   before the event that carries it is forwarded, so it is in the finish.
+4. Exception and error messages end the stream with the failure the Converse wire gives
+   them (:func:`~dshstream._core.wires.bedrock.exception_failure`), keeping partial output.
+5. A ``bytes`` field that is not valid base64, or decodes to invalid JSON, is
+   ``MALFORMED_RESPONSE``, like any invalid payload.
+"""
+
+from __future__ import annotations
+
+import binascii
+from base64 import b64decode
+from collections.abc import Iterable
+from typing import Any
+
+from ..eventstream import EventStreamMessage
+from ..sse import ServerSentEvent
+from ..strict_json import EventJsonError, loads_event
+from ..types import StreamChunk, TokenUsage
+from .base import Translator, int_or_none
+from .bedrock import exception_failure, exception_of
+
+WIRE = "bedrock-invoke"
+METRICS = "amazon-bedrock-invocationMetrics"
+_CONVERSE_EVENTS = frozenset(
+    ("messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata")
+)
+
+
+def invocation_usage(metrics: Any) -> TokenUsage | None:
+    """``amazon-bedrock-invocationMetrics`` as disjoint counts (``None`` without counts)."""
+    if type(metrics) is not dict:
+        return None
+    inputs = int_or_none(metrics.get("inputTokenCount"))
+    outputs = int_or_none(metrics.get("outputTokenCount"))
+    if inputs is None and outputs is None:
+        return None
+    return TokenUsage(
+        input_tokens=inputs or 0,
+        output_tokens=outputs or 0,
+        cache_read_tokens=int_or_none(metrics.get("cacheReadInputTokenCount")),
+        cache_write_tokens=int_or_none(metrics.get("cacheWriteInputTokenCount")),
+    )
+
+
+class BedrockInvokeTranslator(Translator):
+    """InvokeModelWithResponseStream messages to chunks, through the family's translator."""
+
+    wire = WIRE
+    framing = "eventstream"
+
+    def __init__(
+        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+    ) -> None:
+        super().__init__(provider=provider or "bedrock", request_id=request_id, max_tokens=max_tokens)
+        self._max_tokens = max_tokens
+        self.inner: Translator | None = None
+
+    # ------------------------------------------------------------------ input
+
+    def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
+        """Translate a batch of event-stream messages (anything else is skipped)."""
+        try:
+            for item in items:
+                if type(item) is EventStreamMessage and not self.writer.finished:
+                    self.on_message(item)
+        except EventJsonError as exc:
+            raise self._malformed(exc.text) from None
+        return self.writer.take()
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        """An SSE event whose data is an invoke chunk payload (``{"bytes": ...}``)."""
+        self._on_chunk(loads_event(event.data))
+
+    def on_message(self, message: EventStreamMessage) -> None:
+        """Handle one event-stream message."""
+        kind = message.headers.get(":message-type", "event")
+        text = message.payload.decode("utf-8", "replace")
+        if kind == "exception" or kind == "error":
+            kind_name, upstream = exception_of(message, text)
+            failure = exception_failure(self.writer, kind_name, upstream)
+            self.flush(cut=True)
+            self.writer.fail(failure)
+            return
+        if text:
+            self._on_chunk(loads_event(text))
+
+    def _on_chunk(self, payload: Any) -> None:
+        if type(payload) is not dict:
+            return
+        wrapped = payload.get("bytes")
+        if not isinstance(wrapped, str):
+            return
+        try:
+            raw = b64decode(wrapped, validate=True)
+        except (binascii.Error, ValueError):
+            raise EventJsonError(wrapped) from None
+        self.on_payload("chunk", loads_event(raw.decode("utf-8", "replace")))
+
+    def on_payload(self, event: str, payload: Any) -> None:
+        """One decoded inner event: pick the family on the first, then forward."""
+        if type(payload) is not dict:
+            return
+        name: str = event
+        body: Any = payload
+        if "type" not in payload:
+            converse = next((key for key in payload if key in _CONVERSE_EVENTS), None)
+            if converse is not None:
+                name, body = converse, payload[converse]
+        inner = self.inner
+        if inner is None:
+            inner = self._choose(payload, name)
+            if inner is None:
+                return  # a family this wire does not decode
+            self.inner = inner
+            self.writer = inner.writer
+        metrics = payload.get(METRICS)
+        writer = self.writer
+        if metrics is not None and writer.usage is None and writer.raw_usage is None:
+            writer.usage = invocation_usage(metrics)
+        inner.on_payload(name, body)
+
+    def _choose(self, payload: dict[str, Any], name: str) -> Translator | None:
+        """The inner translator the first decoded event calls for (``None``: unknown)."""
+        options: dict[str, Any] = {
+            "provider": self.writer.provider,
+            "request_id": self.writer.request_id,
+            "max_tokens": self._max_tokens,
+        }
+        if isinstance(payload.get("type"), str):
+            from .anthropic import AnthropicTranslator
+
+            return AnthropicTranslator(**options)
+        if name in _CONVERSE_EVENTS:
+            from .bedrock import BedrockConverseTranslator
+
+            return BedrockConverseTranslator(**options)
+        return None
+
+    # ------------------------------------------------------------------ end
+
+    def flush(self, *, cut: bool) -> None:
+        if self.inner is not None:
+            self.inner.flush(cut=cut)
+
+    def replay_state(self) -> Any:
+        return self.inner.replay_state() if self.inner is not None else None
+
+    def token_counts(self) -> tuple[int | None, int | None]:
+        return self.inner.token_counts() if self.inner is not None else (None, None)
+
+
+__all__ = ["BedrockInvokeTranslator", "invocation_usage"]
