@@ -44,6 +44,9 @@ anthropic   ``client.messages.stream()`` + ``get_final_message()``
 sseclient   ``sseclient-py`` over a requests streaming response (its documented usage:
             ``SSEClient(response)``) + ``json.loads`` per event
 litellm     ``litellm.completion(stream=True)`` joining deltas (if installed)
+boto3       (f) only: ``bedrock-runtime`` ``converse_stream()`` with ``endpoint_url`` on the
+            loopback server and fake SigV4 credentials, iterating ``response["stream"]``
+            and joining the text deltas + the usage of the ``metadata`` event (if installed)
 
 Workloads (``--quick`` divides every count by 4)
 ------------------------------------------------
@@ -57,7 +60,8 @@ e  (a) with ``<think>...</think>`` at the start of the content, think-tag stripp
 f  Bedrock ConverseStream: 5,000 text deltas as AWS event-stream frames (binary; both
    CRC32s; ``"p"`` padding as real Bedrock sends), ``BedrockAdapter`` with a bearer key.
    Its floor: requests + ``raw.read1`` + frame split with both CRC checks + ``json.loads``
-   per payload (dshstream, dsh-decode and the floor only: no peer speaks the wire)
+   per payload. Served with ``content-type: application/vnd.amazon.eventstream``; the one
+   peer is boto3 (``converse_stream``)
 ct, cj  (c)'s text/thinking half and its tool-input half alone (full runs only by default)
 
 Extra sections: time to first text chunk with a 200 ms server pause after the first event
@@ -529,10 +533,10 @@ class Reply:
     script: list[bytes | float] | None = None  # pre-rendered writes and pauses
 
 
-def _head(chunked: bool) -> bytes:
+def _head(chunked: bool, content_type: bytes = b"text/event-stream; charset=utf-8") -> bytes:
     lines = [
         b"HTTP/1.1 200 OK",
-        b"content-type: text/event-stream; charset=utf-8",
+        b"content-type: " + content_type,
         b"cache-control: no-cache",
         b"x-request-id: req_bench_0001",
         b"request-id: req_bench_0001",
@@ -541,10 +545,14 @@ def _head(chunked: bool) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
+def _is_eventstream(body: bytes) -> bool:
+    return body[12:24] == b"\x0b:event-type"
+
+
 def _pieces(body: bytes, piece: int) -> list[bytes]:
     if piece > 0:
         return [body[i : i + piece] for i in range(0, len(body), piece)]
-    if body[12:24] == b"\x0b:event-type":  # AWS event-stream: one frame per piece
+    if _is_eventstream(body):  # AWS event-stream: one frame per piece
         out, pos = [], 0
         while pos < len(body):
             size = int.from_bytes(body[pos : pos + 4], "big")
@@ -558,12 +566,14 @@ def _pieces(body: bytes, piece: int) -> list[bytes]:
 
 
 def render(body: bytes, chunked: bool, piece: int) -> Reply:
+    # (f) is served as Bedrock serves it: application/vnd.amazon.eventstream
+    ctype = b"application/vnd.amazon.eventstream" if _is_eventstream(body) else b"text/event-stream; charset=utf-8"
     if chunked:
         parts = [b"%x\r\n%s\r\n" % (len(p), p) for p in _pieces(body, piece)]
-        return Reply(True, _head(True) + b"".join(parts) + b"0\r\n\r\n")
+        return Reply(True, _head(True, ctype) + b"".join(parts) + b"0\r\n\r\n")
     if piece > 0:
-        return Reply(False, _head(False) + body)
-    return Reply(False, script=[_head(False), *_pieces(body, 0)])
+        return Reply(False, _head(False, ctype) + body)
+    return Reply(False, script=[_head(False, ctype), *_pieces(body, 0)])
 
 
 def render_script(script: list[bytes | float], chunked: bool) -> Reply:
@@ -994,6 +1004,48 @@ def c_litellm(base: str, spec: dict[str, Any]) -> Callable[[], dict[str, int]]:
     return run
 
 
+def c_boto3(base: str, spec: dict[str, Any]) -> Callable[[], dict[str, int]]:
+    """boto3's ``bedrock-runtime`` client: ``converse_stream()`` with ``endpoint_url`` on the
+    loopback server (botocore keeps the endpoint's path prefix, so the request lands on
+    ``<base>/model/{modelId}/converse-stream``), fake SigV4 credentials, iterating
+    ``response["stream"]`` and joining the text deltas; usage from the ``metadata`` event."""
+    import boto3  # type: ignore[import-untyped]
+    from botocore.config import Config  # type: ignore[import-untyped]
+
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=base,
+        region_name="us-east-1",
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    messages = _request_body("bedrock")["messages"]
+
+    def run() -> dict[str, int]:
+        response = client.converse_stream(modelId="us.amazon.nova-micro-v1:0", messages=messages)
+        text: list[str] = []
+        reasoning: list[str] = []
+        args: list[str] = []
+        usage = None
+        for event in response["stream"]:
+            delta = event.get("contentBlockDelta")
+            if delta is not None:
+                d = delta["delta"]
+                if "text" in d:
+                    text.append(d["text"])
+                elif "reasoningContent" in d:
+                    reasoning.append(d["reasoningContent"].get("text", ""))
+                elif "toolUse" in d:
+                    args.append(d["toolUse"]["input"])
+            elif "metadata" in event:
+                usage = event["metadata"]["usage"]
+        assert usage is not None and usage["outputTokens"] > 0, "boto3: no usage in the metadata event"
+        return {"text": len("".join(text)), "reasoning": len("".join(reasoning)), "tool": len("".join(args))}
+
+    return run
+
+
 @dataclass(frozen=True)
 class Consumer:
     name: str
@@ -1015,6 +1067,7 @@ CONSUMERS: dict[str, Consumer] = {
         Consumer("anthropic", ("anthropic",), c_anthropic, "raw", "anthropic", slow=True),
         Consumer("sseclient", ("openai", "anthropic", "gemini"), c_sseclient, "events", "sseclient"),
         Consumer("litellm", ("openai", "anthropic"), c_litellm, "raw", "litellm", slow=True),
+        Consumer("boto3", ("bedrock",), c_boto3, "raw", "boto3"),
     )
 }
 
@@ -1811,7 +1864,7 @@ def main() -> int:
         + ("  QUICK (workloads / 4)" if args.quick else "")
     )
     versions = []
-    for mod in ("requests", "openai", "anthropic", "sseclient", "litellm"):
+    for mod in ("requests", "openai", "anthropic", "sseclient", "litellm", "boto3"):
         try:
             from importlib.metadata import version
 
