@@ -60,7 +60,7 @@ from .._core.validate import check_api_key, check_credential, check_str_or_none,
 from .._core.wires.base import Translator
 from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
-from .anthropic import DEFAULT_MAX_TOKENS, MIN_THINKING_BUDGET, THINKING_BUDGETS, MessagesBody
+from .anthropic import DEFAULT_MAX_TOKENS, MessagesBody
 from .credentials import HISTORY
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
@@ -178,7 +178,6 @@ class BedrockAdapter(HttpAdapter):
         if default_max_tokens < 1:
             raise invalid(f"{name}.default_max_tokens must be positive")
         self.default_max_tokens = default_max_tokens
-        self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
         self._claude = MessagesBody(default_max_tokens=default_max_tokens, thinking_budgets=thinking_budgets)
 
     @property
@@ -263,23 +262,10 @@ class BedrockAdapter(HttpAdapter):
 
     def thinking_budget(self, options: GenerateOptions) -> int | None:
         """Claude's ``budget_tokens`` for ``options.reasoning_effort`` (None: no thinking,
-        or not a Claude model)."""
-        effort = options.reasoning_effort
-        if effort is None or effort == "off" or "claude" not in options.model.lower():
+        or not a Claude model) — the Anthropic adapter's rule, from its shared body builder."""
+        if "claude" not in options.model.lower():
             return None
-        budget = max(MIN_THINKING_BUDGET, self.thinking_budgets.get(effort, THINKING_BUDGETS["medium"]))
-        if options.max_tokens is not None:
-            if options.max_tokens <= MIN_THINKING_BUDGET:
-                raise error_for(
-                    make_failure(
-                        "INVALID_OPTIONS",
-                        f"{options.provider}: max_tokens must exceed {MIN_THINKING_BUDGET} "
-                        "when reasoning_effort enables extended thinking",
-                        provider=options.provider,
-                    )
-                )
-            budget = max(MIN_THINKING_BUDGET, min(budget, options.max_tokens // 2))
-        return budget
+        return self._claude.thinking_budget(options)
 
     def invoke_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The InvokeModel body: Claude's Anthropic Messages body (rule 6)."""
