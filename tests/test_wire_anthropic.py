@@ -29,7 +29,7 @@ from dshstream._core.types import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from helpers import FIXTURES, fixture_bytes
+from helpers import FIXTURES, KNOWN_FINISH, fixture_bytes
 
 WIRE = "anthropic"
 FILES = sorted(p.name for p in (FIXTURES / "anthropic").glob("*.sse"))
@@ -61,7 +61,8 @@ def test_every_fixture_is_present() -> None:
 def test_fixture_decodes_to_a_contract_valid_stream(name: str) -> None:
     chunks = list(check_contract(decode(load(name), wire=WIRE)))
     assert isinstance(chunks[-1], Finish)
-    assert chunks[-1].reason.kind in ("stop", "tool-calls")
+    known = KNOWN_FINISH[f"anthropic/{name}"]
+    assert (chunks[-1].reason.kind, chunks[-1].reason.raw) == (known.kind, known.raw)
 
 
 # --------------------------------------------------------------------------- a reference reader
