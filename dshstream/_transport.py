@@ -37,6 +37,7 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import socket
@@ -479,13 +480,13 @@ def _reader_for(response: requests.Response, headers: dict[str, str]) -> Reader:
     if read1 is not None:
         # Decode only a compressed body: urllib3's decoding path buffers and copies every
         # read even for identity bodies.
-        return lambda: read1(_READ_SIZE, decode_content=decode)
+        return functools.partial(read1, _READ_SIZE, decode_content=decode)  # C-level call per read
     fp = getattr(raw, "_fp", None)
     fp_read1 = getattr(fp, "read1", None)
     if fp_read1 is None:  # not an http.client response: urllib3's generator is prompt enough
         return _generator_reader(raw.stream(_READ_SIZE, decode_content=decode))
     if not decode:
-        return lambda: fp_read1(_READ_SIZE)
+        return functools.partial(fp_read1, _READ_SIZE)
     if encoding in ("gzip", "x-gzip", "deflate"):
         return _Inflater(fp_read1, encoding).read
     return _generator_reader(raw.stream(_READ_SIZE, decode_content=True))
