@@ -23,10 +23,17 @@ The package tree::
         assembler.py contract.py       chunks -> blocks; the adapter contract checker
         pump.py retry.py               the byte pump; the retry policy
         redact.py validate.py request.py http_request.py strict_json.py log.py attribution.py dialects.py
+        records.py                     what an observer hears about each stream
+        recovery.py                    failure code + credential source -> recovery tips
+        partial_json.py                streaming JSON snapshots that never change type
       _transport.py      the only module that imports requests (and urllib3)
       _headers.py        response header parsing (Retry-After, request ids)
-      _adapters/         one per provider API (and cloud: azure, vertex), on one HttpAdapter base
+      _adapters/         one per provider API (and cloud: azure, vertex), on one HttpAdapter base;
+                         litellm.py drives LiteLLM instead (the optional ``litellm`` extra)
       _service.py _chunk_stream.py _defaults.py    routing, the stream object, the default service
+      _observe.py        observers: per-stream records exactly once, the finished-stream log line
+      otel.py            the optional OpenTelemetry observer (public; ``dshstream[otel]``)
+      _tool_loop.py      run_tools: stream, run the calls, append the results, repeat
       _cli.py _render.py _demo.py _notebook.py _replay_server.py    the command, renderers, loopback server
 """
 
@@ -62,6 +69,7 @@ from ._core.types import (
     BlockEnd as BlockEnd,
     BlockStart as BlockStart,
     Citation as Citation,
+    FileBlock as FileBlock,
     Finish as Finish,
     FinishReason as FinishReason,
     LlmFailure as LlmFailure,
@@ -96,6 +104,7 @@ if TYPE_CHECKING:
     from ._adapters.gemini import GeminiAdapter as GeminiAdapter
     from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
     from ._adapters.http import HttpAdapter as HttpAdapter, ModelListFormat as ModelListFormat
+    from ._adapters.litellm import LiteLLMAdapter as LiteLLMAdapter
     from ._adapters.openai_chat import OpenAIChatAdapter as OpenAIChatAdapter
     from ._adapters.openai_responses import OpenAIResponsesAdapter as OpenAIResponsesAdapter
     from ._adapters.settings import HttpSettings as HttpSettings
@@ -129,10 +138,37 @@ if TYPE_CHECKING:
         EventStreamDecoder as EventStreamDecoder,
         EventStreamMessage as EventStreamMessage,
     )
+    from ._core.partial_json import (
+        JsonSnapshot as JsonSnapshot,
+        PartialJsonReader as PartialJsonReader,
+        partial_json as partial_json,
+    )
     from ._core.filters.spill_guard import ReasoningSpillGuard as ReasoningSpillGuard
     from ._core.filters.think_tags import ThinkTagStripper as ThinkTagStripper
     from ._core.filters.verbatim_tools import VerbatimToolCallParser as VerbatimToolCallParser
+    from ._core.recovery import (
+        CredentialSource as CredentialSource,
+        may_view_detail as may_view_detail,
+        recovery_tips as recovery_tips,
+    )
+    from ._core.parts import (
+        AudioPart as AudioPart,
+        DocumentPart as DocumentPart,
+        ImagePart as ImagePart,
+        MediaPart as MediaPart,
+        MediaSupport as MediaSupport,
+    )
+    from ._core.records import (
+        AttemptRecord as AttemptRecord,
+        FirstChunk as FirstChunk,
+        Observer as Observer,
+        ObserverRecord as ObserverRecord,
+        RequestSettings as RequestSettings,
+        StreamFinished as StreamFinished,
+        StreamStarted as StreamStarted,
+    )
     from ._core.redact import redact as redact
+    from ._core.response_format import JsonMode as JsonMode, JsonSchema as JsonSchema
     from ._core.request import (
         GenerateOptions as GenerateOptions,
         Message as Message,
@@ -154,6 +190,14 @@ if TYPE_CHECKING:
     from ._render import format_error_code_for_display as format_error_code_for_display
     from ._replay_server import ReplayServer as ReplayServer, Route as Route
     from ._service import LlmService as LlmService, Registration as Registration
+    from ._tool_loop import (
+        ToolLoopError as ToolLoopError,
+        ToolLoopResult as ToolLoopResult,
+        ToolLoopStep as ToolLoopStep,
+        ToolLoopStream as ToolLoopStream,
+        ToolOutcome as ToolOutcome,
+        run_tools as run_tools,
+    )
 
 #: every public name -> the private module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
@@ -174,6 +218,7 @@ _EXPORTS: dict[str, str] = {
     "ChunkStream": "._chunk_stream",
     "ChunkWriter": "._core.wires.base",
     "Citation": "._core.types",
+    "CredentialSource": "._core.recovery",
     "ConfigurationError": "._core.errors",
     "ConfigurationTypeError": "._core.errors",
     "ContentBlockedError": "._core.errors",
@@ -190,6 +235,10 @@ _EXPORTS: dict[str, str] = {
     "HttpAdapter": "._adapters.http",
     "HttpSettings": "._adapters.settings",
     "InvalidRequestError": "._core.errors",
+    "JsonMode": "._core.response_format",
+    "JsonSnapshot": "._core.partial_json",
+    "JsonSchema": "._core.response_format",
+    "LiteLLMAdapter": "._adapters.litellm",
     "LlmAdapter": "._adapters.base",
     "LlmError": "._core.errors",
     "LlmFailure": "._core.types",
@@ -203,6 +252,7 @@ _EXPORTS: dict[str, str] = {
     "OpenAIResponsesAdapter": "._adapters.openai_responses",
     "OpenAIResponsesTranslator": "._core.wires.openai_responses",
     "OverloadedError": "._core.errors",
+    "PartialJsonReader": "._core.partial_json",
     "ProtocolError": "._core.errors",
     "ProviderInfo": "._adapters.base",
     "QuotaExceededError": "._core.errors",
@@ -212,6 +262,13 @@ _EXPORTS: dict[str, str] = {
     "ReasoningSpillGuard": "._core.filters.spill_guard",
     "Registration": "._service",
     "ReplayServer": "._replay_server",
+    "AttemptRecord": "._core.records",
+    "FirstChunk": "._core.records",
+    "Observer": "._core.records",
+    "ObserverRecord": "._core.records",
+    "RequestSettings": "._core.records",
+    "StreamFinished": "._core.records",
+    "StreamStarted": "._core.records",
     "ResponseMetadata": "._core.types",
     "RetryPolicy": "._core.retry",
     "Route": "._replay_server",
@@ -224,12 +281,23 @@ _EXPORTS: dict[str, str] = {
     "StreamDecoder": "._core.decode",
     "StreamTimeoutError": "._core.errors",
     "TextBlock": "._core.types",
+    "FileBlock": "._core.types",
+    "ImagePart": "._core.parts",
+    "DocumentPart": "._core.parts",
+    "AudioPart": "._core.parts",
+    "MediaPart": "._core.parts",
+    "MediaSupport": "._core.parts",
     "TextDelta": "._core.types",
     "ThinkTagStripper": "._core.filters.think_tags",
     "TokenUsage": "._core.types",
     "ToolArgumentsError": "._core.errors",
     "ToolCallBlock": "._core.types",
     "ToolCallDelta": "._core.types",
+    "ToolLoopError": "._tool_loop",
+    "ToolLoopResult": "._tool_loop",
+    "ToolLoopStep": "._tool_loop",
+    "ToolLoopStream": "._tool_loop",
+    "ToolOutcome": "._tool_loop",
     "ToolResultBlock": "._core.types",
     "ToolSpec": "._core.request",
     "Translator": "._core.wires.base",
@@ -250,8 +318,12 @@ _EXPORTS: dict[str, str] = {
     "detect_wire": "._core.decode",
     "format_error_code_for_display": "._render",
     "parse_tool_arguments": "._core.filters.json_repair",
+    "partial_json": "._core.partial_json",
+    "may_view_detail": "._core.recovery",
+    "recovery_tips": "._core.recovery",
     "redact": "._core.redact",
     "repair_incomplete_json": "._core.filters.json_repair",
+    "run_tools": "._tool_loop",
     "stream": "._defaults",
     "translator_for": "._core.decode",
 }

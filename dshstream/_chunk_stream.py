@@ -6,7 +6,10 @@ set the request's cancel event. Closing releases the HTTP connection (directly w
 stream is idle, through the cancel event and the transport's watchdog when another thread
 is blocked reading). ``KeyboardInterrupt`` (the notebook stop button) closes the stream,
 keeps the partial result, and propagates. :meth:`result` never raises for provider
-failures: they are in ``result().finish``.
+failures: they are in ``result().finish``. A watched stream (``watch=``, see
+:mod:`dshstream._observe`) reports its end exactly once, however it comes: its finish, a
+source that ends or raises, ``close()``, ``KeyboardInterrupt``, an ``until_done`` callback
+that raises (the stream is closed), or garbage collection of an unfinished stream.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from ._core.errors import make_failure
 from ._core.types import Finish, FinishReason, StreamChunk, TextDelta
 
 if TYPE_CHECKING:
+    from ._core.partial_json import JsonSnapshot
     from ._core.request import GenerateOptions
+    from ._observe import StreamWatch
 
 
 class ChunkStream:
@@ -33,6 +38,7 @@ class ChunkStream:
         *,
         options: GenerateOptions | None = None,
         cancel: threading.Event | None = None,
+        watch: StreamWatch | None = None,
     ) -> None:
         self._source = batches
         self._batch: list[StreamChunk] = []
@@ -45,6 +51,10 @@ class ChunkStream:
         self._done = False
         self._running = False
         self._lock = threading.Lock()
+        #: observers and the finished-stream log line (``_observe``); None: nobody watches
+        self._watch = watch
+        if watch is not None:
+            watch.follow(self, self._assembler, batches)
 
     def __repr__(self) -> str:
         state = "done" if self._done else "open"
@@ -69,6 +79,8 @@ class ChunkStream:
             self._done = True
             self._batch = []
             self._close_source()
+            if self._watch is not None:
+                self._watch.finish()
         return chunk
 
     def _refill(self) -> list[StreamChunk]:
@@ -76,19 +88,28 @@ class ChunkStream:
         if self._done:
             raise StopIteration
         self._running = True
+        watch = self._watch
         try:
             batch: list[StreamChunk] = []
             while not batch:
                 batch = next(self._source)
         except StopIteration:
             self._done = True
+            if watch is not None:
+                watch.finish()
             raise
         except KeyboardInterrupt:
             self._running = False
             self._abort("interrupted (KeyboardInterrupt)")
             raise
+        except Exception as exc:
+            if watch is not None:
+                watch.failed(exc)
+            raise
         finally:
             self._running = False
+        if watch is not None:
+            watch.received(batch)
         self._batch = batch
         self._pos = 0
         return batch
@@ -144,6 +165,8 @@ class ChunkStream:
             provider = self.options.provider if self.options is not None else "stream"
             failure = make_failure("ABORTED", f"{provider}: {why}", provider=provider)
             self._assembler.push(Finish(reason=FinishReason(kind="aborted", failure=failure)))
+        if self._watch is not None:
+            self._watch.finish()
 
     # ------------------------------------------------------------------ results
 
@@ -160,6 +183,8 @@ class ChunkStream:
                     if type(chunk) is Finish:
                         self._done = True
                         self._close_source()
+                        if self._watch is not None:
+                            self._watch.finish()
                         return self._assembler.result()
         except StopIteration:
             return self._assembler.result()
@@ -174,10 +199,28 @@ class ChunkStream:
             if type(chunk) is TextDelta:
                 yield chunk.text
 
+    def partial_json(
+        self, *, tool: str | None = None, deltas: bool = False, skip_prose: bool = False
+    ) -> Iterator[JsonSnapshot]:
+        """Snapshots of the JSON being streamed (the text, or with ``tool=`` a tool call's
+        arguments by name or call id) that never change type; the last one is ``done`` or
+        ``truncated``. See :func:`dshstream.partial_json` (which also takes size limits)."""
+        from ._core.partial_json import partial_json
+
+        return partial_json(self, tool=tool, deltas=deltas, skip_prose=skip_prose)
+
     def until_done(self, on_chunk: Callable[[StreamChunk], Any]) -> AssembledResponse:
-        """Call ``on_chunk`` for every chunk, then return the assembled response."""
-        for chunk in self:
-            on_chunk(chunk)
+        """Call ``on_chunk`` for every chunk, then return the assembled response; if
+        ``on_chunk`` raises, the stream is closed and the exception propagates."""
+        try:
+            for chunk in self:
+                on_chunk(chunk)
+        except KeyboardInterrupt:
+            self._abort("interrupted (KeyboardInterrupt)")
+            raise
+        except BaseException:
+            self._abort("stream closed: on_chunk raised")
+            raise
         return self._assembler.result()
 
     def display(self, **options: Any) -> AssembledResponse:

@@ -20,6 +20,11 @@ kind; ``--api-key-env`` names an express-mode key instead; a ``claude-*`` model 
 Claude on Vertex) and ``-p vertex-anthropic``; ``-p bedrock`` (Amazon Bedrock Converse:
 ``AWS_REGION``, and ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` or
 ``AWS_BEARER_TOKEN_BEDROCK``).
+
+``chat --attach FILE`` (repeatable) sends an image, a document or an audio file with the
+prompt; its kind comes from the file's content (or extension). A file the provider cannot
+take is refused before anything is sent; a file the model produces is shown as
+``[image/png, 123 KB]`` (``--json`` carries its bytes, base64).
 """
 
 from __future__ import annotations
@@ -28,13 +33,13 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from ._version import __version__
-from ._core.errors import LlmError
-from ._core.types import Finish, StreamChunk, chunk_to_dict
+from ._core.errors import LlmError, make_failure
+from ._core.types import Finish, LlmFailure, StreamChunk, chunk_to_dict
 
 if TYPE_CHECKING:
     from ._adapters.base import LlmAdapter
@@ -44,7 +49,27 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
-    """A mistake in the command line: one line on stderr, exit 2."""
+    """A mistake in the command line: one line on stderr (then its ``tips``, one a line),
+    exit 2."""
+
+    def __init__(self, message: str, tips: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.tips = tuple(tips)
+
+
+def _tips(failure: LlmFailure, key_env: Sequence[str] = (), base_url: bool = False) -> tuple[str, ...]:
+    """The recovery tips under a failure: the command line runs on the user's own key."""
+    from ._core.recovery import recovery_tips
+
+    option = "--base-url" if base_url else None
+    try:
+        return recovery_tips(failure, "personal", key_env=key_env, base_url_option=option, shared_key=False)
+    except LlmError:  # an --api-key-env name that is not variable-shaped: tips without it
+        return recovery_tips(failure, "personal", base_url_option=option, shared_key=False)
+
+
+def _write_tips(err: TextIO, tips: Sequence[str]) -> None:
+    err.writelines(f"tip: {tip}\n" for tip in tips)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,6 +104,12 @@ def _parser() -> argparse.ArgumentParser:
         "--reasoning-effort", choices=("off", "minimal", "low", "medium", "high", "max"), default=None
     )
     chat.add_argument("--tools", help="JSON file with a list of tools (OpenAI or {name, parameters} form)")
+    chat.add_argument(
+        "--attach",
+        action="append",
+        metavar="FILE",
+        help="send an image, document (PDF...) or audio file with the prompt (repeatable)",
+    )
     chat.add_argument("--max-tokens", type=int)
     chat.add_argument("--temperature", type=float)
     chat.add_argument("--timeout", type=float, help="total time limit in seconds")
@@ -110,9 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except UsageError as exc:
         err.write(f"error: {exc}\n")
+        _write_tips(err, exc.tips)
         return EXIT_USAGE
     except LlmError as exc:
         err.write(f"error: {exc.failure.message}\n")
+        _write_tips(err, _tips(exc.failure))
         return EXIT_USAGE if exc.failure.code in ("NO_ADAPTER", "INVALID_OPTIONS") else EXIT_FAILURE
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename is not None else ""
@@ -152,8 +185,17 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_USAGE
 
 
-def _emit(chunks: Iterable[StreamChunk], fmt_json: bool, out: TextIO, err: TextIO, *, status: bool = False) -> int:
-    """Print chunks; returns the exit code from the final finish."""
+def _emit(
+    chunks: Iterable[StreamChunk],
+    fmt_json: bool,
+    out: TextIO,
+    err: TextIO,
+    *,
+    status: bool = False,
+    tips: Callable[[LlmFailure], Sequence[str]] | None = None,
+) -> int:
+    """Print chunks; returns the exit code from the final finish. ``tips`` gives the
+    lines printed under a failure (none for a replayed transcript: no key took part)."""
     from ._render import TextRenderer
 
     renderer = None if fmt_json else TextRenderer(out, err, status=status)
@@ -184,6 +226,8 @@ def _emit(chunks: Iterable[StreamChunk], fmt_json: bool, out: TextIO, err: TextI
     if failure is not None:
         if renderer is None or not renderer.failure_shown:
             err.write(f"error: {failure.message}\n")
+        if tips is not None:
+            _write_tips(err, tips(failure))
         code = EXIT_USAGE if failure.code in ("NO_ADAPTER", "INVALID_OPTIONS") else EXIT_FAILURE
     return code
 
@@ -252,6 +296,19 @@ def _load_tools(path: str) -> tuple[Any, ...]:
             message = exc.failure.message if isinstance(exc, LlmError) else str(exc)
             raise UsageError(f"{where} ({name}): {message}") from None
     return tuple(tools)
+
+
+def _load_attachment(path: str) -> Any:
+    """The media part for ``--attach path`` (its kind from the file's type); every problem
+    is one :class:`UsageError` line."""
+    from ._core.parts import MediaPart
+
+    try:
+        return MediaPart.from_path(path)
+    except OSError as exc:
+        raise UsageError(f"--attach {path}: {exc.strerror or exc}") from None
+    except LlmError as exc:
+        raise UsageError(f"--attach {path}: {exc.failure.message}") from None
 
 
 def _check_url(url: str) -> str:
@@ -353,6 +410,23 @@ def _bedrock_adapter(settings: dict[str, Any]) -> LlmAdapter:
     return adapter
 
 
+def _key_names(provider: str, api_key_env: str | None = None, base_url: str | None = None) -> tuple[str, ...]:
+    """The variables the command reads ``provider``'s key from (none with a ``--base-url``
+    unless one is named)."""
+    from ._core.dialects import DIALECTS
+    from ._defaults import KEYED_PROVIDERS
+
+    if api_key_env:
+        return (api_key_env,)
+    if base_url is not None:
+        return ()
+    keyed = dict(KEYED_PROVIDERS)
+    if provider in keyed:
+        return keyed[provider]
+    dialect = DIALECTS.get(provider)
+    return (dialect.key_env,) if dialect is not None and dialect.key_env else ()
+
+
 def _service_for(
     provider: str,
     *,
@@ -398,11 +472,12 @@ def _service_for(
     elif provider in LOCAL_PROVIDERS or (provider in DIALECTS and DIALECTS[provider].keyless):
         key = None  # a local server: its own optional variable, for its own host
     else:
-        names = keyed.get(provider) or tuple(n for n in (DIALECTS[provider].key_env,) if n)
+        names = _key_names(provider)
         key = next((os.environ[name] for name in names if os.environ.get(name)), None)
         if key is None:
-            variables = " or ".join(names)
-            raise UsageError(f"provider {provider!r} needs an API key: set {variables}{base_url_hint or ' (or name one with --api-key-env)'}")
+            message = f"provider {provider!r} needs an API key"
+            missing = make_failure("NO_ADAPTER", message, provider=provider)
+            raise UsageError(message, _tips(missing, names, base_url=for_chat))
     service.register_adapter([provider], _adapter(provider, key))
     return service
 
@@ -417,7 +492,8 @@ def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     prompt = " ".join(args.prompt) if args.prompt else sys.stdin.read()
     if not prompt.strip():
         raise UsageError("empty prompt")
-    messages = [Message.user(prompt)]
+    attachments = [_load_attachment(path) for path in args.attach or ()]
+    messages = [Message.user(prompt, *attachments)]
     if args.system:
         messages.insert(0, Message.system(args.system))
     options = GenerateOptions(
@@ -432,7 +508,10 @@ def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         idle_timeout=args.idle_timeout,
     )
     stream = service.stream(options)
+    names = _key_names(args.provider, args.api_key_env, args.base_url)
     try:
-        return _emit(stream, args.json, out, err, status=not args.json)
+        return _emit(
+            stream, args.json, out, err, status=not args.json, tips=lambda failure: _tips(failure, names)
+        )
     finally:
         stream.close()

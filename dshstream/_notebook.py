@@ -4,11 +4,13 @@ Contract: IPython is imported lazily, only when :func:`display` runs; outside a 
 the stream is rendered as plain text by :class:`~dshstream._render.TextRenderer`. In a
 notebook the answer is shown as Markdown, updated at most ``max_updates_per_second``
 times (default 15), reasoning in a collapsible section, the sources the answer cites as a
-numbered list of links under it, tool calls as a small table, usage and finish at the
+numbered list of links under it, images the model produced inline (an ``<img>`` with a
+data URL; other files as their media type and size), tool calls as a small table, usage and finish at the
 end. The stop button (``KeyboardInterrupt``) ends the current stream — its partial
 output stays on screen, marked aborted, and stays available as ``stream.partial()`` —
 and then propagates, so the cell stops (a cell looping over prompts needs one Stop, not
-one per stream). The plain-text fallback does the same.
+one per stream). The plain-text fallback does the same. A failure is shown with the
+recovery tips for the owner of the ``credential`` (the user's own key by default).
 """
 
 from __future__ import annotations
@@ -16,15 +18,19 @@ from __future__ import annotations
 import html
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from ._core.assembler import AssembledResponse
-from ._render import Sources, TextRenderer, describe_source, describe_usage
+from ._core.recovery import CREDENTIAL_SOURCES, CredentialSource, recovery_tips
+from ._core.validate import check_choice
+from ._render import Sources, TextRenderer, describe_file, describe_source, describe_usage
 from ._core.types import (
     BlockEnd,
     Citation,
+    FileBlock,
     Finish,
+    LlmFailure,
     ReasoningDelta,
     StreamChunk,
     TextBlock,
@@ -32,6 +38,10 @@ from ._core.types import (
     ToolCallBlock,
     UsageChunk,
 )
+
+
+#: image types a notebook shows inline
+INLINE_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"})
 
 
 def _markdown_source(citation: Citation) -> str:
@@ -42,6 +52,15 @@ def _markdown_source(citation: Citation) -> str:
     label = label.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
     url = citation.url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
     return f"[{html.escape(label)}]({url})"
+
+
+def _markdown_file(block: FileBlock) -> str:
+    """A file the model produced: an image inline (an ``<img>`` with a data URL), any
+    other file as its media type and size."""
+    label = html.escape(describe_file(block), quote=True)
+    if block.media_type in INLINE_IMAGES:
+        return f'<img src="data:{block.media_type};base64,{block.base64}" alt="{label}" title="{label}"/>'
+    return f"*[{label}]*"
 
 
 class Displayable(Protocol):
@@ -64,10 +83,14 @@ class DisplayHandle(Protocol):
 class MarkdownView:
     """Accumulates a stream into Markdown (pure: no IPython needed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tips: Callable[[LlmFailure], Sequence[str]] | None = None) -> None:
+        #: the recovery tips listed under a failure, if any
+        self.tips = tips
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.tool_calls: list[ToolCallBlock] = []
+        #: the files the model produced, as rendered once (an image inline)
+        self.files: list[str] = []
         self.sources: list[tuple[int, Citation]] = []
         self._numbered = Sources()
         self.footer = ""
@@ -80,6 +103,8 @@ class MarkdownView:
             self.reasoning.append(chunk.text)
         elif type(chunk) is BlockEnd and isinstance(chunk.block, ToolCallBlock):
             self.tool_calls.append(chunk.block)
+        elif type(chunk) is BlockEnd and isinstance(chunk.block, FileBlock):
+            self.files.append(_markdown_file(chunk.block))
         elif type(chunk) is BlockEnd and isinstance(chunk.block, TextBlock) and chunk.block.citations:
             self.sources.extend(self._numbered.new(chunk.block.citations))
         elif type(chunk) is UsageChunk:
@@ -90,6 +115,8 @@ class MarkdownView:
             line = f"*finish: {reason.kind}{f' ({reason.raw})' if reason.raw else ''}*"
             if reason.failure is not None:
                 line += f" — **{html.escape(reason.failure.message)}**"
+                for tip in self.tips(reason.failure) if self.tips is not None else ():
+                    line += f"  \n*tip: {html.escape(tip)}*"
             self.footer = f"{self.footer}  \n{line}" if self.footer else line
 
     def render(self) -> str:
@@ -99,6 +126,7 @@ class MarkdownView:
             parts.append(f"<details><summary>Reasoning</summary>\n\n<pre>{body}</pre>\n\n</details>")
         if self.text:
             parts.append("".join(self.text))
+        parts.extend(self.files)
         if self.sources:
             lines = [f"{number}. {_markdown_source(citation)}" for number, citation in self.sources]
             parts.append("**Sources**\n\n" + "\n".join(lines))
@@ -144,20 +172,39 @@ def _ipython_display() -> Callable[[str], DisplayHandle] | None:
     return make
 
 
+def _tips_for(credential: CredentialSource | None) -> Callable[[LlmFailure], Sequence[str]] | None:
+    """The tips function for ``credential`` (checked now, not at the first failure)."""
+    if credential is None:
+        return None
+    check_choice(credential, "display: credential", CREDENTIAL_SOURCES)
+
+    def tips(failure: LlmFailure) -> tuple[str, ...]:
+        # a notebook has no shared key to switch back to
+        return recovery_tips(failure, credential, shared_key=False)
+
+    return tips
+
+
 def display(
     stream: Displayable,
     *,
     max_updates_per_second: float = 15.0,
     display_factory: Callable[[str], DisplayHandle] | None = None,
+    credential: CredentialSource | None = "personal",
 ) -> AssembledResponse:
     """Render ``stream`` live; returns the assembled response (an error finish included).
+
+    A failure is shown with the recovery tips for whoever owns the ``credential``: the
+    notebook's user and their own key by default (``"server"`` for an operator's
+    notebook, ``None`` for no tips); see :func:`~dshstream._core.recovery.recovery_tips`.
 
     ``KeyboardInterrupt`` (the notebook's Stop) closes the stream, shows the partial
     output marked aborted and propagates; ``stream.partial()`` keeps that result.
     """
+    tips = _tips_for(credential)
     factory = display_factory or _ipython_display()
     if factory is None:
-        renderer = TextRenderer()
+        renderer = TextRenderer(tips=tips)
         finished = False
         try:
             for chunk in stream:
@@ -171,7 +218,7 @@ def display(
             raise
         renderer.close()
         return stream.partial()
-    view = MarkdownView()
+    view = MarkdownView(tips=tips)
     handle = factory("")
     interval = 1.0 / max_updates_per_second
     last = 0.0

@@ -12,7 +12,8 @@ before anything else is written, so it never erases a line of the answer. :meth:
 (also called by :meth:`summary`) stops the ticker, clears the status line and ends a
 partly written line; :meth:`summary` then prints the final time and rate on ``err``.
 Piped output and ``NO_COLOR`` get no status line, no summary and no escape sequences.
-Each tool call gets its own line. A text block that cites sources is followed by a
+Each tool call gets its own line, and so does each file the model produced
+(``[image/png, 123 KB]``: its media type and size, never its bytes). A text block that cites sources is followed by a
 ``sources:`` list (``[n] title — url``, each source once per stream, numbered in order of
 first citation). When ``out`` and ``err`` are both terminals,
 :attr:`TextRenderer.failure_shown` says a failure was already shown on the finish line
@@ -30,6 +31,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from ._core.assembler import AssembledResponse
@@ -37,7 +39,9 @@ from ._core.types import (
     BlockEnd,
     BlockStart,
     Citation,
+    FileBlock,
     Finish,
+    LlmFailure,
     ReasoningDelta,
     StreamChunk,
     TextBlock,
@@ -46,6 +50,7 @@ from ._core.types import (
     ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
+    format_size,
 )
 
 DIM, BOLD, RED, CYAN, RESET = "\x1b[2m", "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[0m"
@@ -108,6 +113,12 @@ def describe_usage(usage: TokenUsage) -> str:
     return " · ".join(parts)
 
 
+def describe_file(block: FileBlock) -> str:
+    """A file the model produced, without its bytes: ``image/png, 123 KB`` (and its name)."""
+    name = f", {block.name}" if block.name else ""
+    return f"{block.media_type}, {format_size(len(block.data))}{name}"
+
+
 def describe_source(citation: Citation) -> str:
     """A citation as one line of a sources list: ``title — url`` (or the location where
     there is no URL, or the kind alone when the provider named nothing)."""
@@ -141,7 +152,16 @@ class Sources:
 class TextRenderer:
     """Prints chunks as they arrive."""
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, status: bool = False) -> None:
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        *,
+        status: bool = False,
+        tips: Callable[[LlmFailure], Sequence[str]] | None = None,
+    ) -> None:
+        #: the recovery tips printed under a failure's finish line (``tip: ...``), if any
+        self.tips = tips
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.color = use_color(self.out)
@@ -216,6 +236,8 @@ class TextRenderer:
             call = chunk.block
             flag = " [arguments truncated]" if call.arguments_truncated else ""
             self._line(f"→ tool call {call.name}({call.arguments}) id={call.id}{flag}", CYAN)
+        elif type(chunk) is BlockEnd and isinstance(chunk.block, FileBlock):
+            self._line(f"[{describe_file(chunk.block)}]", CYAN)
         elif type(chunk) is BlockEnd and isinstance(chunk.block, TextBlock) and chunk.block.citations:
             fresh = self._sources.new(chunk.block.citations)
             if fresh:
@@ -232,6 +254,8 @@ class TextRenderer:
             if reason.failure is not None:
                 self._line(f"{line} — {reason.failure.message}", RED)
                 self.failure_shown = self.terminal
+                for tip in self.tips(reason.failure) if self.tips is not None else ():
+                    self._line(f"tip: {tip}", DIM)
             else:
                 self._line(line, DIM)
         elif type(chunk) in (BlockStart, ToolCallDelta, BlockEnd):

@@ -24,12 +24,16 @@ Contract:
   iterating.
 - Replay state in history is kept only when the message's provider and the target
   provider are registered to the very same adapter instance; requests are never mutated.
+- ``observer=`` hears every stream the service returns (:mod:`dshstream._observe`): a
+  ``StreamStarted`` when ``stream()`` is called, and exactly one ``StreamFinished`` however
+  the stream ends; with INFO logging on, each finished stream is one log line.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from functools import partial
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
@@ -40,6 +44,8 @@ from ._core.log import get_logger
 from ._core.redact import redact
 from ._core.request import GenerateOptions, Message, check_options
 from ._chunk_stream import ChunkStream
+from ._core.records import Observer
+from ._observe import StreamWatch, check_observer, linked_start, open_watch
 from ._core.types import CHUNK_TYPES, Finish, FinishKind, FinishReason, LlmFailure, StreamChunk
 
 log = get_logger("dshstream.service")
@@ -83,11 +89,14 @@ class LlmService:
         *,
         check_contract: bool | None = None,
         failure_reporter: FailureReporter | None = None,
+        observer: Observer | None = None,
     ) -> None:
         if check_contract is None:
             check_contract = os.environ.get("DSHSTREAM_DEBUG") == "1"
         self.check_contract = check_contract
         self.failure_reporter = failure_reporter
+        #: hears every stream's records (``dshstream._observe``); adapters' own observers too
+        self.observer = check_observer(observer, "LlmService.observer")
         self._routes: dict[str, Registration] = {}
         self._registrations: list[Registration] = []
         self._listeners: list[Listener] = []
@@ -203,20 +212,27 @@ class LlmService:
             options = replace(options, cancel=cancel)
         with self._lock:
             listeners = tuple(self._listeners)
+        watch = open_watch(self.observer, options, "service")  # None when nobody watches
         if not listeners and not self.check_contract:
             # Nobody needs single chunks on the way: hand lists through (one per read).
-            return ChunkStream(self._terminal_batches(options), options=options, cancel=cancel)
-        source = self._guarded(listeners, options)
+            batches = self._terminal_batches(options, watch=watch)
+            return ChunkStream(batches, options=options, cancel=cancel, watch=watch)
+        source = self._guarded(listeners, options, watch)
         if self.check_contract:
             source = _check_contract(source)
-        return ChunkStream(_singles(source), options=options, cancel=cancel)
+        return ChunkStream(_singles(source), options=options, cancel=cancel, watch=watch)
 
-    def _guarded(self, listeners: tuple[Listener, ...], options: GenerateOptions) -> Iterator[StreamChunk]:
+    def _guarded(
+        self,
+        listeners: tuple[Listener, ...],
+        options: GenerateOptions,
+        watch: StreamWatch | None = None,
+    ) -> Iterator[StreamChunk]:
         """The listener chain, with every exception it raises turned into the ``Finish``."""
         finished = False
         source: Iterator[StreamChunk] | None = None
         try:
-            chain: Next = self._terminal
+            chain: Next = partial(self._terminal, watch=watch)
             for listener in reversed(listeners):
                 chain = _bind(listener, chain)
             source = iter(chain(options))
@@ -250,13 +266,18 @@ class LlmService:
                 except Exception:  # noqa: BLE001 - closing never raises
                     log.exception("closing a listener's stream raised")
 
-    def _terminal(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+    def _terminal(
+        self, options: GenerateOptions, watch: StreamWatch | None = None
+    ) -> Iterator[StreamChunk]:
         """The end of the listener chain: the options a listener passes on are checked."""
-        for batch in self._terminal_batches(options, check=True):
+        for batch in self._terminal_batches(options, check=True, watch=watch):
             yield from batch
 
-    def _terminal_batches(self, options: GenerateOptions, *, check: bool = False) -> Iterator[list[StreamChunk]]:
-        """The end of the waterfall: adapter lookup, replay routing, failure → Finish."""
+    def _terminal_batches(
+        self, options: GenerateOptions, *, check: bool = False, watch: StreamWatch | None = None
+    ) -> Iterator[list[StreamChunk]]:
+        """The end of the waterfall: adapter lookup, replay routing, failure → Finish; the
+        adapter starts under the stream's ``watch`` (its attempts are the stream's)."""
         finished = False
         try:
             if check:
@@ -265,8 +286,9 @@ class LlmService:
             options = self._route_replay(options, adapter)
             if _cancelled(options):
                 raise _config_error("ABORTED", f"{options.provider}: stream cancelled by the caller")
-            batches = adapter.stream_batches(options)
+            source = adapter.stream_batches(options)
             try:
+                batches = source if watch is None else linked_start(watch, source)
                 for batch in batches:
                     if finished or not batch:
                         continue
@@ -278,7 +300,7 @@ class LlmService:
                             self._report(last.reason.failure, options)
                     yield batch
             finally:
-                close = getattr(batches, "close", None)
+                close = getattr(source, "close", None)
                 if close is not None:
                     close()
             if not finished:  # an adapter that ended without its Finish: a cut, not a stop

@@ -33,12 +33,24 @@ Contract:
 6. **Foreign exceptions** are mapped here, once, into an :class:`LlmError` whose detail
    is redacted; they are never chained raw (their text can carry a key in a URL).
    Header-derived fields (request ids) are dropped when they echo a credential.
+7. **Bulk reads.** An identity (uncompressed) body of an HTTP/1.1 ``http.client`` answer
+   is read from its buffered socket file directly: a ``Transfer-Encoding: chunked`` body
+   with ``read1(65536)`` (what is there, at most one system call: the first event is not
+   delayed) unframed by :class:`~dshstream._core.chunked.ChunkedDecoder`, many HTTP chunks
+   per read instead of one read (and urllib3's and http.client's per-chunk calls) per
+   chunk; a close-delimited body with ``http.client``'s own ``read1``. At the end of a
+   chunked body the answer is closed as ``http.client`` closes it, and the connection
+   goes back to the pool only when nothing followed the body. Anything unusual
+   (compression, another HTTP version, unknown response or file types, urllib3 having
+   read already, a ``Content-Length`` body) takes the standard path of rule 1. Malformed
+   framing or a body cut short is a ``TRANSPORT`` failure, as it is on that path.
 """
 
 from __future__ import annotations
 
 import functools
 import http.client
+import io
 import json
 import socket
 import threading
@@ -52,6 +64,7 @@ import requests
 import requests.adapters
 import urllib3
 
+from ._core.chunked import ChunkedDecoder
 from ._core.classify import classify_error_payload, classify_http_error
 from ._core.errors import LlmError, error_for, make_failure
 from ._headers import request_id_from
@@ -77,6 +90,8 @@ _READ_SIZE = 65536
 _WATCH_INTERVAL = 0.05
 _RELEASE_WAIT = 0.05
 _NO_DECODE = ("", "identity")
+#: rule 7 on (tests turn it off to compare with the standard path)
+BULK_READS = True
 
 Reader = Callable[[], bytes]
 
@@ -334,6 +349,10 @@ class HttpStream:
         except Exception:  # noqa: BLE001 - any trouble: just close
             self.close()
             return
+        owner = getattr(read, "__self__", None)
+        if isinstance(owner, _ChunkedReader) and not owner.reusable:
+            self.close()  # bytes after the body's end, or no final CRLF: not reusable
+            return
         self._closed = True
         _watchdog.remove(self)
         try:
@@ -471,11 +490,16 @@ def _final_response(interim: requests.Response) -> requests.Response:
 
 
 def _reader_for(response: requests.Response, headers: dict[str, str]) -> Reader:
-    """A prompt ``read()`` for the body (rule 1): urllib3's ``read1`` when it has one,
-    else the ``http.client`` response's ``read1`` with decompression done here."""
+    """A prompt ``read()`` for the body (rule 1): for an identity body the bulk path when it
+    applies (:func:`_bulk_reader`), else urllib3's ``read1`` when it has one, else the
+    ``http.client`` response's ``read1`` with decompression done here."""
     raw: Any = response.raw
     encoding = (headers.get("content-encoding") or headers.get("Content-Encoding") or "").strip().lower()
     decode = encoding not in _NO_DECODE
+    if not decode:
+        bulk = _bulk_reader(raw)
+        if bulk is not None:
+            return bulk
     read1 = getattr(raw, "read1", None)
     if read1 is not None:
         # Decode only a compressed body: urllib3's decoding path buffers and copies every
@@ -494,6 +518,70 @@ def _reader_for(response: requests.Response, headers: dict[str, str]) -> Reader:
 
 def _generator_reader(pieces: Iterator[bytes]) -> Reader:
     return lambda: next(pieces, b"")
+
+
+def _bulk_reader(raw: Any) -> Reader | None:
+    """Rule 7's reader for an identity body, or ``None`` (the standard path) whenever
+    anything is unusual: not an ``http.client`` answer over a buffered socket file, not
+    HTTP/1.1, a ``HEAD``, bytes already read through urllib3, http.client internals
+    missing, or a body framed by ``Content-Length``."""
+    if not BULK_READS:
+        return None
+    answer = getattr(raw, "_fp", None)
+    if type(answer) is not http.client.HTTPResponse:
+        return None
+    fp = answer.fp
+    if (
+        type(fp) is not io.BufferedReader
+        or answer.version != 11
+        or answer._method == "HEAD"  # type: ignore[attr-defined]
+        or getattr(raw, "_fp_bytes_read", 0)
+        or len(getattr(raw, "_decoded_buffer", None) or b"")
+        or not callable(getattr(answer, "_close_conn", None))
+    ):
+        return None
+    if answer.chunked:
+        if answer.chunk_left is not None:
+            return None  # http.client has begun unframing it itself
+        return _ChunkedReader(answer, fp).read
+    if answer.length is None and answer.will_close:  # close-delimited
+        return functools.partial(answer.read1, _READ_SIZE)
+    return None
+
+
+class _ChunkedReader:
+    """An identity ``Transfer-Encoding: chunked`` body read from ``http.client``'s buffered
+    socket file in large pieces and unframed here (rule 7)."""
+
+    __slots__ = ("_answer", "_read1", "_decoder", "reusable")
+
+    def __init__(self, answer: http.client.HTTPResponse, fp: io.BufferedReader) -> None:
+        self._answer = answer
+        self._read1 = fp.read1
+        self._decoder = ChunkedDecoder()
+        #: the body ended cleanly with nothing after it: the connection may be reused
+        self.reusable = False
+
+    def read(self) -> bytes:
+        """The payload of what is there now (one ``read1``, more only while a read held
+        nothing but framing); ``b""`` once the body ended."""
+        decoder = self._decoder
+        read1 = self._read1
+        while not decoder.done:
+            if decoder.failed:
+                decoder.close()  # raises the malformed framing found after the last payload
+            data = read1(_READ_SIZE)
+            if not data:
+                if decoder.in_trailers:
+                    break  # EOF for the trailer's end: http.client accepts it too (no reuse)
+                decoder.close()  # a body cut short: raises TRANSPORT
+            out = decoder.feed(data)
+            if out:
+                return out
+        if self._answer.fp is not None:
+            self.reusable = decoder.done and not decoder.extra
+            self._answer._close_conn()  # type: ignore[attr-defined]  # as http.client does at the end
+        return b""
 
 
 class _Inflater:

@@ -24,6 +24,7 @@ from dshstream._core.decode import decode
 from dshstream._core.request import GenerateOptions, Message
 from dshstream._core.types import (
     BlockEnd,
+    FileBlock,
     StreamChunk,
     ToolCallBlock,
     ToolCallDelta,
@@ -277,9 +278,11 @@ MESSAGE = {
 
 
 def test_a_response_of_server_tools_only_is_not_empty() -> None:
-    """An image generated with no text: ``stop``, no blocks, the call summarized."""
+    """An image generated with no text: ``stop``, the image delivered as a file block, the
+    call summarized."""
     _, result = run(item_stream(IMAGE_CALL))
-    assert result.finish.kind == "stop" and result.failure is None and result.blocks == ()
+    assert result.finish.kind == "stop" and result.failure is None
+    assert result.files == (FileBlock("image/png", b"\x89PNG\r\n\x1a\n"),) and result.blocks == result.files
     assert result.metadata is not None
     assert result.metadata.server_tools == ({"type": "image_generation_call", "id": "ig_1", "status": "completed"},)
     assert result.replay_state["items"] == [IMAGE_CALL]

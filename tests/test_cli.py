@@ -110,8 +110,34 @@ def test_chat_provider_failure_exits_1() -> None:
     with ReplayServer({"/v1/": Route(body=b'{"error":{"message":"bad key"}}', status=401)}) as server:
         proc = run("chat", "-p", "local", "-m", "x", "--base-url", f"{server.url}/v1", "Hi")
     assert proc.returncode == 1
-    assert proc.stderr == "error: local: authentication failed (AUTH, HTTP 401)\n"
+    assert proc.stderr == (
+        "error: local: authentication failed (AUTH, HTTP 401)\n"
+        "tip: Check that your API key is correct, active and allowed to use this model.\n"
+    )
     assert proc.stdout == "finish: error — local: authentication failed (AUTH, HTTP 401)\n"
+
+
+def test_chat_failure_tips_are_the_personal_ones_naming_the_key_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dshstream import recovery_tips
+    from dshstream._core.errors import make_failure
+    from dshstream._replay_server import ReplayServer, Route
+
+    answers = {"/v1/": Route(body=b'{"error":{"message":"sk-upstream-SECRET1234567890 is bad"}}', status=401)}
+    with ReplayServer(answers) as server:
+        proc = run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "x", "--base-url", f"{server.url}/v1",
+                        "--api-key-env", "MY_GATEWAY_KEY", "Hi", env={"MY_GATEWAY_KEY": "gw-key-1234"})
+    assert proc.returncode == 1
+    tips = [line.removeprefix("tip: ") for line in proc.stderr.splitlines() if line.startswith("tip: ")]
+    expected = recovery_tips(make_failure("AUTH", "x"), "personal", key_env="MY_GATEWAY_KEY", shared_key=False)
+    assert tips == list(expected) and "MY_GATEWAY_KEY" in tips[0]
+    assert "shared" not in proc.stderr and "pool" not in proc.stderr and "SECRET" not in proc.stderr
+
+
+def test_a_replayed_failure_gets_no_tips() -> None:
+    proc = run("replay", str(FIXTURES / "openrouter/midstream_error_chunk.sse"), "--wire", "openrouter")
+    assert "tip:" not in proc.stderr
 
 
 def test_chat_sends_system_tools_and_reasoning_effort(tmp_path: "os.PathLike[str]") -> None:
@@ -178,20 +204,27 @@ def run_here(
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The one ``error:`` line, with the ``tip:`` lines under it (if any) joined to it."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    return lines[0]
+    assert lines and lines[0].startswith("error: "), proc.stderr
+    assert all(line.startswith("tip: ") for line in lines[1:]), proc.stderr
+    return " ".join(lines)
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDER_KEYS))
 def test_a_missing_key_names_the_variable_to_set(
     provider: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", provider, "-m", "some-model", "x"))
+    proc = run_here(monkeypatch, capsys, "chat", "-p", provider, "-m", "some-model", "x")
+    line = one_error_line(proc)
     assert PROVIDER_KEYS[provider] in line and "--base-url" in line
     assert "no adapter" not in line
+    # the tip is the personal one of recovery_tips, not a string of the command's own
+    tip = proc.stderr.splitlines()[1]
+    assert tip.startswith(f"tip: Set {PROVIDER_KEYS[provider]}")
+    assert tip.endswith(" to your API key, or pass --base-url to use an OpenAI-compatible server.")
 
 
 def test_models_without_a_key_names_the_variable(

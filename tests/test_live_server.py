@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -37,6 +37,7 @@ from dshstream import (
     BlockEnd,
     Finish,
     GenerateOptions,
+    JsonSchema,
     Message,
     OpenAIChatAdapter,
     ReasoningBlock,
@@ -49,6 +50,7 @@ from dshstream import (
     ToolSpec,
     UsageChunk,
     check_contract,
+    partial_json,
 )
 from dshstream._service import LlmService
 
@@ -612,3 +614,123 @@ def one_shot_wire() -> list[dict[str, Any]]:
         {"role": "assistant", "content": "4", "reasoning_content": "2 plus 2 equals 4."},
         {"role": "user", "content": "What is 3+5?"},
     ]
+
+
+# --------------------------------------------------------------------------- structured output
+
+CITY = JsonSchema(
+    "city",
+    {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "country": {"type": "string"},
+            "population": {"type": "integer"},
+        },
+        "required": ["city", "country", "population"],
+        "additionalProperties": False,
+    },
+)
+
+
+def extends(before: Any, after: Any) -> bool:
+    """Whether ``after`` only adds to ``before``: keys and items kept, strings only grown,
+    scalars unchanged (``None``: nothing settled yet)."""
+    if before is None:
+        return True
+    if isinstance(before, dict):
+        if not isinstance(after, dict):
+            return False
+        return all(k in after and extends(v, after[k]) for k, v in before.items())
+    if isinstance(before, list):
+        if not isinstance(after, list):
+            return False
+        return len(after) >= len(before) and all(map(extends, before, after))
+    if isinstance(before, str):
+        return isinstance(after, str) and after.startswith(before)
+    return bool(type(before) is type(after) and before == after)
+
+
+def test_json_schema_output_streams_monotone_snapshots(service: LlmService) -> None:
+    """The llamacpp dialect sends the schema as llama-server's top-level ``json_schema``
+    (a grammar): the streamed text is JSON that validates, and every partial-JSON snapshot
+    only adds to the one before."""
+    prompt = "The capital of France: give the city, its country and its population."
+    opts = replace(options([Message.user(prompt)], max_tokens=64), response_format=CITY)
+    chunks: list[StreamChunk] = []
+
+    def tee(stream: Iterator[StreamChunk]) -> Iterator[StreamChunk]:
+        for chunk in stream:
+            chunks.append(chunk)
+            yield chunk
+
+    with service.stream(opts) as stream:
+        snapshots = list(partial_json(tee(iter(stream))))
+        result = stream.result()
+    assert list(check_contract(chunks)) == chunks
+    assert result.finish.kind == "stop", describe(result)
+    answer = json.loads(result.text)
+    assert set(answer) == {"city", "country", "population"}
+    assert isinstance(answer["city"], str) and answer["city"]
+    assert isinstance(answer["country"], str) and answer["country"]
+    assert type(answer["population"]) is int
+    assert len(snapshots) >= 3
+    assert snapshots[-1].done and not snapshots[-1].truncated and snapshots[-1].value == answer
+    assert not any(s.done for s in snapshots[:-1])
+    for before, after in zip(snapshots, snapshots[1:]):
+        assert extends(before.value, after.value), (before, after)
+
+
+# --------------------------------------------------------------------------- the tool loop
+
+
+def test_tool_loop_runs_the_call_and_answers(service: LlmService) -> None:
+    """run_tools against the real server: the call streams, runs with the model's
+    arguments, its result goes back, and the model answers with it."""
+    from dshstream import run_tools
+
+    ran: list[str] = []
+
+    def get_weather(city: str) -> dict[str, Any]:
+        ran.append(city)
+        return {"city": city, "temp_c": 18}
+
+    loop = run_tools(service, options([Message.user(WEATHER)], max_tokens=64, tools=[GET_WEATHER]),
+                     {"get_weather": get_weather}, max_steps=3)
+    per_step: list[list[StreamChunk]] = [[]]
+    for chunk in loop:
+        per_step[-1].append(chunk)
+        if isinstance(chunk, Finish):
+            per_step.append([])
+    result = loop.result()
+    assert per_step.pop() == []
+    for chunks in per_step:  # each step is an ordinary stream that keeps the contract
+        assert list(check_contract(chunks)) == chunks
+    assert [chunks[-1].reason.kind for chunks in per_step] == ["tool-calls", "stop"]  # type: ignore[union-attr]
+    assert result.stopped == "done" and len(result.steps) == 2
+    assert len(ran) == 1 and "paris" in ran[0].lower()
+    assert [o.status for o in result.outcomes] == ["ok"]
+    assert [m.role for m in result.new_messages] == ["assistant", "tool", "assistant"]
+    assert "18" in result.text, result.text
+    assert result.usage is not None
+    assert result.usage.output_tokens == sum(
+        s.response.usage.output_tokens for s in result.steps if s.response.usage is not None
+    )
+
+
+def test_tool_loop_refuses_a_call_cut_at_max_tokens(service: LlmService) -> None:
+    """14 tokens cut the call inside its arguments: the loop never runs it and tells the
+    model so in an error result (the server accepts the history that carries it)."""
+    from dshstream import run_tools
+
+    ran: list[str] = []
+    loop = run_tools(service, options([Message.user(WEATHER)], max_tokens=14, tools=[GET_WEATHER]),
+                     {"get_weather": lambda city: ran.append(city)}, max_steps=2)
+    result = loop.result()
+    assert ran == []
+    first = result.steps[0]
+    assert first.response.finish.kind == "max-tokens", describe(first.response)
+    assert [o.status for o in first.outcomes] == ["truncated"]
+    assert first.outcomes[0].result.is_error and "cut off" in first.outcomes[0].result.content
+    assert result.history[1].tool_calls == (first.outcomes[0].call,)
+    assert result.stopped in ("done", "max_steps")

@@ -232,3 +232,47 @@ def test_stop_in_a_real_kernel_stops_the_cell_not_just_the_stream() -> None:
     assert "STARTED=first\n" in after_out  # the second stream never started
     assert "REQUESTS=1\n" in after_out
     assert "PARTIAL=Partial answer|aborted" in after_out
+
+
+def _failing() -> list[StreamChunk]:
+    from dshstream._core.errors import make_failure
+
+    failure = make_failure("AUTH", "p: authentication failed (AUTH, HTTP 401)", provider="p", status=401,
+                           detail="upstream: key sk-upstream-CANARY123456 revoked")
+    return [TextDelta(index=0, text="par"), Finish(reason=FinishReason(kind="error", failure=failure))]
+
+
+def test_a_failure_is_shown_with_the_tips_for_the_credential() -> None:
+    from dshstream import recovery_tips
+    from dshstream._core.errors import make_failure
+
+    auth = make_failure("AUTH", "x")
+    handle, result = run(Scripted(_failing()))
+    page = handle.updates[-1]
+    assert result.failure is not None and "authentication failed" in page
+    personal = recovery_tips(auth, "personal", shared_key=False)
+    assert all(f"*tip: {tip}*" in page for tip in personal)
+    assert "shared key" not in page and "CANARY" not in page
+
+    handle = FakeHandle()
+    display(open_stream(Scripted(_failing())), display_factory=lambda initial: handle, credential="server")
+    assert all(f"*tip: {tip}*" in handle.updates[-1] for tip in recovery_tips(auth, "server"))
+
+    handle = FakeHandle()
+    display(open_stream(Scripted(_failing())), display_factory=lambda initial: handle, credential=None)
+    assert "tip:" not in handle.updates[-1]
+
+
+def test_tips_in_the_plain_text_fallback(capsys: pytest.CaptureFixture[str]) -> None:
+    display(open_stream(Scripted(_failing())))
+    out = capsys.readouterr().out
+    assert "finish: error — p: authentication failed" in out
+    assert "tip: Check that your API key is correct" in out
+
+
+def test_an_unknown_credential_is_refused_before_streaming() -> None:
+    from dshstream import ConfigurationError
+
+    stream = open_stream(Scripted(_failing()))
+    with pytest.raises(ConfigurationError, match="credential"):
+        display(stream, credential="owner")  # type: ignore[arg-type]

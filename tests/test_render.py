@@ -256,3 +256,20 @@ def test_status_line_on_a_terminal_err_is_cleared_and_summarized() -> None:
     summary = written.rsplit(CLEAR_LINE, 1)[1]
     assert summary.startswith(DIM) and summary.endswith(f"{RESET}\n")
     assert " · 2 tokens · " in summary and summary.count("\n") == 1  # usage's output tokens
+
+
+def test_recovery_tips_follow_the_failure_line() -> None:
+    failure = make_failure("RATE_LIMIT", "p: rate limited (RATE_LIMIT, HTTP 429)", status=429, provider="p")
+    out = io.StringIO()
+    renderer = TextRenderer(out, io.StringIO(), tips=lambda f: (f"Wait ({f.code}).", "Then retry."))
+    chunks: list[StreamChunk] = [TextDelta(index=0, text="part"),
+                                 Finish(reason=FinishReason(kind="error", failure=failure))]
+    for chunk in chunks:
+        renderer.feed(chunk)
+    assert out.getvalue() == (
+        "part\nfinish: error — p: rate limited (RATE_LIMIT, HTTP 429)\ntip: Wait (RATE_LIMIT).\ntip: Then retry.\n"
+    )
+    quiet = io.StringIO()
+    calm = TextRenderer(quiet, io.StringIO(), tips=lambda f: ("never shown",))
+    calm.feed(Finish(reason=FinishReason(kind="stop")))
+    assert quiet.getvalue() == "finish: stop\n"

@@ -240,3 +240,192 @@ def test_an_event_stream_labelled_json_is_still_decoded(server: ReplayServer) ->
     # streamed as it arrives (the pause shows between the texts), not read to the end first;
     # 0.5 s of the 0.8 s pause is left for scheduling delay
     assert len(text_at) == 2 and text_at[1] - text_at[0] >= 0.3, text_at
+
+
+# --------------------------------------------------------------------------- bulk reads (rule 7)
+
+import http.client  # noqa: E402
+import random  # noqa: E402
+import socket as _socket  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import urllib3  # noqa: E402
+
+from dshstream import _transport  # noqa: E402
+from functools import partial as functools_partial  # noqa: E402
+
+from dshstream._core.types import StreamChunk  # noqa: E402
+from rawserver import CHUNKED_HEADERS, RawServer, chunk  # noqa: E402
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+def reader_kind(server: ReplayServer, route: Route) -> str:
+    """Which reader the transport picks for ``route``'s answer."""
+    server.add("/kind/", route)
+    transport = _transport.Transport()
+    from dshstream._core.http_request import HttpRequest
+
+    stream = transport.open(HttpRequest(url=f"{server.url}/kind/", headers={}, body={}), provider="t")
+    with stream:
+        read: Any = stream._read
+        owner = getattr(read, "__self__", None)
+        if isinstance(owner, _transport._ChunkedReader):
+            return "bulk-chunked"
+        if isinstance(read, functools_partial) and isinstance(getattr(read.func, "__self__", None), http.client.HTTPResponse):
+            return "http.client"
+        return "standard"
+
+
+def test_bulk_path_is_taken_only_for_plain_identity_bodies(server: ReplayServer) -> None:
+    body = chat_event("x") + FINISH
+    assert reader_kind(server, Route(body=body)) == "bulk-chunked"
+    assert reader_kind(server, Route(body=body, chunked=False)) == "http.client"
+    import gzip
+
+    zipped = Route(body=gzip.compress(body), headers={"content-encoding": "gzip"})
+    assert reader_kind(server, zipped) == "standard"  # compressed: urllib3 decodes it
+    assert reader_kind(server, Route(body=body, headers={"content-encoding": "identity"})) == "bulk-chunked"
+
+
+def test_bulk_path_falls_back_on_anything_unusual(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Answer(http.client.HTTPResponse):
+        pass
+
+    class Raw:
+        def __init__(self, answer: object, **attrs: object) -> None:
+            self._fp = answer
+            self.__dict__.update(attrs)
+
+    def answer(**attrs: object) -> http.client.HTTPResponse:
+        a = http.client.HTTPResponse.__new__(http.client.HTTPResponse)
+        a.fp = open(__file__, "rb")  # a BufferedReader
+        a.version, a._method, a.chunked, a.chunk_left = 11, "POST", True, None  # type: ignore[attr-defined]
+        a.length, a.will_close = None, False
+        a.__dict__.update(attrs)
+        return a
+
+    assert _transport._bulk_reader(Raw(answer())) is not None
+    assert _transport._bulk_reader(Raw(answer(chunked=False, will_close=True))) is not None
+    unusual: list[Any] = [
+        Raw(object()),  # not an http.client answer
+        Raw(Answer.__new__(Answer)),  # a subclass: its internals are unknown
+        Raw(answer(version=10)),
+        Raw(answer(_method="HEAD")),
+        Raw(answer(chunk_left=3)),  # http.client began unframing
+        Raw(answer(fp=__import__("io").BytesIO(b""))),  # not a buffered socket file
+        Raw(answer(), _fp_bytes_read=5),  # urllib3 read already
+        Raw(answer(), _decoded_buffer=b"held"),
+        Raw(answer(chunked=False, length=10, will_close=False)),  # Content-Length: urllib3 checks it
+    ]
+    for raw in unusual:
+        assert _transport._bulk_reader(raw) is None, raw.__dict__
+    no_close = answer()
+    monkeypatch.delattr(http.client.HTTPResponse, "_close_conn")
+    assert _transport._bulk_reader(Raw(no_close)) is None
+    monkeypatch.undo()
+    monkeypatch.setattr(_transport, "BULK_READS", False)
+    assert _transport._bulk_reader(Raw(answer())) is None
+
+
+def _chunks(server: ReplayServer, body: bytes, wire: str, piece: int) -> list[StreamChunk]:
+    from dshstream import AnthropicAdapter
+
+    server.add("/v1/", Route(body=body, piece_size=piece))
+    service = LlmService(check_contract=True)
+    if wire == "anthropic":
+        service.register_adapter(["local"], AnthropicAdapter(api_key="k-123456", base_url=server.url, max_retries=0))
+    else:
+        service.register_adapter(["local"], OpenAIChatAdapter(api_key="k-123456", base_url=f"{server.url}/v1", max_retries=0))
+    return list(service.stream(request()))
+
+
+@pytest.mark.parametrize("path", ["standard", "old-urllib3"])
+def test_bulk_reads_give_what_the_standard_path_gives(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    rng = random.Random(5)
+    cases = [(p, "anthropic") for p in sorted((REAL / "anthropic").glob("*.sse"))[:4]]
+    cases += [(p, "openai") for p in sorted((REAL / "openai").glob("*.sse"))[:4]]
+    assert len(cases) >= 6
+    for fixture, wire in cases:
+        body = fixture.read_bytes()
+        for piece in (0, 1, rng.randrange(2, 200), 16384):
+            bulk = _chunks(server, body, wire, piece)
+            with monkeypatch.context() as m:
+                m.setattr(_transport, "BULK_READS", False)
+                if path == "old-urllib3":  # urllib3 before 2.2: http.client's read1
+                    m.setattr(urllib3.HTTPResponse, "read1", None)
+                assert _chunks(server, body, wire, piece) == bulk, (fixture.name, piece)
+
+
+def test_bytes_after_the_last_chunk_keep_the_connection_out_of_the_pool() -> None:
+    def behave(srv: RawServer, conn: _socket.socket) -> None:
+        srv.send(conn, CHUNKED_HEADERS + chunk(chat_event("one")) + chunk(FINISH) + b"0\r\n\r\nHTTP/1.1 200 OK\r\n")
+        conn.settimeout(5)
+        conn.recv(1)  # until the client closes
+
+    with RawServer(behave) as raw:
+        service = LlmService()
+        service.register_adapter(["local"], OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1"))
+        assert service.stream(request()).result().text == "one"
+        assert service.stream(request()).result().text == "one"
+        assert raw.accepted == 2  # the first connection carried stray bytes: not reused
+
+
+def test_missing_final_crlf_after_the_last_chunk_is_accepted() -> None:
+    # http.client accepts an EOF where the trailer section's empty line belongs; so do we
+    def behave(srv: RawServer, conn: _socket.socket) -> None:
+        srv.send(conn, CHUNKED_HEADERS + chunk(chat_event("one") + FINISH) + b"0\r\n")
+        conn.shutdown(_socket.SHUT_WR)
+        time.sleep(0.2)
+
+    with RawServer(behave) as raw:
+        service = LlmService()
+        service.register_adapter(["local"], OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1"))
+        result = service.stream(request()).result()
+        assert result.text == "one" and result.finish.kind == "stop"
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [b"zz\r\n", b"%x\r\n%sXX" % (len(b": ping\n\n"), b": ping\n\n"), b"1;" + b"e" * 5000 + b"\r\n"],
+    ids=["size not hex", "no CRLF after the data", "size line too long"],
+)
+def test_malformed_chunked_framing_is_a_transport_failure(framing: bytes) -> None:
+    def behave(srv: RawServer, conn: _socket.socket) -> None:
+        srv.send(conn, CHUNKED_HEADERS + chunk(chat_event("partial ")) + framing)
+        conn.settimeout(5)
+        conn.recv(1)
+
+    with RawServer(behave) as raw:
+        service = LlmService()
+        service.register_adapter(["local"], OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1", max_retries=0))
+        result = service.stream(request(idle_timeout=10.0)).result()
+        assert result.text == "partial "
+        assert result.failure is not None and result.failure.code == "TRANSPORT", result.failure
+        assert result.failure.detail is not None and "chunked transfer coding" in result.failure.detail
+
+
+def test_a_chunk_header_alone_does_not_hold_back_the_event_before_it() -> None:
+    # the event and the next chunk's size line in one write, then a pause: the event is
+    # delivered at once, not when the next chunk's data arrives
+    def behave(srv: RawServer, conn: _socket.socket) -> None:
+        later = chat_event("lo") + FINISH
+        srv.send(conn, CHUNKED_HEADERS + chunk(chat_event("Hel")) + b"%x\r\n" % len(later))
+        time.sleep(0.8)
+        srv.send(conn, later + b"\r\n0\r\n\r\n")
+        conn.settimeout(5)
+        conn.recv(1)
+
+    with RawServer(behave) as raw:
+        service = LlmService()
+        service.register_adapter(["local"], OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1"))
+        text_at: list[float] = []
+        stream = service.stream(request())
+        for c in stream:
+            if isinstance(c, TextDelta):
+                text_at.append(time.monotonic())
+        assert stream.result().text == "Hello"
+        assert len(text_at) == 2 and text_at[1] - text_at[0] >= 0.3, text_at

@@ -4,11 +4,16 @@ Contract: builds the body from :class:`GenerateOptions` — system messages join
 ``system``; ``max_tokens`` always sent (the API requires it: ``default_max_tokens``, plus
 the thinking budget when thinking is on); tools as ``input_schema``; tool results as
 ``tool_result`` blocks in a user turn (consecutive tool results and user text merged into
-one user message); ``reasoning_effort`` as adaptive thinking (``thinking: {type:
-"adaptive"}`` plus ``output_config.effort``) on models that have it — Claude 4.6 and later,
-where budgets are deprecated, and required from Opus 4.7 — else as ``thinking: {type:
+one user message); media parts as ``image``/``document`` blocks in the user turn, in
+order (:meth:`MessagesBody.media_block`; audio is refused); ``reasoning_effort`` as
+adaptive thinking (``thinking: {type: "adaptive"}`` plus ``output_config.effort``) on
+models that have it — Claude 4.6 and later, where budgets are deprecated, and required from Opus 4.7 — else as ``thinking: {type:
 "enabled", budget_tokens}`` (``thinking_mode=`` forces either; ``off`` omits thinking;
-``temperature`` is not sent with thinking, which only accepts the default); ``stop`` as ``stop_sequences``; ``extra_body`` last. Headers: ``x-api-key``,
+``temperature`` is not sent with thinking, which only accepts the default); ``stop`` as ``stop_sequences``;
+``response_format`` as ``output_config.format`` on models with native structured outputs
+(Claude 4.5 and later), else as one forced tool whose arguments the translator writes as
+text (``structured_output=`` forces either; the rules and refusals are
+:mod:`~dshstream._adapters.structured_output`'s); ``extra_body`` last. Headers: ``x-api-key``,
 ``anthropic-version`` and attribution; the key never goes into a URL.
 
 History replay: an assistant turn that carries this wire's replay state goes back as the
@@ -27,13 +32,24 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._core.errors import error_for, make_failure
+from .._core.parts import ANTHROPIC, MediaPart, MediaSupport
 from .._core.request import GenerateOptions, Message
+from .._core.response_format import JsonMode, JsonSchema
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.validate import invalid
 from .._core.wires.anthropic import WIRE, AnthropicTranslator
 from .._core.strict_json import parse_json_object
 from .._core.wires.base import Translator
 from .http import HttpAdapter, ModelListFormat
 from .settings import HttpSettings
+from .structured_output import (
+    STRUCTURED_MODES,
+    StructuredMode,
+    claude_native,
+    forced_tool,
+    refuse,
+    schema_of,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -54,10 +70,24 @@ THINKING_BUDGETS: dict[str, int] = {
 }
 
 
+def claude_version(model: str) -> tuple[int, int] | None:
+    """A Claude model id's (major, minor) version (``claude-opus-4-7`` -> ``(4, 7)``;
+    ``None`` when the id names none)."""
+    match = _CLAUDE_VERSION.search(model)
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
 class MessagesBody:
     """Builds Anthropic Messages request bodies from :class:`GenerateOptions`; shared by
     :class:`AnthropicAdapter` (and its Vertex subclass) and Bedrock's InvokeModel API,
     which sends the same body less ``model``/``stream``."""
+
+    #: whether the host serves native structured outputs (``output_config.format``)
+    native_structured_host = True
+    #: what the host takes of media parts (images and documents; no audio)
+    media: MediaSupport | None = ANTHROPIC
 
     def __init__(
         self,
@@ -65,12 +95,18 @@ class MessagesBody:
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
         thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        structured_output: StructuredMode = "auto",
+        label: str = "the Anthropic Messages API",
     ) -> None:
         if default_max_tokens < 1:
             raise ValueError("default_max_tokens must be positive")
+        if structured_output not in STRUCTURED_MODES:
+            raise ValueError(f"structured_output must be one of {', '.join(STRUCTURED_MODES)}")
         self.default_max_tokens = default_max_tokens
         self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
         self.thinking_mode = thinking_mode
+        self.structured_output: StructuredMode = structured_output
+        self.label = label
 
     def adaptive_thinking(self, model: str) -> bool:
         """Whether ``model`` takes adaptive thinking (Claude 4.6 and later, Mythos)."""
@@ -78,11 +114,22 @@ class MessagesBody:
             return self.thinking_mode == "adaptive"
         if "mythos" in model:
             return True
-        match = _CLAUDE_VERSION.search(model)
-        if match is None:
-            return False
-        major, minor = int(match.group(1)), int(match.group(2) or 0)
-        return (major, minor) >= (4, 6)
+        version = claude_version(model)
+        return version is not None and version >= (4, 6)
+
+    def structured_native(self, model: str) -> bool:
+        """Whether a response format for ``model`` goes as ``output_config.format`` (else as
+        a forced tool): ``structured_output=`` decides, ``auto`` by the model's version."""
+        version = claude_version(model)
+        return claude_native(version, self.structured_output, host_has_it=self.native_structured_host)
+
+    def forced_tool_name(self, options: GenerateOptions) -> str | None:
+        """The name of the forced tool whose call the translator writes as text (``None``:
+        no forced tool)."""
+        fmt = options.response_format
+        if isinstance(fmt, JsonSchema) and not self.structured_native(options.model):
+            return fmt.name
+        return None
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
@@ -118,11 +165,36 @@ class MessagesBody:
                 body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         elif options.temperature is not None:
             body["temperature"] = options.temperature
+        if options.response_format is not None:
+            self.add_response_format(body, options, thinking=budget is not None)
         if options.stop:
             body["stop_sequences"] = list(options.stop)
         if options.extra_body:
             body.update(options.extra_body)
         return body
+
+    def add_response_format(
+        self, body: dict[str, Any], options: GenerateOptions, *, thinking: bool
+    ) -> None:
+        """``options.response_format`` into ``body``: ``output_config.format``, or one forced
+        tool (``tools`` + ``tool_choice``)."""
+        fmt = options.response_format
+        if self.structured_native(options.model):
+            if isinstance(fmt, JsonMode) or fmt is None:
+                raise refuse(
+                    options,
+                    self.label,
+                    "JSON mode is not available (Claude has none)",
+                    'ask for a schema: JsonSchema("answer", {"type": "object"})',
+                )
+            output_format = {"type": "json_schema", "schema": schema_of(fmt)}
+            body.setdefault("output_config", {})["format"] = output_format
+            return
+        tool = forced_tool(options, self.label, thinking=thinking)
+        body["tools"] = [
+            {"name": tool.name, "description": tool.description, "input_schema": tool.schema}
+        ]
+        body["tool_choice"] = {"type": "tool", "name": tool.name}
 
     def thinking_budget(self, options: GenerateOptions) -> int | None:
         """The ``budget_tokens`` for ``options.reasoning_effort`` (``None``: no thinking).
@@ -160,8 +232,10 @@ class MessagesBody:
                     out.append({"role": "assistant", "content": content})
                 continue
             blocks: list[dict[str, Any]] = []
-            for block in message.blocks:
-                if isinstance(block, ToolResultBlock):
+            for block in message.parts:
+                if isinstance(block, MediaPart):
+                    blocks.append(self.media_block(block))
+                elif isinstance(block, ToolResultBlock):
                     result: dict[str, Any] = {
                         "type": "tool_result",
                         "tool_use_id": block.call_id,
@@ -185,6 +259,28 @@ class MessagesBody:
             else:
                 out.append({"role": "user", "content": blocks})
         return out
+
+    def media_block(self, part: MediaPart) -> dict[str, Any]:
+        """An ``image`` or ``document`` block: a ``base64`` source, a ``url`` source, or
+        for a text document a ``text`` source (``text/plain``, the part decoded as UTF-8);
+        a document's ``name`` is its ``title``."""
+        support = self.media or ANTHROPIC
+        wire = support.accept(part)
+        source: dict[str, Any]
+        if part.url is not None:
+            source = {"type": "url", "url": part.url}
+        elif wire == "text/plain":
+            try:
+                text = (part.data or b"").decode("utf-8")
+            except UnicodeDecodeError:
+                raise invalid(f"{support.provider} takes text documents as UTF-8; {part!r} is not") from None
+            source = {"type": "text", "media_type": "text/plain", "data": text}
+        else:
+            source = {"type": "base64", "media_type": wire, "data": part.base64}
+        block: dict[str, Any] = {"type": part.kind, "source": source}
+        if part.kind == "document" and part.name:
+            block["title"] = part.name
+        return block
 
     def assistant_content(self, message: Message) -> list[dict[str, Any]]:
         """An assistant turn's content blocks: replay state if it has ours, else its blocks."""
@@ -232,6 +328,7 @@ class AnthropicAdapter(MessagesBody, HttpAdapter):
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
         thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        structured_output: StructuredMode = "auto",
         **settings: Unpack[HttpSettings],
     ) -> None:
         HttpAdapter.__init__(self, **settings)
@@ -240,6 +337,8 @@ class AnthropicAdapter(MessagesBody, HttpAdapter):
             default_max_tokens=default_max_tokens,
             thinking_budgets=thinking_budgets,
             thinking_mode=thinking_mode,
+            structured_output=structured_output,
+            label=self.title,
         )
         self.anthropic_version = anthropic_version
 
@@ -257,9 +356,13 @@ class AnthropicAdapter(MessagesBody, HttpAdapter):
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
-        return AnthropicTranslator(
+        translator = AnthropicTranslator(
             provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
         )
+        forced = self.forced_tool_name(options)
+        if forced is not None:
+            translator.unwrap_tool_call(forced)
+        return translator
 
 
 __all__ = ["AnthropicAdapter", "MessagesBody", "THINKING_BUDGETS"]

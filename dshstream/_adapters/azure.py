@@ -19,7 +19,9 @@ Contract:
      ``{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=...``,
      the deployment being ``deployment=`` or else the request's model (the Responses
      adapter: ``{endpoint}/openai/responses?api-version=...``). Before ``2024-09-01`` the
-     chat body says ``max_tokens`` (older versions refuse ``max_completion_tokens``).
+     chat body says ``max_tokens`` (older versions refuse ``max_completion_tokens``), and
+     a ``JsonSchema`` response format is refused before ``2024-08-01-preview``, the first
+     version with structured outputs (JSON mode works on all).
 
 3. **Auth.** A key goes in the ``api-key`` header; a callable ``api_key=`` (an Entra ID
    token provider, e.g. ``azure.identity.get_bearer_token_provider``) in
@@ -44,17 +46,19 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from urllib.parse import quote
 
 from .._core.dialects import get_dialect
 from .._core.errors import LlmError
 from .._core.request import GenerateOptions
+from .._core.response_format import JsonSchema
 from .._core.validate import check_base_url, check_choice, check_credential, check_str_or_none, invalid
 from .credentials import Credential
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 from .settings import HttpSettings, resolve_api_key
+from .structured_output import refuse
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -67,6 +71,8 @@ VERSION_ENV = "OPENAI_API_VERSION"
 DEFAULT_API_VERSION = "v1"
 #: the first dated version whose chat body takes ``max_completion_tokens``
 MAX_COMPLETION_TOKENS_SINCE = "2024-09-01"
+#: the first dated version with structured outputs (``2024-08-01-preview``)
+JSON_SCHEMA_SINCE = "2024-08-01"
 _V1 = ("v1", "preview")
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SUFFIXES = ("/openai/v1", "/openai")
@@ -199,6 +205,18 @@ class AzureOpenAIAdapter(OpenAIChatAdapter):
         if self.classic and self.api_version[:10] < MAX_COMPLETION_TOKENS_SINCE:
             return "max_tokens"
         return "max_completion_tokens"
+
+    def response_format_fields(self, options: GenerateOptions) -> dict[str, Any]:
+        too_old = self.classic and self.api_version[:10] < JSON_SCHEMA_SINCE
+        if isinstance(options.response_format, JsonSchema) and too_old:
+            raise refuse(
+                options,
+                self.title,
+                f"JSON-schema output needs api_version {JSON_SCHEMA_SINCE}-preview or later "
+                f"(this adapter uses {self.api_version[:40]!r})",
+                "use api_version='v1' or a later dated version, or JsonMode()",
+            )
+        return super().response_format_fields(options)
 
     def models_url(self) -> str:
         if self.classic:

@@ -5,7 +5,9 @@ Contract: :class:`LlmAdapter` is what :class:`~dshstream._service.LlmService` ca
 ``provider_info`` and ``list_models``. Every stream obeys the chunk protocol's adapter
 contract (DESIGN.md §2): usage before one terminal ``Finish``, raw JSON tool arguments,
 failures raised as ``LlmError`` or ended as an error finish. HTTP providers subclass
-:class:`~dshstream._adapters.http.HttpAdapter`, which implements all of it once.
+:class:`~dshstream._adapters.http.HttpAdapter`, which implements all of it once (and
+reports its attempts to observers). A service observes every adapter's streams; one that
+is not an ``HttpAdapter`` reports no attempts (``StreamFinished.attempts`` is 0).
 """
 
 from __future__ import annotations

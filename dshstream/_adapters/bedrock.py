@@ -21,19 +21,26 @@ Contract:
 4. Secret keys and session tokens are registered for redaction (the most recent
    :data:`~dshstream._adapters.credentials.HISTORY` of a callable); a signature travels
    only in ``authorization`` (masked in every ``repr``) and in the request's secrets.
-5. **Body.** ``messages`` (text; assistant tool calls as ``toolUse`` with the parsed
-   input; tool results as ``toolResult`` in a user turn; an assistant turn with
+5. **Body.** ``messages`` (text; media parts as ``image``/``document``/``audio`` blocks
+   with their ``format`` and base64 ``bytes`` or an ``s3Location``, a document with a
+   ``name`` Converse allows, and only beside text; assistant tool calls as ``toolUse``
+   with the parsed input; tool results as ``toolResult`` in a user turn; an assistant turn with
    ``bedrock-converse`` replay state sends that content verbatim), ``system``,
    ``inferenceConfig`` (``maxTokens``, ``temperature``, ``stopSequences``),
    ``toolConfig``; Claude's extended thinking from ``reasoning_effort`` as
    ``additionalModelRequestFields.thinking`` (the Anthropic adapter's budgets; no
-   temperature with thinking); ``extra_body`` merged last. No model list.
+   temperature with thinking); ``response_format`` as the native ``outputConfig.textFormat``
+   for Claude 4.5 and later, else as one forced tool (``toolConfig.toolChoice: {"tool":
+   {"name"}}``) whose arguments the translator writes as text (``structured_output=``
+   forces either; :mod:`~dshstream._adapters.structured_output`); ``extra_body`` merged
+   last. No model list.
 6. **InvokeModel.** ``api="invoke"`` posts to ``/model/{modelId}/invoke-with-response-stream``
    with the model family's native body, decoded by the ``bedrock-invoke`` wire. Claude
    only (a model id containing ``claude``): the Anthropic Messages body of
    :class:`~dshstream._adapters.anthropic.MessagesBody` (the Anthropic adapter's own
    builder: its thinking, tools, tool results and ``anthropic`` replay state) without
-   ``model``/``stream`` and with ``anthropic_version: "bedrock-2023-05-31"``. Any other
+   ``model``/``stream`` and with ``anthropic_version: "bedrock-2023-05-31"`` (a response
+   format: ``output_config.format`` for Claude 4.5 and later, else a forced tool). Any other
    model id is a ``ConfigurationError`` asking for ``api="converse"`` (the default).
 """
 
@@ -52,6 +59,7 @@ from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.redact import known_secrets, redact, register_secret, unregister_secret
+from .._core.parts import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaPart, MediaSupport, converse_document_name
 from .._core.request import GenerateOptions, Message
 from .._core.sigv4 import AwsCredentials, sign_headers
 from .._core.strict_json import parse_json_object
@@ -60,10 +68,19 @@ from .._core.validate import check_api_key, check_credential, check_str_or_none,
 from .._core.wires.base import Translator
 from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
-from .anthropic import DEFAULT_MAX_TOKENS, MessagesBody
+from .._core.response_format import JsonMode
+from .anthropic import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
 from .credentials import HISTORY
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
+from .structured_output import (
+    STRUCTURED_MODES,
+    StructuredMode,
+    claude_native,
+    converse_output_config,
+    forced_tool,
+    refuse,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -125,9 +142,13 @@ class BedrockAdapter(HttpAdapter):
         api: Literal["converse", "invoke"] = "converse",
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
+        structured_output: StructuredMode = "auto",
         **settings: Unpack[HttpSettings],
     ) -> None:
         name = type(self).__name__
+        if structured_output not in STRUCTURED_MODES:
+            raise invalid(f"{name}.structured_output must be one of {', '.join(STRUCTURED_MODES)}")
+        self.structured_output: StructuredMode = structured_output
         chosen = check_str_or_none(region, f"{name}.region") or next(
             (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
         )
@@ -178,7 +199,13 @@ class BedrockAdapter(HttpAdapter):
         if default_max_tokens < 1:
             raise invalid(f"{name}.default_max_tokens must be positive")
         self.default_max_tokens = default_max_tokens
-        self._claude = MessagesBody(default_max_tokens=default_max_tokens, thinking_budgets=thinking_budgets)
+        self._claude = MessagesBody(
+            default_max_tokens=default_max_tokens,
+            thinking_budgets=thinking_budgets,
+            structured_output=structured_output,
+            label=f"{self.title} (InvokeModel)",
+        )
+        self._claude.media = BEDROCK_CLAUDE
 
     @property
     def auth_mode(self) -> str:
@@ -260,6 +287,10 @@ class BedrockAdapter(HttpAdapter):
         action = "invoke-with-response-stream" if self.api == "invoke" else "converse-stream"
         return f"{self.base_url}/model/{quote(options.model, safe='')}/{action}"
 
+    def media_support(self, options: GenerateOptions) -> MediaSupport | None:
+        """Converse's media rules, or Claude-on-InvokeModel's (bytes only) with ``api="invoke"``."""
+        return BEDROCK_CLAUDE if self.api == "invoke" else BEDROCK_CONVERSE
+
     def thinking_budget(self, options: GenerateOptions) -> int | None:
         """Claude's ``budget_tokens`` for ``options.reasoning_effort`` (None: no thinking,
         or not a Claude model) — the Anthropic adapter's rule, from its shared body builder."""
@@ -311,11 +342,63 @@ class BedrockAdapter(HttpAdapter):
                     for tool in options.tools
                 ]
             }
+        if options.response_format is not None:
+            self.add_response_format(body, options, thinking=budget is not None)
         if budget is not None:
             body["additionalModelRequestFields"] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
         if options.extra_body:
             body.update(options.extra_body)
         return body
+
+    def converse_native(self, model: str) -> bool:
+        """Whether a Converse response format goes as ``outputConfig.textFormat`` (else as a
+        forced tool): ``structured_output=`` decides; ``auto`` picks native for Claude 4.5
+        and later (the other models Bedrock serves it for are not known from their ids)."""
+        version = claude_version(model) if "claude" in model.lower() else None
+        return claude_native(version, self.structured_output)
+
+    def forced_tool_name(self, options: GenerateOptions) -> str | None:
+        """The name of the forced tool whose call the translator writes as text (``None``:
+        no forced tool)."""
+        if self.api == "invoke":
+            if "claude" not in options.model.lower():
+                return None
+            return self._claude.forced_tool_name(options)
+        fmt = options.response_format
+        if fmt is None or isinstance(fmt, JsonMode) or self.converse_native(options.model):
+            return None
+        return fmt.name
+
+    def add_response_format(
+        self, body: dict[str, Any], options: GenerateOptions, *, thinking: bool
+    ) -> None:
+        """``options.response_format`` into a Converse ``body``: ``outputConfig``, or one
+        forced tool in ``toolConfig``."""
+        fmt = options.response_format
+        where = f"{self.title} (Converse)"
+        if self.converse_native(options.model):
+            if isinstance(fmt, JsonMode) or fmt is None:
+                raise refuse(
+                    options,
+                    where,
+                    "JSON mode is not available",
+                    'ask for a schema: JsonSchema("answer", {"type": "object"})',
+                )
+            body["outputConfig"] = converse_output_config(fmt)
+            return
+        tool = forced_tool(options, where, thinking=thinking)
+        body["toolConfig"] = {
+            "tools": [
+                {
+                    "toolSpec": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "inputSchema": {"json": tool.schema},
+                    }
+                }
+            ],
+            "toolChoice": {"tool": {"name": tool.name}},
+        }
 
     def convert_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         """Converse ``messages``: alternating user/assistant turns of content blocks."""
@@ -334,10 +417,13 @@ class BedrockAdapter(HttpAdapter):
         return out
 
     def user_content(self, message: Message) -> list[dict[str, Any]]:
-        """A user (or tool) turn's blocks: text and ``toolResult``."""
+        """A user (or tool) turn's blocks: text, media (:meth:`media_block`) and ``toolResult``."""
         content: list[dict[str, Any]] = []
-        for block in message.blocks:
-            if isinstance(block, ToolResultBlock):
+        names: set[str] = set()
+        for block in message.parts:
+            if isinstance(block, MediaPart):
+                content.append(self.media_block(block, names))
+            elif isinstance(block, ToolResultBlock):
                 content.append(
                     {
                         "toolResult": {
@@ -349,7 +435,30 @@ class BedrockAdapter(HttpAdapter):
                 )
             elif isinstance(block, TextBlock) and block.text:
                 content.append({"text": block.text})
+        if names and not any("text" in entry for entry in content):
+            raise invalid(
+                f"{BEDROCK_CONVERSE.provider}: a user message with a document needs text too "
+                "(Message.user(\"Summarize this.\", DocumentPart...))"
+            )
         return content
+
+    @staticmethod
+    def media_block(part: MediaPart, names: set[str]) -> dict[str, Any]:
+        """``image``, ``document`` or ``audio`` with its ``format`` and a ``source`` of
+        base64 ``bytes`` (or ``s3Location`` for an ``s3://`` URI); a document gets a
+        ``name`` Converse allows, unique in its message (``names``)."""
+        wire = BEDROCK_CONVERSE.accept(part)
+        source = {"s3Location": {"uri": part.url}} if part.url is not None else {"bytes": part.base64}
+        entry: dict[str, Any] = {"format": wire, "source": source}
+        if part.kind == "document":
+            name = base = converse_document_name(part, len(names) + 1)
+            number = 2
+            while name in names:
+                name = f"{base[:190]} ({number})"
+                number += 1
+            names.add(name)
+            entry = {"format": wire, "name": name, "source": source}
+        return {part.kind: entry}
 
     def assistant_content(self, message: Message) -> list[dict[str, Any]]:
         """An assistant turn's blocks: our replay state verbatim, else its blocks."""
@@ -375,8 +484,16 @@ class BedrockAdapter(HttpAdapter):
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        translator: Translator
         if self.api == "invoke":
-            return BedrockInvokeTranslator(
+            translator = BedrockInvokeTranslator(
                 provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
             )
-        return BedrockConverseTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
+        else:
+            translator = BedrockConverseTranslator(
+                provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
+            )
+        forced = self.forced_tool_name(options)
+        if forced is not None:
+            translator.unwrap_tool_call(forced)
+        return translator

@@ -5,7 +5,8 @@ model writes calls in prose (``get_weather({"city": "Paris"})``, fenced, inline 
 and :class:`~dshstream._core.filters.verbatim_tools.VerbatimToolCallParser` turns them into
 tool-call blocks while the prose around them streams as text. History goes back in the
 same convention: an assistant call becomes its verbatim text, a tool result a user turn.
-Think-tag stripping is on (dialect ``custom``).
+Think-tag stripping is on (dialect ``custom``). A response format is sent as the dialect
+spells it, and refused together with tools (prose tool calls can't live in a JSON answer).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .._core.request import GenerateOptions, Message, ToolSpec
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
 from .openai_chat import OpenAIChatAdapter
 from .settings import HttpSettings
+from .structured_output import refuse
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -48,6 +50,14 @@ class CustomAdapter(OpenAIChatAdapter):
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         if not options.tools:
             return super().build_body(options)
+        if options.response_format is not None:
+            raise refuse(
+                options,
+                self.title,
+                "tools can't be combined with a response format here (the model writes "
+                "tool calls in prose, which a JSON-constrained answer can't hold)",
+                "drop the tools or the response format",
+            )
         prompt = describe_tools(options.tools)
         messages = list(options.messages)
         if messages and messages[0].role == "system":

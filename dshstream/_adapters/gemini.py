@@ -4,20 +4,23 @@ Contract: the key goes in the ``x-goog-api-key`` header, never in the URL (a log
 cannot leak it). The body: ``contents`` with ``user``/``model`` roles (consecutive turns of
 one role merged), system messages joined into ``systemInstruction``, tools as one
 ``functionDeclarations`` entry, tool results as ``functionResponse`` parts in a user turn
-(the function name looked up from the matching call earlier in the history; a result that
+(the function name looked up from the matching call earlier in the history; media parts as
+``inlineData`` or ``fileData`` parts of the user turn, in order; a result that
 is a JSON object is sent as is, anything else as ``{"result": ...}`` or, for an error,
 ``{"error": ...}``), and ``generationConfig`` (maxOutputTokens, temperature,
 stopSequences, ``thinkingConfig``: on Gemini 3 and later ``includeThoughts`` with a
 ``thinkingLevel`` (``low`` for off/minimal/low, ``high`` above: those models can't turn
 thinking off and reject a level together with a budget); on earlier models ``off`` is
-``thinkingBudget: 0`` and other efforts ``includeThoughts`` with a budget); ``extra_body``
+``thinkingBudget: 0`` and other efforts ``includeThoughts`` with a budget;
+``response_format`` as ``responseMimeType: "application/json"`` plus
+``responseJsonSchema``: :mod:`~dshstream._adapters.structured_output`); ``extra_body``
 last.
 
 History replay: a model turn that carries this wire's replay state goes back as the parts
 exactly as received, every ``thoughtSignature`` on the part it came with, minus any
 ``functionCall`` without a matching :class:`ToolCallBlock` in the message. Without replay
-state the turn is rebuilt from its blocks (text, ``functionCall`` with parsed arguments;
-reasoning is not sent back), and the first ``functionCall`` gets Google's documented
+state the turn is rebuilt from its blocks (text, ``functionCall`` with parsed arguments,
+a file the model produced as ``inlineData``; reasoning is not sent back), and the first ``functionCall`` gets Google's documented
 placeholder signature for history the model did not sign (``foreign_thought_signature``;
 ``None`` turns it off), which Gemini 3 requires.
 
@@ -33,13 +36,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from .._core.parts import GEMINI, MediaPart, MediaSupport, media_summary
 from .._core.request import GenerateOptions, Message
-from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.types import FileBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.strict_json import parse_json_object
 from .._core.wires.base import Translator
 from .._core.wires.gemini import WIRE, GeminiTranslator
 from .http import HttpAdapter, ModelListFormat
 from .settings import HttpSettings
+from .structured_output import gemini_generation_config
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -60,10 +65,16 @@ _MAX_PART_KINDS = 12
 _GEMINI_GENERATION = re.compile(r"gemini-(\d+)(?:\.\d+)?-")
 
 
+def gemini_generation(model: str) -> int | None:
+    """A Gemini model id's generation (``gemini-2.5-flash`` -> 2; ``None`` when it names none)."""
+    match = _GEMINI_GENERATION.search(model)
+    return int(match.group(1)) if match is not None else None
+
+
 def _thinking_levels(model: str) -> bool:
     """Gemini 3 and later take ``thinkingLevel`` instead of a token budget."""
-    match = _GEMINI_GENERATION.search(model)
-    return match is not None and int(match.group(1)) >= 3
+    generation = gemini_generation(model)
+    return generation is not None and generation >= 3
 
 
 class GeminiAdapter(HttpAdapter):
@@ -72,6 +83,7 @@ class GeminiAdapter(HttpAdapter):
     default_name = "Google Gemini"
     default_base_url = DEFAULT_BASE_URL
     key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    media: MediaSupport | None = GEMINI
     models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
 
     def __init__(
@@ -138,6 +150,9 @@ class GeminiAdapter(HttpAdapter):
         elif effort is not None:
             budget = self.thinking_budgets.get(effort, THINKING_BUDGETS["medium"])
             config["thinkingConfig"] = {"includeThoughts": True, "thinkingBudget": budget}
+        if options.response_format is not None:
+            generation = gemini_generation(options.model)
+            config.update(gemini_generation_config(options, self.title, generation))
         if config:
             body["generationConfig"] = config
         if options.extra_body:
@@ -157,8 +172,10 @@ class GeminiAdapter(HttpAdapter):
             else:
                 role = "user"
                 parts = []
-                for block in message.blocks:
-                    if isinstance(block, ToolResultBlock):
+                for block in message.parts:
+                    if isinstance(block, MediaPart):
+                        parts.append(self.media_part(block))
+                    elif isinstance(block, ToolResultBlock):
                         parts.append(self.function_response(block, calls))
                     elif isinstance(block, TextBlock) and block.text:
                         parts.append({"text": block.text})
@@ -201,6 +218,8 @@ class GeminiAdapter(HttpAdapter):
             if isinstance(block, TextBlock):
                 if block.text:
                     parts.append({"text": block.text})
+            elif isinstance(block, FileBlock):
+                parts.append({"inlineData": {"mimeType": block.media_type, "data": block.base64}})
             elif isinstance(block, ToolCallBlock):
                 call_part: dict[str, Any] = {
                     "functionCall": {"name": block.name, "args": parse_json_object(block.arguments)}
@@ -211,6 +230,15 @@ class GeminiAdapter(HttpAdapter):
                 parts.append(call_part)
                 calls[block.id] = (block.name, None)
         return parts
+
+    def media_part(self, part: MediaPart) -> dict[str, Any]:
+        """``inlineData {mimeType, data}`` for bytes, ``fileData {mimeType, fileUri}`` for a
+        URL (a ``gs://`` object, a Files API or other https URI)."""
+        support = self.media or GEMINI
+        mime = support.accept(part)
+        if part.url is not None:
+            return {"fileData": {"mimeType": mime, "fileUri": part.url}}
+        return {"inlineData": {"mimeType": mime, "data": part.base64}}
 
     @staticmethod
     def function_response(block: ToolResultBlock, calls: Mapping[str, tuple[str, str | None]]) -> dict[str, Any]:
@@ -257,6 +285,7 @@ class GeminiAdapter(HttpAdapter):
             "final_turn_parts": final,
             "has_tool_history": has_tools,
             "tool_count": len(options.tools),
+            **({"attachments": attachments} if (attachments := media_summary(options.messages)) else {}),
         }
 
     # ------------------------------------------------------------------ response

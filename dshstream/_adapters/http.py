@@ -17,7 +17,9 @@ once:
    threads at once).
    :meth:`~HttpAdapter.sign` then sees the finished request once per attempt (AWS SigV4
    signs the final body bytes there); :attr:`~HttpAdapter.stream_accept` is the
-   streaming ``accept`` header.
+   streaming ``accept`` header. Before any of it, media parts the provider cannot take
+   (:attr:`~HttpAdapter.media`: kinds, media types, URLs, sizes and counts) are refused
+   with a ``ConfigurationError`` (:meth:`~HttpAdapter.check_media`): nothing is sent.
 3. A stream is a sequence of attempts. Each opens the request through the transport and
    runs the body through the byte pump (:mod:`dshstream._core.pump`). A failed attempt is
    reported once (:mod:`~dshstream._adapters.reporting`); it is retried only while no
@@ -27,6 +29,10 @@ once:
    another form (without a field the server refused). With a callable credential, an
    HTTP 401 before the stream started is followed by exactly one refresh (the callable's
    ``invalidate()``, when it has one, then a fresh call) and one more attempt at once.
+   Each attempt and the stream are watched (:mod:`dshstream._observe`): the ``observer``
+   setting hears the adapter's own records, and a service's observer hears its attempts;
+   the generator's ``finally`` ends an attempt and the stream exactly once, however the
+   consumer leaves.
 4. ``list_models`` GETs :meth:`~HttpAdapter.models_url` and reads it as
    :attr:`~HttpAdapter.models_format` says, bounded in size and time (a 401 refreshes a
    callable credential once, as in rule 3).
@@ -46,12 +52,15 @@ from .._core.decode import StreamDecoder
 from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
+from .._core.parts import MediaSupport
 from .._core.pump import pump
 from .._core.redact import redact
 from .._core.request import GenerateOptions
 from .._core.retry import RetryPolicy
+from .._core.validate import invalid
 from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, Transport
 from .._core.types import Finish, LlmFailure, StreamChunk
+from .._observe import StreamWatch, check_observer, open_watch
 from .._core.wires.base import Translator
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource
@@ -93,6 +102,9 @@ class HttpAdapter(LlmAdapter):
     models_format = ModelListFormat()
     #: the ``accept`` header of a streaming request
     stream_accept = "text/event-stream"
+    #: what the provider API takes of media parts (images, documents, audio); ``None``:
+    #: none, and a request with any is refused before it is sent
+    media: MediaSupport | None = None
 
     def __init__(
         self,
@@ -121,6 +133,8 @@ class HttpAdapter(LlmAdapter):
         self.extra_headers: dict[str, str] = dict(values.get("headers") or {})
         self.retry_policy = RetryPolicy(max_retries=values.get("max_retries", 2))
         self.failure_reporter: FailureReporter | None = values.get("failure_reporter")
+        #: hears this adapter's streams, used directly or through a service (``_observe``)
+        self.observer = check_observer(values.get("observer"), "observer")
         self.max_event_size: int = values.get("max_event_size", 0)
         self.title: str = values.get("title") or self.default_name
         self._lock = threading.Lock()
@@ -206,6 +220,21 @@ class HttpAdapter(LlmAdapter):
         """A bounded, prompt-free summary of the request for failure reports."""
         return request_summary(options)
 
+    def media_support(self, options: GenerateOptions) -> MediaSupport | None:
+        """What the API ``options`` go to takes of media parts (default :attr:`media`)."""
+        return self.media
+
+    def check_media(self, options: GenerateOptions) -> None:
+        """Refuse, before anything is sent, media parts the provider cannot take: the
+        kind, media type, URL, sizes and counts its documentation allows (a
+        ``ConfigurationError`` naming the part and the provider)."""
+        if not any(message.attachments for message in options.messages if message.role == "user"):
+            return
+        support = self.media_support(options)
+        if support is None:
+            raise invalid(f"{self.title}: {type(self).__name__} does not take images, documents or audio")
+        support.check(options.messages)
+
     # ------------------------------------------------------------------ requests (rule 2)
 
     def request_headers(self, *, streaming: bool = True) -> dict[str, str]:
@@ -219,6 +248,7 @@ class HttpAdapter(LlmAdapter):
 
     def build_request(self, options: GenerateOptions) -> HttpRequest:
         """The HTTP request for ``options``, with the credential fetched for this attempt."""
+        self.check_media(options)
         key = self._credential.get(options.provider)
         with self._sending_with(key):
             return HttpRequest(
@@ -284,35 +314,52 @@ class HttpAdapter(LlmAdapter):
         if options.max_retries is not None:
             policy = replace(policy, max_retries=options.max_retries)
         attempt = 0
+        produced = 0
         refreshed = False
-        while True:
-            attempt += 1
-            produced = 0
-            accepted: list[bool] = []  # gets an entry once a 2xx status has arrived
-            try:
-                with closing(self._attempt(options, deadline, accepted)) as batches:
-                    for batch in batches:
-                        last = batch[-1]
-                        if type(last) is Finish and last.reason.failure is not None:
-                            assert isinstance(last, Finish)
-                            failure = self._report(last.reason.failure, options, attempt, produced, started)
-                            batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
-                        produced += len(batch)
-                        yield batch
-                    return
-            except LlmError as exc:
-                failure = self._report(exc.failure, options, attempt, produced, started)
-                if produced or accepted:
-                    raise error_for(failure) from None
-                if not refreshed and self._refresh_after(failure, options.provider):
-                    refreshed = True
-                    continue
-                if self.should_retry_request(exc, options):
-                    continue
-                delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=deadline)
-                if delay is None:
-                    raise error_for(failure) from None
-            self._sleep(delay, failure, attempt, options)
+        watch = open_watch(self.observer, options, "adapter")  # None: nobody watches
+        error: BaseException | None = None
+        try:
+            while True:
+                attempt += 1
+                produced = 0
+                accepted: list[bool] = []  # gets an entry once a 2xx status has arrived
+                if watch is not None:
+                    watch.begin_attempt(attempt, self.base_url)
+                try:
+                    with closing(self._attempt(options, deadline, accepted)) as batches:
+                        for batch in batches:
+                            last = batch[-1]
+                            if type(last) is Finish and last.reason.failure is not None:
+                                assert isinstance(last, Finish)
+                                failure = self._report(
+                                    last.reason.failure, options, attempt, produced, started, watch
+                                )
+                                batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
+                            produced += len(batch)
+                            if watch is not None:
+                                watch.received(batch)
+                            yield batch
+                        return
+                except LlmError as exc:
+                    failure = self._report(exc.failure, options, attempt, produced, started, watch)
+                    if produced or accepted:
+                        raise error_for(failure) from None
+                    if not refreshed and self._refresh_after(failure, options.provider):
+                        refreshed = True
+                        continue
+                    if self.should_retry_request(exc, options):
+                        continue
+                    delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=deadline)
+                    if delay is None:
+                        raise error_for(failure) from None
+                self._sleep(delay, failure, attempt, options)
+        except BaseException as exc:  # GeneratorExit too: the consumer stopped early
+            error = exc
+            raise
+        finally:
+            if watch is not None:  # the open attempt, then the stream, end exactly once
+                watch.close(error, produced)
+            error = None
 
     def _attempt(
         self, options: GenerateOptions, deadline: float | None, accepted: list[bool]
@@ -347,7 +394,13 @@ class HttpAdapter(LlmAdapter):
             )
 
     def _report(
-        self, failure: LlmFailure, options: GenerateOptions, attempt: int, chunks: int, started: float
+        self,
+        failure: LlmFailure,
+        options: GenerateOptions,
+        attempt: int,
+        chunks: int,
+        started: float,
+        watch: StreamWatch | None = None,
     ) -> LlmFailure:
         record = {
             "provider": options.provider,
@@ -359,7 +412,12 @@ class HttpAdapter(LlmAdapter):
             **self.diagnostics(options),
         }
         return report_failure(
-            failure, self.failure_reporter, provider=options.provider, attempt=attempt, record=record
+            failure,
+            self.failure_reporter,
+            provider=options.provider,
+            attempt=attempt,
+            record=record,
+            watch=watch,
         )
 
 

@@ -5,11 +5,13 @@ OpenAI's adapter does).
 
 Contract: builds the request body from :class:`GenerateOptions` (messages with tool calls
 and tool results, tools, ``stream_options.include_usage``, max tokens, temperature, stop,
-reasoning effort in the dialect's spelling, ``extra_body`` last) and decodes the stream
+reasoning effort in the dialect's spelling, ``response_format`` in the dialect's spelling,
+``extra_body`` last) and decodes the stream
 with :class:`~dshstream._core.wires.openai_chat.OpenAIChatTranslator`. History replay: reasoning
 goes back as ``reasoning_content`` where the dialect needs it, OpenRouter
 ``reasoning_details`` and Gemini-compat tool ``thought_signature`` go back from replay
-state. A server that rejects ``stream_options`` with a 400 is asked once more without it,
+state. A user turn with media parts becomes a list of content parts (text, ``image_url``,
+``input_audio``, ``file``: :meth:`OpenAIChatAdapter.content_parts`). A server that rejects ``stream_options`` with a 400 is asked once more without it,
 and the adapter remembers that.
 """
 
@@ -19,21 +21,45 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.dialects import Dialect, get_dialect
 from .._core.errors import LlmError
+from .._core.parts import OPENAI_CHAT, MediaPart, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.wires.base import Translator
 from .._core.wires.openai_chat import OpenAIChatTranslator
 from .http import HttpAdapter
 from .settings import HttpSettings
+from .structured_output import chat_fields
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+
+def chat_content_parts(message: Message, support: MediaSupport = OPENAI_CHAT) -> list[dict[str, Any]]:
+    """A user turn with media as chat-completions content parts, in order: ``text``,
+    ``image_url`` (a data URL, or the image's URL), ``input_audio`` (base64 and
+    ``wav``/``mp3``) and ``file`` (``file_data`` as a data URL, with its ``filename``);
+    each part checked against ``support`` (any OpenAI-format API can reuse it)."""
+    out: list[dict[str, Any]] = []
+    for item in message.parts:
+        if isinstance(item, TextBlock):
+            if item.text:
+                out.append({"type": "text", "text": item.text})
+        elif isinstance(item, MediaPart):
+            wire = support.accept(item)
+            if item.kind == "image":
+                out.append({"type": "image_url", "image_url": {"url": item.url or item.data_url}})
+            elif item.kind == "audio":
+                out.append({"type": "input_audio", "input_audio": {"data": item.base64, "format": wire}})
+            else:
+                out.append({"type": "file", "file": {"filename": item.filename, "file_data": item.data_url}})
+    return out
 
 
 class OpenAIChatAdapter(HttpAdapter):
     """Stream chat completions from OpenAI or any OpenAI-compatible server."""
 
     models_path = "/models"
+    media: MediaSupport | None = OPENAI_CHAT
 
     def __init__(
         self,
@@ -77,9 +103,17 @@ class OpenAIChatAdapter(HttpAdapter):
             body["stop"] = list(options.stop)
         if options.reasoning_effort is not None:
             body.update(self.reasoning_fields(options.reasoning_effort))
+        if options.response_format is not None:
+            body.update(self.response_format_fields(options))
         if options.extra_body:
             body.update(options.extra_body)
         return body
+
+    def response_format_fields(self, options: GenerateOptions) -> dict[str, Any]:
+        """The dialect's spelling of ``options.response_format`` (``response_format``, or
+        llama.cpp's top-level ``json_schema``; refused where the dialect has no such mode:
+        :mod:`~dshstream._adapters.structured_output`)."""
+        return chat_fields(options, self.dialect, self.title)
 
     def max_tokens_field(self) -> str:
         """The body field of ``max_tokens``: OpenAI's ``max_completion_tokens`` (the only one
@@ -104,6 +138,8 @@ class OpenAIChatAdapter(HttpAdapter):
 
     def convert_message(self, message: Message) -> list[dict[str, Any]]:
         """One history message in chat-completions form (a tool turn may become several)."""
+        if message.role == "user" and message.attachments:
+            return [{"role": "user", "content": self.content_parts(message)}]
         if message.role in ("system", "user"):
             return [{"role": message.role, "content": message.text}]
         if message.role == "tool":
@@ -137,6 +173,10 @@ class OpenAIChatAdapter(HttpAdapter):
                 entries.append(entry)
             out["tool_calls"] = entries
         return [out]
+
+    def content_parts(self, message: Message) -> list[dict[str, Any]]:
+        """A user turn with media as content parts (:func:`chat_content_parts`)."""
+        return chat_content_parts(message, self.media or OPENAI_CHAT)
 
     def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
         failure = error.failure

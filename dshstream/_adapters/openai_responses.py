@@ -4,7 +4,9 @@ Responses API, and the endpoints that copy it (DeepSeek, OpenRouter).
 Contract: builds a stateless request (``store: false``) from :class:`GenerateOptions`:
 
 * leading system messages become ``instructions``; later ones stay in ``input``;
-* user turns are input messages; an assistant turn becomes, in output order, its
+* user turns are input messages (with media parts: ``input_text``, ``input_image`` and
+  ``input_file`` content, :meth:`OpenAIResponsesAdapter.content_parts`; Responses has no
+  audio input part, so an audio part is refused); an assistant turn becomes, in output order, its
   reasoning items (replayed from replay state with ``id``, ``encrypted_content``,
   ``summary`` and ``content``), its text as ``output_text`` messages and its tool calls as
   ``function_call`` items (``call_id``, name, raw arguments, and the item ``id`` from replay
@@ -26,7 +28,7 @@ Contract: builds a stateless request (``store: false``) from :class:`GenerateOpt
 * tools in the flat Responses function format (``strict: false``: dshstream passes the
   caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
   asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
-  ``temperature``, ``extra_body`` last.
+  ``temperature``, ``response_format`` as ``text.format``, ``extra_body`` last.
 
 A server that rejects ``include`` (``Encrypted content is not supported with this model``)
 with a 400 before streaming is asked once more without it, and the adapter remembers that.
@@ -40,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import LlmError
+from .._core.parts import OPENAI_RESPONSES, MediaPart, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.strict_json import loads_or_none
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
@@ -53,6 +56,7 @@ from .._core.wires.openai_responses import (
 )
 from .http import HttpAdapter
 from .settings import HttpSettings
+from .structured_output import responses_text_format
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -141,6 +145,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
     default_name = "OpenAI Responses"
     default_base_url = DEFAULT_BASE_URL
     models_path = "/models"
+    media: MediaSupport | None = OPENAI_RESPONSES
 
     def __init__(
         self,
@@ -209,6 +214,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
             body["max_output_tokens"] = options.max_tokens
         if options.temperature is not None:
             body["temperature"] = options.temperature
+        if options.response_format is not None:
+            body["text"] = {"format": responses_text_format(options.response_format)}
         if options.extra_body:
             body.update(options.extra_body)
         return body
@@ -233,6 +240,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
     def convert_message(self, message: Message, builtin: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """One history message as Responses input items; ``builtin`` (from
         :meth:`builtin_calls`) says which tool results answer a built-in call."""
+        if message.role == "user" and message.attachments:
+            return [{"role": "user", "content": self.content_parts(message)}]
         if message.role in ("system", "user"):
             return [{"role": message.role, "content": message.text}]
         if message.role == "tool":
@@ -243,6 +252,26 @@ class OpenAIResponsesAdapter(HttpAdapter):
                 if isinstance(block, ToolResultBlock)
             ]
         return self._assistant_items(message)
+
+    def content_parts(self, message: Message) -> list[dict[str, Any]]:
+        """A user turn with media as input content, in order: ``input_text``,
+        ``input_image`` (``image_url``: a data URL or the image's URL; ``detail: auto``) and
+        ``input_file`` (``file_data`` as a data URL with its ``filename``, or ``file_url``)."""
+        support = self.media or OPENAI_RESPONSES
+        out: list[dict[str, Any]] = []
+        for item in message.parts:
+            if isinstance(item, TextBlock):
+                if item.text:
+                    out.append({"type": "input_text", "text": item.text})
+            elif isinstance(item, MediaPart):
+                support.accept(item)
+                if item.kind == "image":
+                    out.append({"type": "input_image", "image_url": item.url or item.data_url, "detail": "auto"})
+                elif item.url is not None:
+                    out.append({"type": "input_file", "file_url": item.url})
+                else:
+                    out.append({"type": "input_file", "filename": item.filename, "file_data": item.data_url})
+        return out
 
     def _assistant_items(self, message: Message) -> list[dict[str, Any]]:
         texts: deque[str] = deque(b.text for b in message.blocks if isinstance(b, TextBlock) and b.text)

@@ -6,23 +6,30 @@ Contract:
 1. Every failed attempt is reported exactly once, before the retry decision.
 2. The record never holds prompt text, tool arguments, media or keys: the provider,
    model, attempt number, chunks received, elapsed time, the redacted ``base_url`` and the
-   adapter's own bounded request summary (:func:`request_summary` by default). The
+   adapter's own bounded request summary (:func:`request_summary` by default: media parts
+   appear as kind, media type and size only). The
    failure's ``diagnostics`` become the record merged over what the translator put there
    (an empty reply's ``finish_raw``, token counts, ``max_tokens``...).
 3. A reporter that raises is logged and ignored: it never breaks the stream.
 4. Failures that point at a defect (ours or the provider's wire) log at ERROR; expected
    outcomes (rate limits, timeouts) at WARNING.
+5. The same report ends the attempt for the stream's watch (:mod:`dshstream._observe`):
+   observers hear one ``AttemptRecord`` per failed attempt, from here.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core.log import get_logger
+from .._core.parts import media_summary
 from .._core.request import GenerateOptions
 from .._core.types import LlmFailure
 from .settings import FailureReporter
+
+if TYPE_CHECKING:
+    from .._observe import StreamWatch
 
 log = get_logger("dshstream.adapters")
 
@@ -32,13 +39,18 @@ _DEFECT_CODES = frozenset({"MALFORMED_RESPONSE", "CONTRACT_VIOLATION", "EVENT_TO
 
 
 def request_summary(options: GenerateOptions) -> dict[str, Any]:
-    """A bounded, prompt-free summary of a request: roles, counts, tool history."""
-    return {
+    """A bounded, prompt-free summary of a request: roles, counts, tool history, and the
+    media parts' kinds, media types and sizes (never their bytes)."""
+    summary: dict[str, Any] = {
         "last_roles": [m.role for m in options.messages][-5:],
         "message_count": len(options.messages),
         "tool_count": len(options.tools),
         "has_tool_history": any(m.role == "tool" for m in options.messages),
     }
+    attachments = media_summary(options.messages)
+    if attachments:
+        summary["attachments"] = attachments
+    return summary
 
 
 def report_failure(
@@ -48,9 +60,10 @@ def report_failure(
     provider: str,
     attempt: int,
     record: dict[str, Any],
+    watch: StreamWatch | None = None,
 ) -> LlmFailure:
-    """Log one failed attempt, hand its record to ``reporter``; return the failure
-    carrying the record as its ``diagnostics`` (rules 1-4)."""
+    """Log one failed attempt, hand its record to ``reporter`` and end the attempt for
+    ``watch``; return the failure carrying the record as its ``diagnostics`` (rules 1-5)."""
     level = log.error if failure.code in _DEFECT_CODES else log.warning
     level("%s: attempt %d failed: %s", provider, attempt, failure.code)
     # the translator's own facts (an empty reply's token counts...) stay beside the record
@@ -60,4 +73,6 @@ def report_failure(
             reporter(failure, record)
         except Exception:  # noqa: BLE001 - a reporter must never break the stream
             log.exception("failure_reporter raised")
+    if watch is not None:
+        watch.end_attempt("failed", int(record.get("chunks_received") or 0), failure)
     return failure

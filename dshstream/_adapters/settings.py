@@ -39,6 +39,7 @@ from .._core.validate import (
 if TYPE_CHECKING:
     from .._core.attribution import AppIdentity
     from .._transport import Session
+    from .._core.records import Observer
     from .._core.types import LlmFailure
 
 log = get_logger("dshstream.adapters")
@@ -68,6 +69,8 @@ class HttpSettings(TypedDict, total=False):
     max_retries: int
     #: hears every failed attempt
     failure_reporter: FailureReporter | None
+    #: hears this adapter's streams: started, first chunk, attempts, finished (``_observe``)
+    observer: Observer | None
     #: seconds to establish a connection (capped by a request's time left; default 10)
     connect_timeout: float
     #: the largest single event accepted, in bytes (default 16 MiB)
@@ -94,6 +97,7 @@ def checked(settings: HttpSettings) -> HttpSettings:
         "headers": check_headers(headers) if headers is not None else {},
         "max_retries": check_nonneg_int(settings.get("max_retries", 2), "max_retries"),
         "failure_reporter": settings.get("failure_reporter"),
+        "observer": settings.get("observer"),
         "connect_timeout": check_timeout(settings.get("connect_timeout", 10.0), "connect_timeout", allow_none=False)
         or 10.0,
         "max_event_size": check_positive_int(settings.get("max_event_size", DEFAULT_MAX_EVENT_SIZE), "max_event_size"),

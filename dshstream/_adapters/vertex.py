@@ -27,7 +27,9 @@ Contract:
    as ``x-goog-user-project``. ``auth="bearer"`` sends a fixed ``str`` as a token instead.
 4. **Claude on Vertex**: the Anthropic body without ``model`` and with
    ``"anthropic_version": "vertex-2023-10-16"``; no ``anthropic-version`` header.
-   Everything else (thinking, tools, replay) is the Anthropic adapter's.
+   Everything else (thinking, tools, replay) is the Anthropic adapter's, except that a
+   response format is a forced tool by default (``structured_output="native"`` sends
+   ``output_config.format`` where Vertex serves it).
 5. Neither lists models (``list_models`` is empty): Vertex lists publisher models
    elsewhere, per location.
 """
@@ -48,6 +50,7 @@ from .credentials import Credential
 from .gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter
 from .google_oauth import AuthorizedUserCredentials, default_credentials_file
 from .settings import HttpSettings, checked_base_url, same_host
+from .structured_output import StructuredMode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -227,6 +230,9 @@ class VertexAnthropicAdapter(AnthropicAdapter):
     default_base_url = ""
     key_env = ()
     models_path = None
+    #: Anthropic documents native structured outputs for the Claude API and Bedrock only:
+    #: a response format is a forced tool here unless ``structured_output="native"``
+    native_structured_host = False
 
     def __init__(
         self,
@@ -238,6 +244,7 @@ class VertexAnthropicAdapter(AnthropicAdapter):
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
         thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        structured_output: StructuredMode = "auto",
         **settings: Unpack[HttpSettings],
     ) -> None:
         target = _target(
@@ -251,6 +258,7 @@ class VertexAnthropicAdapter(AnthropicAdapter):
             default_max_tokens=default_max_tokens,
             thinking_budgets=thinking_budgets,
             thinking_mode=thinking_mode,
+            structured_output=structured_output,
             **settings,
         )
         self._quota_headers = _quota_headers(target.credential)

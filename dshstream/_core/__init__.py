@@ -7,7 +7,8 @@ transport, the adapters or the service (a test enforces it). Every parser here i
 incremental (``feed``/``close``), linear in its input and bounded in memory, so every
 recorded stream can be replayed without a network and every piece tested with a byte
 literal. Layers inside (imports only point down): types, errors, attribution, dialects,
-strict JSON; then SSE framing, redaction, logging, validation, requests and filters; then
+strict JSON; then SSE framing, redaction, logging, validation, media parts, requests and
+filters (reading a media file happens only when a caller asks: ``MediaPart.from_path``); then
 classification, wires, the decoder, the pump, the retry policy, the assembler and the
 contract checker.
 """

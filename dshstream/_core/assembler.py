@@ -7,7 +7,9 @@ for an index wins and later deltas or ends for it are ignored; a tool call's id 
 last-wins and its name changes only on a non-empty name; ``usage`` is last-wins; a
 ``max-tokens`` finish drops every tool-call block (truncated calls are unsafe to run) and
 prunes per-block replay entries at the same positions; a text block's citations come with
-its ``BlockEnd`` (``result.citations`` lists them all, in order). Anything that is not one
+its ``BlockEnd`` (``result.citations`` lists them all, in order); a file block exists
+only through its ``BlockEnd`` (one started and never ended is left out; ``result.files``
+lists them). Anything that is not one
 of the seven chunk types raises ``TypeError``. Text is appended to lists and joined once, so the
 cost is linear in the bytes streamed. :meth:`BlockAssembler.push` dispatches over the
 closed chunk union exhaustively: its last branch is a ``NoReturn`` helper, so mypy flags
@@ -34,6 +36,7 @@ from .types import (
     BlockStart,
     BlockType,
     Citation,
+    FileBlock,
     Finish,
     FinishReason,
     LlmFailure,
@@ -78,6 +81,11 @@ class AssembledResponse:
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         """The tool calls, in stream order."""
         return tuple(b for b in self.blocks if isinstance(b, ToolCallBlock))
+
+    @property
+    def files(self) -> tuple[FileBlock, ...]:
+        """The files the model produced (generated images...), in stream order."""
+        return tuple(b for b in self.blocks if isinstance(b, FileBlock))
 
     @property
     def citations(self) -> tuple[Citation, ...]:
@@ -222,6 +230,8 @@ class BlockAssembler:
                         arguments="".join(part.pieces),
                     )
                 )
+            elif part.block_type == "file":
+                continue  # its bytes come only with its BlockEnd: nothing to rebuild
             else:
                 raise error_for(
                     make_failure(
@@ -292,6 +302,8 @@ def _block_type_of(block: Block) -> BlockType:
         return "reasoning"
     if isinstance(block, ToolCallBlock):
         return "tool-call"
+    if isinstance(block, FileBlock):
+        return "file"
     return "tool-result"
 
 

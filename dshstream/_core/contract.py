@@ -8,7 +8,8 @@ Contract: yields every chunk unchanged and raises :class:`~dshstream._core.error
 2. block indices are allocated in first-appearance order (0, 1, 2, ...) by ``BlockStart``;
    a delta or ``BlockEnd`` targets a started, still-open block of the matching type;
    text and reasoning deltas are never empty; a closed text block is never empty;
-3. tool-call arguments are strings;
+3. tool-call arguments are strings; a file block carries a non-empty media type and
+   non-empty bytes;
 4. a ``stop``/``tool-calls``/``max-tokens`` finish comes after every block has ended, and a
    ``stop`` with no block at all is a violation (it must be ``EMPTY_RESPONSE``) unless its
    metadata lists tools the provider ran itself (``server_tools``: their output is the
@@ -24,6 +25,7 @@ from .types import (
     BlockEnd,
     BlockStart,
     BlockType,
+    FileBlock,
     Finish,
     ReasoningBlock,
     ReasoningDelta,
@@ -41,6 +43,7 @@ _BLOCK_TYPE_OF_BLOCK: dict[type, BlockType] = {
     ReasoningBlock: "reasoning",
     ToolCallBlock: "tool-call",
     ToolResultBlock: "tool-result",
+    FileBlock: "file",
 }
 
 
@@ -87,6 +90,11 @@ def check_contract(chunks: Iterable[StreamChunk]) -> Iterator[StreamChunk]:
                 raise _violation(f"empty text block {chunk.index}")
             if isinstance(chunk.block, ToolCallBlock) and not isinstance(chunk.block.arguments, str):
                 raise _violation("tool-call arguments are not a JSON string")
+            if isinstance(chunk.block, FileBlock) and not (
+                isinstance(chunk.block.data, bytes) and chunk.block.data
+                and isinstance(chunk.block.media_type, str) and chunk.block.media_type
+            ):
+                raise _violation(f"file block {chunk.index} without a media type or bytes")
             del open_blocks[chunk.index]
         elif isinstance(chunk, UsageChunk):
             if usage_seen:

@@ -25,6 +25,12 @@ class Dialect:
     reasoning_details_passback: bool = False
     #: the server needs no key
     keyless: bool = False
+    #: how a JSON schema is asked for: ``"response_format"`` (OpenAI's ``json_schema``
+    #: response format), ``"json_schema"`` (a top-level schema field: llama.cpp's
+    #: grammar-constrained sampling), ``""`` (the server has no schema mode)
+    schema_via: str = "response_format"
+    #: the server takes JSON mode (``response_format: {"type": "json_object"}``)
+    json_mode: bool = True
     #: display name
     title: str = ""
 
@@ -38,6 +44,7 @@ DIALECTS: dict[str, Dialect] = {
             "https://api.deepseek.com",
             "DEEPSEEK_API_KEY",
             reasoning_content_passback=True,
+            schema_via="",
             title="DeepSeek",
         ),
         Dialect(
@@ -64,10 +71,17 @@ DIALECTS: dict[str, Dialect] = {
             think_tags=True,
             keyless=True,
             reasoning_content_passback=True,
+            schema_via="json_schema",
             title="llama.cpp",
         ),
         Dialect(
-            "lmstudio", "http://127.0.0.1:1234/v1", None, think_tags=True, keyless=True, title="LM Studio"
+            "lmstudio",
+            "http://127.0.0.1:1234/v1",
+            None,
+            think_tags=True,
+            keyless=True,
+            json_mode=False,
+            title="LM Studio",
         ),
         Dialect("custom", "http://127.0.0.1:8080/v1", None, think_tags=True, keyless=True, title="Custom"),
     )

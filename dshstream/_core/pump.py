@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from .decode import StreamDecoder
-from .types import StreamChunk
+from .types import Finish, StreamChunk
 
 __all__ = ["Body", "pump"]
 
@@ -48,12 +48,21 @@ class Body(Protocol):
 def pump(
     body: Body, decoder: StreamDecoder, *, cancel: threading.Event | None, provider: str
 ) -> Iterator[list[StreamChunk]]:
-    """Decode ``body`` into lists of chunks (rules 1-5)."""
+    """Decode ``body`` into lists of chunks (rules 1-5).
+
+    Runs once per read, and with one event per read (what a provider sends) its own cost is
+    the stream's per-event overhead: the decoder's two stages are called directly and the
+    terminal marker is looked for only when a list ends with a ``Finish``.
+    """
+    direct = type(decoder) is StreamDecoder  # a subclass may feed differently
+    frame = decoder.sse.feed
+    translate = decoder.translator.feed_events
+    touch = body.touch
     for piece in body:
-        chunks = decoder.feed(piece)
+        chunks = translate(frame(piece)) if direct else decoder.feed(piece)
         if chunks:
-            body.touch()
-            if decoder.done:
+            touch()
+            if type(chunks[-1]) is Finish and decoder.done:
                 body.release()
                 yield chunks
                 return

@@ -1,7 +1,8 @@
 """What a caller asks for: messages, tool specs and generation options.
 
-Contract: stdlib, ``types`` and ``validate`` only; plain frozen values. Nothing here knows a
-provider's wire format; adapters translate these into request bodies.
+Contract: stdlib, ``types``, ``validate`` and ``response_format`` only; plain frozen
+values. Nothing here knows a provider's wire format; adapters translate these into request
+bodies.
 
 Every value is checked where it is built (``__post_init__``, so ``dataclasses.replace``
 checks too): a wrong type raises :class:`~dshstream._core.errors.ConfigurationTypeError` (also a
@@ -18,7 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from .types import Block, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from .response_format import JsonMode, JsonSchema, check_response_format
+from .parts import MediaPart
+from .types import Block, FileBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .validate import (
     check_choice,
     check_event,
@@ -37,7 +40,7 @@ Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ReasoningEffort: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "max"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 REASONING_EFFORTS: tuple[ReasoningEffort, ...] = ("off", "minimal", "low", "medium", "high", "max")
-_BLOCK_CLASSES = (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock)
+_BLOCK_CLASSES = (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, FileBlock)
 _NOT_A_SEQUENCE = (str, bytes, bytearray, Mapping)
 
 
@@ -54,13 +57,18 @@ def _as_tuple(value: object, field: str, expected: str) -> tuple[Any, ...]:
 class Message:
     """One turn of a conversation.
 
-    ``content`` is plain text or a sequence of blocks. Assistant turns produced by dshstream
-    (``AssembledResponse.message()``) also carry the ``provider`` and ``model`` that wrote
-    them and the adapter-owned ``replay_state`` the next request needs.
+    ``content`` is plain text or a sequence of blocks; a user turn may mix in media parts
+    (:class:`~dshstream._core.parts.ImagePart`, ``DocumentPart``, ``AudioPart``), in the
+    order they should reach the model: ``Message.user("What is this?",
+    ImagePart.from_path("cat.png"))``. ``text`` is the text only, ``blocks`` the blocks
+    only, ``attachments`` the media parts only, ``parts`` everything in order. Assistant
+    turns produced by dshstream (``AssembledResponse.message()``) also carry the
+    ``provider`` and ``model`` that wrote them and the adapter-owned ``replay_state`` the
+    next request needs.
     """
 
     role: Role
-    content: str | tuple[Block, ...]
+    content: str | tuple[Block | MediaPart, ...]
     provider: str | None = None
     model: str | None = None
     replay_state: Any = None
@@ -73,10 +81,16 @@ class Message:
         if not isinstance(content, str):
             blocks = _as_tuple(content, "Message.content", "a str or a sequence of blocks")
             for i, block in enumerate(blocks):
-                if type(block) not in _BLOCK_CLASSES:
+                if isinstance(block, MediaPart):
+                    if role != "user":
+                        raise invalid(
+                            f"Message.content[{i}]: a {type(block).__name__} belongs in a user message, "
+                            f"not a {role} message"
+                        )
+                elif type(block) not in _BLOCK_CLASSES:
                     raise invalid(
-                        f"Message.content[{i}] must be a TextBlock, ReasoningBlock, ToolCallBlock "
-                        f"or ToolResultBlock, got {describe(block)}",
+                        f"Message.content[{i}] must be a TextBlock, ReasoningBlock, ToolCallBlock, "
+                        f"ToolResultBlock, FileBlock, ImagePart, DocumentPart or AudioPart, got {describe(block)}",
                         wrong_type=True,
                     )
             object.__setattr__(self, "content", blocks)
@@ -86,9 +100,12 @@ class Message:
             check_str_or_none(self.model, "Message.model")
 
     @classmethod
-    def user(cls, text: str) -> Message:
-        """A user turn."""
-        return cls("user", text)
+    def user(cls, text: str, *parts: MediaPart | str) -> Message:
+        """A user turn: ``text``, then any media parts (or more text) in order."""
+        if not parts:
+            return cls("user", text)
+        items = (text, *parts) if text else parts
+        return cls("user", tuple(TextBlock(p) if isinstance(p, str) else p for p in items))
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -107,10 +124,28 @@ class Message:
 
     @property
     def blocks(self) -> tuple[Block, ...]:
-        """The content as blocks (plain text becomes one text block)."""
+        """The content's blocks (plain text becomes one text block); media parts are not
+        blocks: see :attr:`parts` and :attr:`attachments`."""
+        if isinstance(self.content, str):
+            return (TextBlock(self.content),) if self.content else ()
+        if self.role != "user":  # media parts live in user turns only
+            return self.content  # type: ignore[return-value]
+        return tuple(b for b in self.content if not isinstance(b, MediaPart))
+
+    @property
+    def parts(self) -> tuple[Block | MediaPart, ...]:
+        """The whole content in order, blocks and media parts (plain text becomes one
+        text block): what an adapter turns into the provider's content array."""
         if isinstance(self.content, str):
             return (TextBlock(self.content),) if self.content else ()
         return self.content
+
+    @property
+    def attachments(self) -> tuple[MediaPart, ...]:
+        """The media parts (images, documents, audio) of a user turn."""
+        if isinstance(self.content, str):
+            return ()
+        return tuple(p for p in self.content if isinstance(p, MediaPart))
 
     @property
     def text(self) -> str:
@@ -158,7 +193,9 @@ class GenerateOptions:
 
     ``cancel`` is a :class:`threading.Event`; setting it from any thread ends the stream
     with an ``aborted`` finish. ``timeout`` bounds the whole request, ``idle_timeout`` the
-    time between content-bearing events (keep-alives don't count). ``max_retries`` of
+    time between content-bearing events (keep-alives don't count). ``response_format``
+    asks for JSON (:class:`JsonSchema` or :class:`JsonMode`; each adapter maps it to its
+    provider's mechanism or refuses it at build time). ``max_retries`` of
     ``None`` uses the adapter's setting.
     """
 
@@ -175,6 +212,7 @@ class GenerateOptions:
     timeout: float | None = None
     extra_body: Mapping[str, Any] | None = None
     max_retries: int | None = None
+    response_format: JsonSchema | JsonMode | None = None
 
     def __post_init__(self) -> None:
         _check(self, normalize=True)
@@ -233,6 +271,7 @@ def _check(options: GenerateOptions, *, normalize: bool) -> None:
         check_mapping(options.extra_body, f"{name}.extra_body")
     if options.max_retries is not None:
         check_nonneg_int(options.max_retries, f"{name}.max_retries")
+    check_response_format(options.response_format, f"{name}.response_format")
 
     if normalize:
         object.__setattr__(options, "messages", messages)

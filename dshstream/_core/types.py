@@ -7,17 +7,21 @@ unhandled variant. ``chunk_to_dict``/``chunk_from_dict`` are the only serializat
 round-trip losslessly through JSON. The union stays closed: values that belong to a block
 (a text block's :class:`Citation` s) travel inside it, with its ``BlockEnd``; values that
 belong to the whole response (other models' usage, server-run tools) travel in the
-finish's :class:`ResponseMetadata`.
+finish's :class:`ResponseMetadata`. A file the model produces (a generated image) is a
+block, :class:`FileBlock`: its ``BlockStart`` (type ``"file"``) is followed at once by its
+``BlockEnd``, which carries the media type and the bytes (base64 in the dict form).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypeAlias, final
 
-BlockType: TypeAlias = Literal["text", "reasoning", "tool-call", "tool-result"]
+BlockType: TypeAlias = Literal["text", "reasoning", "tool-call", "tool-result", "file"]
 FinishKind: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "error", "aborted"]
 FailureCategory: TypeAlias = Literal[
     "api_error",
@@ -29,7 +33,7 @@ FailureCategory: TypeAlias = Literal[
     "unknown",
 ]
 
-BLOCK_TYPES: tuple[BlockType, ...] = ("text", "reasoning", "tool-call", "tool-result")
+BLOCK_TYPES: tuple[BlockType, ...] = ("text", "reasoning", "tool-call", "tool-result", "file")
 FINISH_KINDS: tuple[FinishKind, ...] = ("stop", "tool-calls", "max-tokens", "error", "aborted")
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = (
     "api_error",
@@ -121,7 +125,47 @@ class ToolResultBlock:
     is_error: bool = False
 
 
-Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
+def format_size(size: int) -> str:
+    """A byte count for people: ``512 B``, ``123 KB``, ``4.2 MB`` (powers of 1,024)."""
+    if size < 1024:
+        return f"{size} B"
+    for unit in ("KB", "MB", "GB"):
+        size_f = size / 1024
+        if size_f < 1024 or unit == "GB":
+            return f"{size_f:.0f} {unit}" if size_f >= 100 else f"{size_f:.1f} {unit}"
+        size //= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@final
+@dataclass(frozen=True, slots=True, repr=False)
+class FileBlock:
+    """A file the model produced: a generated image (Gemini ``inlineData``, a Responses
+    ``image_generation_call`` result) or another media output, whole. Files arrive in one
+    provider event: the stream carries a ``BlockStart`` of type ``"file"`` and at once its
+    ``BlockEnd`` with this block. ``repr`` shows the media type and size, never the bytes.
+    """
+
+    media_type: str
+    data: bytes
+    name: str | None = None
+
+    @property
+    def size(self) -> int:
+        """The size of ``data`` in bytes."""
+        return len(self.data)
+
+    @property
+    def base64(self) -> str:
+        """``data`` as standard base64 text."""
+        return base64.b64encode(self.data).decode("ascii")
+
+    def __repr__(self) -> str:
+        name = f", name={self.name!r}" if self.name is not None else ""
+        return f"FileBlock(media_type={self.media_type!r}, size={format_size(len(self.data))}{name})"
+
+
+Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | FileBlock
 
 
 # --------------------------------------------------------------------------- usage / finish
@@ -381,6 +425,11 @@ def block_to_dict(block: Block) -> dict[str, Any]:
             return out
         case ToolResultBlock(call_id=call_id, content=content, is_error=is_error):
             return {"type": "tool-result", "call_id": call_id, "content": content, "is_error": is_error}
+        case FileBlock(media_type=media_type, name=name):
+            out = {"type": "file", "media_type": media_type, "data": block.base64}
+            if name is not None:
+                out["name"] = name
+            return out
         case _:
             assert_never(block)
 
@@ -409,6 +458,13 @@ def block_from_dict(data: dict[str, Any]) -> Block:
             content=str(data["content"]),
             is_error=bool(data.get("is_error", False)),
         )
+    if kind == "file":
+        try:
+            payload = base64.b64decode(str(data["data"]), validate=True)
+        except binascii.Error:
+            raise ValueError("a file block's data is not base64") from None
+        name = data.get("name")
+        return FileBlock(media_type=str(data["media_type"]), data=payload, name=None if name is None else str(name))
     raise ValueError(f"unknown block type {kind!r}")
 
 

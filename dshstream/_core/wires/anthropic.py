@@ -35,6 +35,8 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
    blocks exactly as received (thinking with its signature, redacted_thinking with its
    data, tool_use with its parsed input, text with its citations, server tool blocks),
    in wire order; empty text blocks, which the API refuses in a request, are left out.
+   A tool call written as text (a forced tool's structured-output answer,
+   :meth:`~dshstream._core.wires.base.Translator.unwrap_tool_call`) is a text block.
 """
 
 from __future__ import annotations
@@ -335,7 +337,10 @@ class AnthropicTranslator(Translator):
                 unserializable = arguments is None
                 writer.tool_call(key, arguments=arguments or "")
             done = writer.end(key, cut=cut, truncated=unserializable)
-            if isinstance(done, ToolCallBlock):
+            if writer.is_unwrapped(key):  # a forced tool's JSON answer: replayed as text
+                answer = done.text if isinstance(done, TextBlock) else ""
+                entry = {"type": "text", "text": answer} if answer else None
+            elif isinstance(done, ToolCallBlock):
                 entry["input"] = parse_json_object(done.arguments)
         else:
             if pending.pieces:

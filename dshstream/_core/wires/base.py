@@ -4,7 +4,8 @@ Contract: sans-IO (no sockets, time, threads or environment).
 
 1. A :class:`ChunkWriter` allocates block indices in first-appearance order, opens a block
    only on its first non-empty payload, accumulates each block by appending (joined once,
-   at its end) and defers usage and finish until the stream ends.
+   at its end) and defers usage and finish until the stream ends. A file the model
+   produced arrives whole: :meth:`ChunkWriter.file` writes its start and end at once.
 2. A stream ends in exactly one of three ways: :meth:`ChunkWriter.complete` (terminal
    marker seen), :meth:`ChunkWriter.fail` (in-band provider error, partial output kept)
    or :meth:`ChunkWriter.cut` (EOF before the marker: ``STREAM_CLOSED`` unless a finish
@@ -33,6 +34,13 @@ Contract: sans-IO (no sockets, time, threads or environment).
    is open and ride in its ``BlockEnd`` (``TextBlock.citations``); other models' usage
    (``usage_by_model``) and the tools the provider ran itself (``server_tools``) ride in
    the finish's metadata. None of them costs anything per delta.
+6. Unwrapped tool call (structured output through a forced tool): with
+   :attr:`ChunkWriter.unwrap_tool` set (:meth:`Translator.unwrap_tool_call`), a tool call
+   of that name is written as a text block — its raw arguments fragments are the text,
+   it opens on the first non-empty fragment, it does not count as a tool call (so the
+   finish is ``stop``, not ``tool-calls``), and one that streamed nothing but ended
+   normally is ``"{}"`` (as a tool call's arguments would be). The wire's replay state
+   records it as text (:meth:`ChunkWriter.is_unwrapped` tells the translator).
 
 Why the writer's :class:`_OpenBlock` is not the assembler's ``_Partial`` (both append
 every delta): the chunk stream is the only interface between the two. The writer must
@@ -63,6 +71,7 @@ from ..types import (
     BlockType,
     Citation,
     FailureCategory,
+    FileBlock,
     Finish,
     FinishKind,
     FinishReason,
@@ -152,6 +161,9 @@ class ChunkWriter:
         self.latency_ms: int | None = None
         self._replay_state = replay_state
         self.finished = False
+        #: the name of the tool call written as text (rule 6); ``None``: none
+        self.unwrap_tool: str | None = None
+        self._unwrapped: set[Hashable] = set()
 
     # ------------------------------------------------------------------ blocks
 
@@ -200,6 +212,12 @@ class ChunkWriter:
     ) -> None:
         """A tool-call fragment: id and name when known, a raw JSON arguments fragment."""
         block = self._open.get(key)
+        if self.unwrap_tool is not None and (
+            key in self._unwrapped or (block is None and name == self.unwrap_tool)
+        ):
+            self._unwrapped.add(key)  # rule 6: the arguments are the answer's text
+            self.text(key, arguments)
+            return
         if block is None:
             block = self._start(key, "tool-call")
             self.tool_call_count += 1
@@ -215,6 +233,20 @@ class ChunkWriter:
         if arguments:
             block.pieces.append(arguments)
         self.out.append(ToolCallDelta(block.index, block.call_id, block.name or None, arguments))
+
+    def is_unwrapped(self, key: Hashable) -> bool:
+        """Whether the tool call under ``key`` was written as text (rule 6)."""
+        return key in self._unwrapped
+
+    def file(self, media_type: str, data: bytes, name: str | None = None) -> FileBlock:
+        """A whole file the model produced (a generated image): its ``BlockStart`` (type
+        ``"file"``) and at once its ``BlockEnd`` carrying the :class:`FileBlock`."""
+        block = FileBlock(media_type=media_type, data=data, name=name)
+        index = self.block_count
+        self.block_count += 1
+        self.out.append(BlockStart(index, "file"))
+        self.out.append(BlockEnd(index=index, block=block))
+        return block
 
     def cite(self, key: Hashable, citations: Iterable[Citation]) -> bool:
         """Attach ``citations`` to the open text block under ``key`` (they ride in its
@@ -233,7 +265,11 @@ class ChunkWriter:
         (a wire that assembles arguments itself knows more than the JSON does)."""
         block = self._open.pop(key, None)
         if block is None:
-            return None
+            if key in self._unwrapped and not cut:
+                self.text(key, "{}")  # rule 6: an unwrapped call that streamed nothing
+                block = self._open.pop(key)
+            else:
+                return None
         done: Block
         if block.block_type == "text":
             if block.citations:
@@ -480,6 +516,11 @@ class Translator:
         except EventJsonError as exc:  # from loads_event, anywhere in on_event
             raise self._malformed(exc.text) from None
         return writer.take()
+
+    def unwrap_tool_call(self, name: str) -> None:
+        """Write the tool call named ``name`` as text (rule 6): the JSON answer of a forced
+        tool call, seen by the caller as on the native structured-output path."""
+        self.writer.unwrap_tool = name
 
     def close(self) -> list[StreamChunk]:
         """End of input: finish the stream (``STREAM_CLOSED`` if cut short)."""

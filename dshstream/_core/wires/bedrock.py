@@ -38,7 +38,8 @@ the ``:event-type`` header and the payload is JSON; the ``"p"`` padding field is
    ``{"reasoningContent": {"reasoningText": {"text", "signature"}}}``,
    ``{"reasoningContent": {"redactedContent"}}`` (base64, as received),
    ``{"toolUse": {"toolUseId", "name", "input"}}`` (input parsed), server tool blocks as
-   received. Empty text blocks are left out.
+   received. Empty text blocks are left out. A tool call written as text (a forced
+   tool's structured-output answer) is a ``{"text"}`` block.
 """
 
 from __future__ import annotations
@@ -344,10 +345,14 @@ class BedrockConverseTranslator(Translator):
             done = writer.end(key, cut=cut)
             tool = dict(pending.entry["toolUse"])
             tool.pop("type", None)
-            if isinstance(done, ToolCallBlock):
-                tool["input"] = parse_json_object(done.arguments)
-                tool.setdefault("toolUseId", done.id)
-            entry = {"toolUse": tool}
+            if writer.is_unwrapped(key):  # a forced tool's JSON answer: replayed as text
+                answer = done.text if isinstance(done, TextBlock) else ""
+                entry = {"text": answer} if answer else None
+            else:
+                if isinstance(done, ToolCallBlock):
+                    tool["input"] = parse_json_object(done.arguments)
+                    tool.setdefault("toolUseId", done.id)
+                entry = {"toolUse": tool}
         else:  # server tool use or result
             if "toolUse" in pending.entry:
                 tool = pending.entry["toolUse"]

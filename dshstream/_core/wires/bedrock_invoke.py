@@ -72,6 +72,7 @@ class BedrockInvokeTranslator(Translator):
     ) -> None:
         super().__init__(provider=provider or "bedrock", request_id=request_id, max_tokens=max_tokens)
         self._max_tokens = max_tokens
+        self._unwrap: str | None = None
         self.inner: Translator | None = None
 
     # ------------------------------------------------------------------ input
@@ -138,7 +139,18 @@ class BedrockInvokeTranslator(Translator):
             writer.usage = invocation_usage(metrics)
         inner.on_payload(name, body)
 
+    def unwrap_tool_call(self, name: str) -> None:
+        """As the base, and passed on to the family translator once it is chosen."""
+        super().unwrap_tool_call(name)
+        self._unwrap = name
+
     def _choose(self, payload: dict[str, Any], name: str) -> Translator | None:
+        inner = self._family(payload, name)
+        if inner is not None and self._unwrap is not None:
+            inner.unwrap_tool_call(self._unwrap)
+        return inner
+
+    def _family(self, payload: dict[str, Any], name: str) -> Translator | None:
         """The inner translator the first decoded event calls for (``None``: unknown)."""
         options: dict[str, Any] = {
             "provider": self.writer.provider,

@@ -12,8 +12,11 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
    closed by a ``functionCall`` without ``willContinue`` (usually ``{}``); they are
    assembled into one JSON string, emitted at the close. The call id is the wire's
    ``id`` or ``call-<block index>``.
-2. ``executableCode``, ``codeExecutionResult``, inline data and any unknown part are kept
-   for replay only and never break the stream. The candidate's ``groundingMetadata`` (the
+2. ``inlineData`` (a generated image) is a file block — :class:`~dshstream._core.types.FileBlock`
+   with its ``mimeType`` and decoded ``data`` — closing the open text block, and is kept
+   for replay; a ``thought`` image (a draft) and inline data that is not base64 are kept
+   for replay only. ``executableCode``, ``codeExecutionResult`` and any unknown part are
+   kept for replay only and never break the stream. The candidate's ``groundingMetadata`` (the
    last one with grounding chunks wins) becomes the citations of the text block open at
    the end of the stream: one :class:`~dshstream._core.types.Citation` per grounding
    support and chunk it names (``cited_text``: the supported passage of the answer), or
@@ -46,6 +49,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..parts import decode_base64, normalize_media_type, sniff_media_type
 from ..redact import redact
 from ..sse import ServerSentEvent
 from ..strict_json import dump_json, loads_event
@@ -358,7 +362,25 @@ class GeminiTranslator(Translator):
         if isinstance(text, str) and text:
             # A text part with extra fields: stream it, replay it verbatim.
             self._emit_text(text, part.get("thought") is True, signature)
+        inline = part.get("inlineData")
+        if type(inline) is dict and part.get("thought") is not True:
+            self._on_inline_data(inline)
         self._parts.append(dict(part))
+
+    def _on_inline_data(self, inline: dict[str, Any]) -> None:
+        """A file the model produced (rule 2)."""
+        data = decode_base64(inline.get("data"))
+        if data is None:
+            return
+        self._end_text_block()
+        mime = inline.get("mimeType")
+        media_type = normalize_media_type(mime) if isinstance(mime, str) and mime.strip() else None
+        name = inline.get("displayName")
+        self.writer.file(
+            media_type or sniff_media_type(data) or "application/octet-stream",
+            data,
+            name if isinstance(name, str) and name else None,
+        )
 
     # ------------------------------------------------------------------ text
 

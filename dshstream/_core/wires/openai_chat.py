@@ -32,6 +32,8 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
 6. An ``{"error": ...}`` payload or an ``event: error`` frame ends the stream with a
    classified error finish (``Translator.fail_with``), keeping partial output and usage.
 7. ``[DONE]`` is the terminal marker; EOF without it is normal only after a finish reason.
+8. :meth:`OpenAIChatTranslator.on_payload` takes one chunk already parsed, under rules 1-6:
+   the path for libraries that hand over chunk objects instead of bytes (LiteLLM).
 """
 
 from __future__ import annotations
@@ -167,9 +169,14 @@ class OpenAIChatTranslator(Translator):
         if data == "[DONE]":
             self.complete()
             return
-        payload = loads_event(data)
+        self.on_payload(event.event, loads_event(data))
+
+    def on_payload(self, event: str, payload: Any) -> None:
+        """One chunk already parsed: an SSE ``data`` payload, or a chunk dict a library
+        produced (LiteLLM's ``ModelResponseStream.model_dump()``); ``event`` is the SSE
+        event type (``"error"`` marks an error frame)."""
         if type(payload) is not dict:
-            if event.event == "error":
+            if event == "error":
                 self.fail_with(payload)
             return
         writer = self.writer
@@ -199,7 +206,7 @@ class OpenAIChatTranslator(Translator):
                 choice = self._choice_zero(choices)
                 if choice is not None:
                     self._on_choice(choice)
-        if event.event == "error" or payload.get("error") is not None:
+        if event == "error" or payload.get("error") is not None:
             self.fail_with(payload)
 
     @staticmethod

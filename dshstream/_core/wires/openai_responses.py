@@ -26,7 +26,10 @@ data-only framings work too):
    (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
    ``image_generation_call``, ``mcp_call``, ``mcp_list_tools``) are not calls: they are
    summarized in the finish's ``metadata.server_tools`` and make a response without
-   blocks a ``stop``, never ``EMPTY_RESPONSE``.
+   blocks a ``stop``, never ``EMPTY_RESPONSE``. The image an ``image_generation_call``
+   carries (``result``, base64) is delivered as a file block
+   (:class:`~dshstream._core.types.FileBlock`: the media type from the bytes, else from
+   ``output_format``) once, when its item is done or in the terminal output.
 4. ``response.completed`` is the terminal marker: usage (cached tokens subtracted from
    input, reasoning tokens reported as inside output, ``cost`` when the gateway reports
    it; entries of ``usage.iterations`` that name another model go to
@@ -49,6 +52,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from ..parts import decode_base64, sniff_media_type
 from ..sse import ServerSentEvent
 from ..strict_json import dump_json, loads_event
 from ..types import Citation, TokenUsage
@@ -87,6 +91,8 @@ SERVER_TOOLS = frozenset(
         "mcp_list_tools",
     }
 )
+# an image_generation_call's output_format -> media type
+_IMAGE_FORMATS = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "gif": "image/gif", "svg": "image/svg+xml"}
 # scalar fields a server tool summary keeps
 _SUMMARY_FIELDS = ("name", "server_label", "container_id", "error")
 
@@ -216,7 +222,7 @@ class OpenAIResponsesTranslator(Translator):
         self._by_index: dict[int, _Slot] = {}
         self._by_id: dict[str, _Slot] = {}
         self._streamed: set[Hashable] = set()  # block keys that received a payload
-        self._opened: set[Hashable] = set()  # tool-call block keys ever opened
+        self._opened: set[Hashable] = set()  # tool-call and file block keys ever opened
         self._output: list[dict[str, Any]] = []  # the terminal response's output items
         self._completed = False  # a completed/incomplete terminal event arrived
         self._usage: dict[str, Any] | None = None  # the last raw usage record
@@ -391,6 +397,21 @@ class OpenAIResponsesTranslator(Translator):
                     self._tool(slot, item, pending)
         elif kind in CLIENT_CALLS:
             self._builtin(slot, item, complete=True)
+        elif kind == "image_generation_call":
+            self._generated_image(slot, item)
+
+    def _generated_image(self, slot: _Slot, item: dict[str, Any]) -> None:
+        """The image of a done ``image_generation_call``, once (rule 3)."""
+        key = (slot.number, "file", 0)
+        if key in self._opened:
+            return
+        data = decode_base64(item.get("result"))
+        if data is None:
+            return
+        self._opened.add(key)
+        output_format = item.get("output_format")
+        media_type = sniff_media_type(data) or _IMAGE_FORMATS.get(output_format if isinstance(output_format, str) else "")
+        self.writer.file(media_type or "image/png", data)
 
     def _end_slot(self, slot: _Slot) -> None:
         for key in slot.keys:

@@ -1,0 +1,771 @@
+"""LiteLLMAdapter: every provider LiteLLM reaches (Bedrock, Vertex AI, watsonx, Cohere,
+SageMaker, Ollama, ...) through the same chunks, by driving ``litellm.completion(stream=True)``.
+
+It is the deliberately independent second implementation of the adapter contract: LiteLLM
+owns the HTTP, the provider's wire and its own exceptions; dshstream translates LiteLLM's
+OpenAI-shaped chunks (:mod:`~dshstream._core.wires.litellm`) and keeps every other promise
+of an adapter. Contract:
+
+1. **Optional.** LiteLLM is the ``litellm`` extra (``pip install 'dshstream[litellm]'``),
+   imported on the first stream (its import takes seconds), never by ``import dshstream``
+   nor by building the adapter; building one without LiteLLM installed is a
+   ``ConfigurationError`` naming the extra. dshstream changes none of LiteLLM's module
+   settings (callbacks, telemetry, its price-map download: set
+   ``LITELLM_LOCAL_MODEL_COST_MAP=True`` to keep it offline).
+2. **Request.** :meth:`LiteLLMAdapter.call_kwargs`: ``model`` is ``model_prefix`` +
+   ``options.model`` (a LiteLLM model string such as ``bedrock/anthropic.claude-3-haiku-...``);
+   messages in chat-completions form (an assistant turn sends back its thinking blocks with
+   their signatures from replay state, and its reasoning as ``reasoning_content``); tools,
+   ``max_tokens``, ``temperature``, ``stop``, ``reasoning_effort`` (``max`` is ``high``,
+   ``off`` sends none), ``stream_options.include_usage``; ``extra_headers`` carry the
+   caller's headers and the attribution ``User-Agent``, which wins; ``api_key`` and
+   ``api_base`` when set; LiteLLM's own retries are off (``max_retries=0``,
+   ``num_retries=0``: rule 5 retries); then the adapter's ``completion_kwargs`` (provider
+   settings: ``aws_region_name``, ``vertex_project``...) and last ``options.extra_body``,
+   whose entries become keyword arguments (LiteLLM forwards provider-specific ones into the
+   body; ``extra_body={...}`` inside it reaches OpenAI-compatible bodies verbatim).
+3. **Never hangs.** LiteLLM runs on a worker thread feeding a bounded queue. The consumer
+   waits on that queue under ``options.timeout`` (total), ``options.idle_timeout`` (between
+   LiteLLM chunks; default 300 s) and ``options.cancel``; ``ChunkStream.close()`` from any
+   thread sets the cancel event. Ending early stops the worker and shuts down the socket of
+   LiteLLM's HTTP response when it can be found (its ``httpx`` response), so a blocked read
+   ends at once; otherwise the worker ends by itself within LiteLLM's read ``timeout``,
+   which is the idle timeout (capped by the time left).
+4. **Never raises.** Whatever LiteLLM raises, before or during the stream, ends the stream
+   with one ``Finish``: ``aborted`` (code ``ABORTED``) after a cancel, else ``error``, with
+   the failure classified as an HTTP failure would be (the status LiteLLM reports, the
+   provider's body and headers — ``Retry-After``, request id — through
+   :func:`~dshstream._core.classify.classify_http_error`); a timeout is ``TIMEOUT``, a
+   connection that failed is ``TRANSPORT``, a stream LiteLLM saw end without a finish
+   reason ``STREAM_CLOSED``, and LiteLLM's own context-window and content-policy verdicts
+   are kept; an error the provider sent inside its stream is classified as the chat wire
+   classifies it. Partial output and usage stay in the stream. What LiteLLM made up rather
+   than received is dropped: a finish reason for a stream that ended without one (older
+   releases report a cut stream as ``stop``; such a stream ends ``STREAM_CLOSED``), usage
+   it counted with its tokenizer when the provider sent none, a ``cost`` from its price
+   map when the provider reported none (``TokenUsage.cost`` is the provider's figure), and
+   ``reasoning_tokens`` when the provider's usage had no completion details.
+5. **Retries** happen only before LiteLLM returned its stream (no 2xx yet), for retryable
+   failures, as the :class:`~dshstream._core.retry.RetryPolicy` allows and never past the
+   deadline; a callable ``api_key`` gets one refresh after a 401; a 400 that names
+   ``stream_options`` is resent at once without it (remembered). Every failed attempt is
+   reported once (:mod:`~dshstream._adapters.reporting`).
+6. **Secrets.** The key (a value or a callable's latest), string ``completion_kwargs`` whose
+   names say key/token/secret/credentials/password, and the values of environment variables
+   so named (LiteLLM reads its keys from there) are redacted from every failure's detail;
+   messages never carry upstream text.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from .._core.attribution import AppIdentity, merge_headers
+from .._core.classify import classify_error_payload, classify_http_error
+from .._core.errors import LlmError, make_failure
+from .._core.log import get_logger
+from .._core.redact import is_sensitive_key, redact
+from .._core.request import GenerateOptions, Message
+from .._core.retry import RetryPolicy
+from .._core.strict_json import parse_json_object
+from .._core.types import (
+    Finish,
+    FinishKind,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    StreamChunk,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from .._core.validate import (
+    check_credential,
+    check_headers,
+    check_mapping,
+    check_nonneg_int,
+    check_str,
+    invalid,
+)
+from .._core.wires.litellm import LiteLLMTranslator
+from .._headers import lower_headers, request_id_from
+from .._transport import DEFAULT_IDLE_TIMEOUT
+from .base import LlmAdapter, ModelInfo, ProviderInfo
+from .credentials import CredentialSource
+from .reporting import report_failure, request_summary
+from .settings import FailureReporter, checked_base_url
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["LiteLLMAdapter", "failure_from_exception"]
+
+#: chunks LiteLLM may run ahead of a slow consumer
+QUEUE_SIZE = 256
+#: how often a waiting consumer looks at the cancel event (seconds)
+CANCEL_POLL = 0.05
+_EXTRA_HINT = "pip install 'dshstream[litellm]'"
+_EOF_WORDING = "Stream ended before a finish_reason"
+#: exception classes (anywhere behind LiteLLM's) that mean no HTTP answer: LiteLLM reports
+#: them with a placeholder status (500, 408), so they are read before any status
+_TIMEOUTS = frozenset({"Timeout", "APITimeoutError", "TimeoutException", "TimeoutError"})
+_CONNECTION_FAILURES = frozenset(
+    {"APIConnectionError", "ConnectError", "RemoteProtocolError", "ReadError", "NetworkError", "ConnectionError"}
+)
+_SECRET_NAME_ENDINGS = ("key", "token", "secret", "credentials", "password")
+_MIN_ENV_SECRET = 8
+
+# what the worker hands the consumer: (kind, value)
+_OPENED, _CHUNK, _END, _ERROR = range(4)
+
+
+def _load_litellm() -> Any:
+    """The ``litellm`` module, imported on first use (rule 1)."""
+    try:
+        return importlib.import_module("litellm")
+    except ImportError as exc:  # pragma: no cover - the constructor checked it is installed
+        raise invalid(f"LiteLLMAdapter needs LiteLLM: {_EXTRA_HINT}") from exc
+
+
+def _secret_name(name: str) -> bool:
+    plain = "".join(ch for ch in name.lower() if ch.isalnum())
+    return is_sensitive_key(name) or plain.endswith(_SECRET_NAME_ENDINGS)
+
+
+def _environment_secrets() -> tuple[str, ...]:
+    """Values of environment variables named like credentials (LiteLLM reads keys there)."""
+    return tuple(
+        value for name, value in os.environ.items() if len(value) >= _MIN_ENV_SECRET and _secret_name(name)
+    )
+
+
+# --------------------------------------------------------------------------- exceptions
+
+
+def _names(exc: BaseException) -> frozenset[str]:
+    return frozenset(cls.__name__ for cls in type(exc).__mro__)
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - a hostile __str__ must not break classification
+        return type(exc).__name__
+
+
+def _response_headers(exc: BaseException) -> dict[str, str]:
+    for source in (getattr(exc, "litellm_response_headers", None), getattr(getattr(exc, "response", None), "headers", None)):
+        headers = lower_headers(source) if isinstance(source, Mapping) else {}
+        if headers:
+            return headers
+    return {}
+
+
+def _response_body(exc: BaseException, status: int) -> str:
+    """The provider's error body: the HTTP response's text when LiteLLM kept it, else the
+    JSON object inside LiteLLM's message (``AnthropicException - b'{...}'``), else the
+    message itself."""
+    response = getattr(exc, "response", None)
+    if getattr(response, "status_code", None) == status:
+        try:
+            body = getattr(response, "text", None)
+        except Exception:  # noqa: BLE001 - a streamed body that was never read
+            body = None
+        if isinstance(body, str) and body.strip():
+            return body
+    message = getattr(exc, "message", None)
+    text = message if isinstance(message, str) and message else _text(exc)
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end and parse_json_object(text[start : end + 1]) is not None:
+        return text[start : end + 1]
+    return text
+
+
+def _chain(exc: BaseException, limit: int = 8) -> list[BaseException]:
+    """``exc`` and the exceptions behind it (LiteLLM's ``original_exception``, causes,
+    contexts), breadth first, at most ``limit``."""
+    found: list[BaseException] = []
+    todo = [exc]
+    while todo and len(found) < limit:
+        current = todo.pop(0)
+        if any(current is seen for seen in found):
+            continue
+        found.append(current)
+        for behind in (getattr(current, "original_exception", None), current.__cause__, current.__context__):
+            if isinstance(behind, BaseException):
+                todo.append(behind)
+    return found
+
+
+def _in_band_payload(exc: BaseException) -> dict[str, Any] | None:
+    """The error object a provider sent inside its stream, as the OpenAI SDK keeps it on the
+    exception it raised for it (``body``, with no HTTP status)."""
+    for current in _chain(exc):
+        body = getattr(current, "body", None)
+        if isinstance(body, dict) and body and getattr(current, "status_code", None) is None:
+            return body if "error" in body else {"error": body}
+    return None
+
+
+def failure_from_exception(
+    exc: BaseException, *, provider: str, secrets: tuple[str, ...] = (), mid_stream: bool = False
+) -> LlmFailure:
+    """The failure an exception LiteLLM raised describes (rule 4); ``mid_stream``: it came
+    after LiteLLM returned its stream."""
+    original = getattr(exc, "original_exception", None)
+    if "MidStreamFallbackError" in _names(exc) and isinstance(original, BaseException):
+        exc = original  # LiteLLM's wrapper for "failed after the first chunk"
+    chain = _chain(exc)
+    names = frozenset(name for current in chain for name in _names(current))
+    text = _text(exc)
+    detail = redact(f"{type(exc).__name__}: {text}", secrets, limit=1900) or None
+    if any(name in _TIMEOUTS or name.endswith("Timeout") for name in names):
+        what = "read timed out" if mid_stream else "no response before the timeout"
+        return make_failure("TIMEOUT", f"{provider}: {what} (TIMEOUT)", provider=provider, detail=detail)
+    if any(_EOF_WORDING in _text(current) for current in chain):
+        return make_failure(
+            "STREAM_CLOSED",
+            f"{provider}: stream ended before the provider's end-of-stream marker",
+            provider=provider,
+            detail=detail,
+        )
+    payload = _in_band_payload(exc) if mid_stream else None
+    if payload is not None:
+        failure = classify_error_payload(payload, provider=provider, secrets=secrets)
+        if failure.code != "UNKNOWN":
+            return failure
+    if names & _CONNECTION_FAILURES:
+        what = "the response body failed mid-stream" if mid_stream else "request failed"
+        return make_failure("TRANSPORT", f"{provider}: {what} (TRANSPORT)", provider=provider, detail=detail)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        return make_failure("UNKNOWN", f"{provider}: LiteLLM failed with {type(exc).__name__}", provider=provider, detail=detail)
+    failure = classify_http_error(
+        status, _response_body(exc, status), _response_headers(exc), provider=provider, secrets=secrets
+    )
+    verdict = _LITELLM_VERDICTS.get(next((n for n in _LITELLM_VERDICTS if n in names), ""))
+    if verdict is not None and failure.code != verdict[0]:
+        code, phrase = verdict
+        failure = replace(
+            make_failure(code, f"{provider}: {phrase} ({code}, HTTP {status})", provider=provider),
+            status=status,
+            request_id=failure.request_id,
+            retry_after=failure.retry_after,
+            serving_provider=failure.serving_provider,
+            detail=failure.detail,
+        )
+    return failure
+
+
+#: LiteLLM exception classes whose verdict beats the wording (provider-specific knowledge)
+_LITELLM_VERDICTS: dict[str, tuple[str, str]] = {
+    "ContextWindowExceededError": ("CONTEXT_WINDOW_EXCEEDED", "context window exceeded"),
+    "ContentPolicyViolationError": ("CONTENT_FILTER", "content blocked"),
+}
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+def _made_up_finish(wrapper: object) -> bool:
+    """Whether LiteLLM's stream wrapper emitted a finish reason no provider sent (it
+    defaults to ``stop`` when its source ended without one); unknown internals: no."""
+    received = getattr(wrapper, "received_finish_reason", _MISSING)
+    if received is _MISSING:
+        return False
+    return (
+        received is None
+        and getattr(wrapper, "intermittent_finish_reason", None) is None
+        and not getattr(wrapper, "received_any_finish_reason", False)
+    )
+
+
+_MISSING = object()
+
+
+def _finish_reason(data: dict[str, Any]) -> Any:
+    choices = data.get("choices")
+    return choices[0].get("finish_reason") if choices and type(choices[0]) is dict else None
+
+
+def _received_usage(wrapper: object) -> list[Any] | None:
+    """The usage records the provider's own chunks carried (LiteLLM's wrapper keeps every
+    chunk it built); ``None`` when its internals are unknown."""
+    chunks = getattr(wrapper, "chunks", None)
+    if not isinstance(chunks, list):
+        return None
+    return [usage for chunk in chunks if (usage := getattr(chunk, "usage", None)) is not None]
+
+
+def _scrub(data: dict[str, Any], wrapper: object) -> None:
+    """Remove from a chunk dict what LiteLLM made up rather than received (rule 4): a finish
+    reason for a stream that ended without one, usage it counted with its tokenizer when
+    the provider sent none, a cost from its price map when the provider reported none, a
+    reasoning count when the provider's usage had no completion details."""
+    if _finish_reason(data) and _made_up_finish(wrapper):
+        data["choices"][0].pop("finish_reason")
+    usage = data.get("usage")
+    if type(usage) is not dict:
+        return
+    received = _received_usage(wrapper)
+    if received is None:
+        return
+    if not received:
+        del data["usage"]
+        return
+    if "cost" in usage and all(getattr(record, "cost", None) is None for record in received):
+        del usage["cost"]
+    details = usage.get("completion_tokens_details")
+    if type(details) is dict and all(getattr(record, "completion_tokens_details", None) is None for record in received):
+        details.pop("reasoning_tokens", None)  # LiteLLM's default or estimate, not the provider's
+
+
+def _response_socket(wrapper: object) -> socket.socket | None:
+    """The socket under LiteLLM's HTTP response (``httpx``'s ``network_stream``), if any."""
+    stream = getattr(wrapper, "completion_stream", None)
+    for holder in (stream, wrapper):
+        for name in ("response", "_response"):
+            extensions = getattr(getattr(holder, name, None), "extensions", None)
+            network = extensions.get("network_stream") if isinstance(extensions, dict) else None
+            if network is None:
+                continue
+            try:
+                sock = network.get_extra_info("socket")
+            except Exception:  # noqa: BLE001 - unknown stream classes
+                continue
+            if isinstance(sock, socket.socket):
+                return sock
+    return None
+
+
+class _Call:
+    """One ``litellm.completion`` call, iterated on its own daemon thread (rule 3)."""
+
+    def __init__(self, completion: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+        self._completion = completion
+        self._kwargs = kwargs
+        self.queue: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=QUEUE_SIZE)
+        self._stop = threading.Event()
+        self._wrapper: Any = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="dshstream-litellm", daemon=True)
+
+    def start(self) -> _Call:
+        self._thread.start()
+        return self
+
+    def _put(self, item: tuple[int, Any]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self.queue.put(item, timeout=CANCEL_POLL)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        wrapper: Any = None
+        try:
+            wrapper = self._completion(**self._kwargs)
+            with self._lock:
+                self._wrapper = wrapper
+            if self._stop.is_set() or not self._put((_OPENED, wrapper)):
+                return
+            for chunk in wrapper:
+                data = chunk.model_dump(exclude_none=True)
+                if "usage" in data or _finish_reason(data):
+                    _scrub(data, wrapper)
+                if not self._put((_CHUNK, data)):
+                    return
+            self._put((_END, None))
+        except Exception as exc:  # noqa: BLE001 - everything LiteLLM raises becomes a finish
+            if not self._stop.is_set():
+                self._put((_ERROR, exc))
+        finally:
+            close = getattr(wrapper, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - closing never raises
+                    pass
+
+    def stop(self) -> None:
+        """Stop the worker from the consumer's thread: a read it is blocked in ends now
+        when the response's socket can be found (rule 3)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        with self._lock:
+            wrapper = self._wrapper
+        sock = _response_socket(wrapper) if wrapper is not None else None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class LiteLLMAdapter(LlmAdapter):
+    """Stream from any provider LiteLLM supports, as dshstream chunks (see the module
+    docstring)."""
+
+    def __init__(
+        self,
+        *,
+        model_prefix: str = "",
+        api_key: str | Callable[[], str] | None = None,
+        base_url: str | None = None,
+        identity: AppIdentity | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_retries: int = 2,
+        failure_reporter: FailureReporter | None = None,
+        title: str | None = None,
+        completion_kwargs: Mapping[str, Any] | None = None,
+        think_tags: bool | None = None,
+        include_usage: bool = True,
+    ) -> None:
+        if importlib.util.find_spec("litellm") is None:
+            raise invalid(f"LiteLLMAdapter needs LiteLLM: {_EXTRA_HINT}")
+        self.model_prefix = check_str(model_prefix, "LiteLLMAdapter.model_prefix", nonempty=False)
+        self._credential = CredentialSource(check_credential(api_key), "LiteLLMAdapter.api_key")
+        self.base_url = checked_base_url(base_url) if base_url is not None else None
+        self.identity = identity
+        self.extra_headers = check_headers(headers, "LiteLLMAdapter.headers") if headers is not None else {}
+        self.retry_policy = RetryPolicy(max_retries=check_nonneg_int(max_retries, "LiteLLMAdapter.max_retries"))
+        self.failure_reporter = failure_reporter
+        self.title = title or "LiteLLM"
+        kwargs = check_mapping(completion_kwargs, "LiteLLMAdapter.completion_kwargs") if completion_kwargs else {}
+        self.completion_kwargs: dict[str, Any] = dict(kwargs)
+        self.think_tags = think_tags
+        self.include_usage = include_usage
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        base = redact(self.base_url) if self.base_url else None
+        return f"LiteLLMAdapter(model_prefix={self.model_prefix!r}, base_url={base!r}, api_key=<{self._credential.describe()}>)"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What redaction removes from failures (rule 6)."""
+        found = [self._credential.last] if self._credential.last else []
+        found += [v for k, v in self.completion_kwargs.items() if isinstance(v, str) and _secret_name(str(k))]
+        return (*found, *_environment_secrets())
+
+    # ------------------------------------------------------------------ request (rule 2)
+
+    def call_kwargs(self, options: GenerateOptions, api_key: str | None = None) -> dict[str, Any]:
+        """The keyword arguments of ``litellm.completion`` for ``options``."""
+        kwargs: dict[str, Any] = {
+            "model": f"{self.model_prefix}{options.model}",
+            "messages": [m for message in options.messages for m in self.convert_message(message)],
+            "stream": True,
+            "extra_headers": merge_headers(self.extra_headers, identity=self.identity),
+            "max_retries": 0,
+            "num_retries": 0,
+        }
+        if self.include_usage:
+            kwargs["stream_options"] = {"include_usage": True}
+        if api_key:
+            kwargs["api_key"] = api_key
+        if self.base_url:
+            kwargs["api_base"] = self.base_url
+        if options.tools:
+            kwargs["tools"] = [tool.to_openai() for tool in options.tools]
+        if options.max_tokens is not None:
+            kwargs["max_tokens"] = options.max_tokens
+        if options.temperature is not None:
+            kwargs["temperature"] = options.temperature
+        if options.stop:
+            kwargs["stop"] = list(options.stop)
+        if options.reasoning_effort is not None and options.reasoning_effort != "off":
+            kwargs["reasoning_effort"] = "high" if options.reasoning_effort == "max" else options.reasoning_effort
+        kwargs.update(self.completion_kwargs)
+        if options.extra_body:
+            kwargs.update(options.extra_body)
+        return kwargs
+
+    def convert_message(self, message: Message) -> list[dict[str, Any]]:
+        """One history message in the chat-completions form LiteLLM takes."""
+        if message.role in ("system", "user"):
+            return [{"role": message.role, "content": message.text}]
+        if message.role == "tool":
+            return [
+                {"role": "tool", "tool_call_id": block.call_id, "content": block.content}
+                for block in message.blocks
+                if isinstance(block, ToolResultBlock)
+            ]
+        text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+        reasoning = "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
+        calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+        out: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+        replay = message.replay_state if isinstance(message.replay_state, dict) else {}
+        thinking = replay.get("thinking_blocks") if replay.get("wire") == "litellm" else None
+        if thinking:
+            out["thinking_blocks"] = thinking
+        if reasoning:
+            out["reasoning_content"] = reasoning
+        if calls:
+            out["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                }
+                for call in calls
+            ]
+        return [out]
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> LiteLLMTranslator:
+        """A fresh translator for one attempt."""
+        return LiteLLMTranslator(
+            provider=options.provider, request_id=request_id, think_tags=self.think_tags, max_tokens=options.max_tokens
+        )
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        return ProviderInfo(id=provider, name=self.title)
+
+    def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
+        """The models LiteLLM's bundled model map lists for ``model_prefix``'s provider
+        (advisory; no network); none without a prefix."""
+        prefix = self.model_prefix.rstrip("/")
+        if not prefix:
+            return []
+        known = getattr(_load_litellm(), "models_by_provider", {})
+        models = known.get(prefix, ()) if isinstance(known, Mapping) else ()
+        return [ModelInfo(id=str(m).removeprefix(f"{prefix}/"), name=str(m)) for m in sorted(models, key=str)]
+
+    # ------------------------------------------------------------------ streaming
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        for batch in self.stream_batches(options):
+            yield from batch
+
+    def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
+        run = _Run(self, options)
+        try:
+            yield from run.batches()
+        finally:
+            run.stop()
+
+    # ------------------------------------------------------------------ failures (rule 5)
+
+    def _report(self, failure: LlmFailure, options: GenerateOptions, attempt: int, chunks: int, started: float) -> LlmFailure:
+        record = {
+            "provider": options.provider,
+            "model": options.model,
+            "attempt": attempt,
+            "chunks_received": chunks,
+            "elapsed_s": round(time.monotonic() - started, 3),
+            "base_url": redact(self.base_url, self.secrets) if self.base_url else None,
+            "litellm_model": f"{self.model_prefix}{options.model}",
+            **request_summary(options),
+        }
+        return report_failure(failure, self.failure_reporter, provider=options.provider, attempt=attempt, record=record)
+
+    def _resend_without_stream_options(self, failure: LlmFailure) -> bool:
+        if self.include_usage and failure.status == 400 and "stream_options" in (failure.detail or ""):
+            with self._lock:
+                self.include_usage = False
+            return True
+        return False
+
+
+class _Run:
+    """One stream: its attempts, the clocks and the consumer's side of the queue."""
+
+    def __init__(self, adapter: LiteLLMAdapter, options: GenerateOptions) -> None:
+        self.adapter = adapter
+        self.options = options
+        self.provider = options.provider
+        self.started = time.monotonic()
+        self.deadline = self.started + options.timeout if options.timeout else None
+        self.idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
+        self.last_content = self.started
+        self.call: _Call | None = None
+
+    def stop(self) -> None:
+        if self.call is not None:
+            self.call.stop()
+
+    def _abort_failure(self) -> LlmFailure | None:
+        """Cancel, or an expired clock (checked before every wait)."""
+        options = self.options
+        if options.cancel is not None and options.cancel.is_set():
+            return make_failure("ABORTED", f"{self.provider}: stream cancelled by the caller", provider=self.provider)
+        now = time.monotonic()
+        if self.deadline is not None and now >= self.deadline:
+            return make_failure("TIMEOUT", f"{self.provider}: total timeout expired (TIMEOUT)", provider=self.provider)
+        if self.idle and now - self.last_content >= self.idle:
+            return make_failure(
+                "TIMEOUT", f"{self.provider}: no content for {self.idle:g}s (idle timeout, TIMEOUT)", provider=self.provider
+            )
+        return None
+
+    def _wait(self, call: _Call) -> tuple[int, Any] | LlmFailure:
+        """The worker's next item, or the failure that ended the wait."""
+        while True:
+            failure = self._abort_failure()
+            if failure is not None:
+                return failure
+            now = time.monotonic()
+            waits = [self.last_content + self.idle - now] if self.idle else []
+            if self.deadline is not None:
+                waits.append(self.deadline - now)
+            if self.options.cancel is not None:
+                waits.append(CANCEL_POLL)
+            try:
+                return call.queue.get(timeout=max(0.0, min(waits)) if waits else None)
+            except queue.Empty:
+                continue
+
+    def _read_timeout(self) -> float | None:
+        """LiteLLM's own (per-read) timeout: the idle timeout, capped by the time left."""
+        limits = [self.idle] if self.idle else []
+        if self.deadline is not None:
+            limits.append(max(0.001, self.deadline - time.monotonic()))
+        return min(limits) if limits else None
+
+    def batches(self) -> Iterator[list[StreamChunk]]:
+        adapter, options = self.adapter, self.options
+        policy = adapter.retry_policy
+        if options.max_retries is not None:
+            policy = replace(policy, max_retries=options.max_retries)
+        completion = _load_litellm().completion
+        attempt = 0
+        refreshed = False
+        while True:
+            attempt += 1
+            self.last_content = time.monotonic()
+            translator: LiteLLMTranslator | None = None
+            produced = 0
+            try:
+                key = adapter._credential.get(options.provider)
+            except LlmError as exc:
+                failure = adapter._report(exc.failure, options, attempt, 0, self.started)
+                yield _finish(failure)
+                return
+            kwargs = adapter.call_kwargs(options, key)
+            timeout = self._read_timeout()
+            if timeout is not None:
+                kwargs.setdefault("timeout", timeout)
+            secrets = (*((key,) if key else ()), *adapter.secrets)
+            call = self.call = _Call(completion, kwargs).start()
+            while True:
+                item = self._wait(call)
+                if isinstance(item, LlmFailure):  # cancelled or timed out
+                    call.stop()
+                    kind = "aborted" if item.code == "ABORTED" else "error"
+                    failure = adapter._report(item, options, attempt, produced, self.started)
+                    yield _end(translator, failure, kind)
+                    return
+                batch: list[StreamChunk] = []
+                ended = False
+                while True:
+                    tag, value = item
+                    if tag == _OPENED:
+                        translator = adapter.make_translator(options, _request_id(value, secrets))
+                    elif tag == _CHUNK:
+                        assert translator is not None
+                        batch += translator.feed_chunk(value)
+                        self.last_content = time.monotonic()
+                        ended = translator.done
+                    elif tag == _END:
+                        assert translator is not None
+                        batch += translator.end()
+                        ended = True
+                    else:
+                        break  # an error: handled below, after the batch so far
+                    if ended:
+                        break
+                    try:
+                        item = call.queue.get_nowait()
+                    except queue.Empty:
+                        break
+                if batch:
+                    last = batch[-1]
+                    if type(last) is Finish and last.reason.failure is not None:
+                        assert isinstance(last, Finish)
+                        failure = adapter._report(last.reason.failure, options, attempt, produced, self.started)
+                        batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
+                    produced += len(batch)
+                    yield batch
+                if ended:
+                    call.stop()
+                    return
+                if item[0] != _ERROR:
+                    continue
+                opened = translator is not None
+                failure = failure_from_exception(item[1], provider=self.provider, secrets=secrets, mid_stream=opened)
+                failure = adapter._report(failure, options, attempt, produced, self.started)
+                if not opened:
+                    retry = self._retry(policy, failure, attempt, refreshed)
+                    if retry == "refresh":
+                        refreshed = True
+                    if retry is not None:
+                        break  # the next attempt
+                    stopped = self._abort_failure()
+                    if stopped is not None and stopped.code == "ABORTED":  # cancelled while waiting
+                        failure = adapter._report(stopped, options, attempt, produced, self.started)
+                kind = "aborted" if failure.code == "ABORTED" else "error"
+                yield _end(translator, failure, kind)
+                return
+
+    def _retry(self, policy: RetryPolicy, failure: LlmFailure, attempt: int, refreshed: bool) -> str | None:
+        """How to go on after a failure before LiteLLM returned its stream: ``"refresh"``,
+        ``"resend"``, ``"retry"`` (after waiting), or ``None`` (give up)."""
+        adapter = self.adapter
+        credential = adapter._credential
+        if failure.status == 401 and credential.is_callable and not refreshed:
+            log.info("%s: HTTP 401; refreshing the credential and trying once more", self.provider)
+            credential.invalidate()
+            return "refresh"
+        if adapter._resend_without_stream_options(failure):
+            return "resend"
+        delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=self.deadline)
+        if delay is None:
+            return None
+        log.warning("%s: retrying after %s in %.2fs (attempt %d)", self.provider, failure.code, delay, attempt + 1)
+        cancel = self.options.cancel
+        if cancel is None:
+            time.sleep(delay)
+        elif cancel.wait(delay):
+            return None
+        return "retry"
+
+
+def _request_id(wrapper: object, secrets: tuple[str, ...]) -> str | None:
+    """The provider's request id from the response headers LiteLLM kept (its
+    ``_hidden_params["additional_headers"]``, names prefixed ``llm_provider-``)."""
+    hidden = getattr(wrapper, "_hidden_params", None)
+    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+    if not isinstance(headers, Mapping):
+        return None
+    provider_headers = {
+        str(k).removeprefix("llm_provider-"): str(v) for k, v in headers.items() if str(k).startswith("llm_provider-")
+    }
+    return request_id_from(provider_headers, secrets)
+
+
+def _finish(failure: LlmFailure) -> list[StreamChunk]:
+    kind: FinishKind = "aborted" if failure.code == "ABORTED" else "error"
+    return [Finish(reason=FinishReason(kind=kind, failure=failure))]
+
+
+def _end(translator: LiteLLMTranslator | None, failure: LlmFailure, kind: str) -> list[StreamChunk]:
+    """The stream's last chunks for ``failure``: the translator's (partial output and usage
+    kept) or, before LiteLLM returned its stream, a lone finish."""
+    if translator is None:
+        return _finish(failure)
+    return translator.end_with(failure, "aborted" if kind == "aborted" else "error")
+

@@ -1,0 +1,199 @@
+"""Observer records: the frozen values an ``observer=`` callable hears about each stream.
+
+Contract: stdlib, ``types`` and ``request`` only; plain frozen values, no behaviour, no
+clock, no I/O (the records are built by :mod:`dshstream._observe`).
+
+1. Per stream and per observer, in order: one :class:`StreamStarted`; then at most one
+   :class:`FirstChunk` and one :class:`AttemptRecord` per HTTP attempt (in attempt order);
+   then exactly one :class:`StreamFinished`. Nothing follows the :class:`StreamFinished`.
+2. ``stream_id`` ties the records of one stream together; it is unique within the process.
+   An adapter's records for a stream it serves through a service carry the service's id.
+3. ``level`` says who observed: ``"service"`` (``LlmService(observer=...)``: every stream
+   the service returns, from the ``stream()`` call to the end of the :class:`ChunkStream`)
+   or ``"adapter"`` (``observer=`` on an HTTP adapter: the adapter's own generator, from its
+   first step to its end).
+4. No record holds prompt text, output text, tool arguments, stop sequences, headers or keys,
+   unless the observer opted in (a true ``capture_content`` attribute): then
+   :attr:`StreamStarted.messages`, :attr:`RequestSettings.stop_sequences` and
+   :attr:`StreamFinished.output` are set. Failures are :class:`LlmFailure` values, whose
+   ``message`` never holds upstream text and whose ``detail`` is redacted.
+5. ``started_at`` is wall-clock time (``time.time()``); every duration is in seconds on the
+   monotonic clock, measured from the start of the stream (``time_to_first_chunk``,
+   ``duration``) or of the attempt (:attr:`AttemptRecord.duration`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from .request import GenerateOptions, Message
+from .types import Block, FinishKind, FinishReason, LlmFailure, TokenUsage
+
+__all__ = [
+    "AttemptOutcome",
+    "AttemptRecord",
+    "FirstChunk",
+    "ObserveLevel",
+    "Observer",
+    "ObserverRecord",
+    "RequestSettings",
+    "StreamFinished",
+    "StreamStarted",
+]
+
+ObserveLevel: TypeAlias = Literal["service", "adapter"]
+AttemptOutcome: TypeAlias = Literal["ok", "failed", "aborted"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSettings:
+    """The non-secret settings of a request: no prompt, no keys. ``stop_sequences`` is
+    caller text, so it is set only for an observer that captures content."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning_effort: str | None = None
+    #: the names of the tools offered (identifiers, not their schemas)
+    tool_names: tuple[str, ...] = ()
+    message_count: int = 0
+    stop_count: int = 0
+    timeout: float | None = None
+    idle_timeout: float | None = None
+    max_retries: int | None = None
+    #: the keys of ``extra_body`` (never its values)
+    extra_body_keys: tuple[str, ...] = ()
+    stop_sequences: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, options: GenerateOptions, *, capture_content: bool = False) -> RequestSettings:
+        """The settings of ``options`` (stop sequences only with ``capture_content``)."""
+        stop = options.stop or ()
+        return cls(
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+            reasoning_effort=options.reasoning_effort,
+            tool_names=tuple(tool.name for tool in options.tools),
+            message_count=len(options.messages),
+            stop_count=len(stop),
+            timeout=options.timeout,
+            idle_timeout=options.idle_timeout,
+            max_retries=options.max_retries,
+            extra_body_keys=tuple(sorted(str(key) for key in options.extra_body or ())),
+            stop_sequences=tuple(stop) if capture_content and stop else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStarted:
+    """A stream began (the ``stream()`` call, or an adapter generator's first step)."""
+
+    stream_id: str
+    provider: str
+    model: str
+    settings: RequestSettings
+    #: wall-clock start, seconds since the epoch
+    started_at: float
+    level: ObserveLevel = "service"
+    #: the request's messages, only for an observer that captures content
+    messages: tuple[Message, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FirstChunk:
+    """The first content chunk (a block opening, or text, reasoning or tool-call data)
+    reached the stream; usage and the finish don't count."""
+
+    stream_id: str
+    provider: str
+    model: str
+    #: seconds from the start of the stream
+    time_to_first_chunk: float
+    #: the chunk's class name (``"TextDelta"``, ``"BlockStart"``...)
+    chunk_type: str
+    level: ObserveLevel = "service"
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One HTTP attempt ended: ``ok`` (the provider's finish arrived), ``failed`` (its
+    failure, before any retry decision) or ``aborted`` (cancelled, or closed by the
+    consumer)."""
+
+    stream_id: str
+    #: the provider and model the attempt went to (a listener may have rerouted it)
+    provider: str
+    model: str
+    #: 1 for the first attempt; a service counts over the whole stream (a listener that
+    #: falls back to another provider continues the count), an adapter per generator
+    attempt: int
+    outcome: AttemptOutcome
+    #: seconds from the attempt's start to its end
+    duration: float
+    #: chunks this attempt produced
+    chunks: int
+    failure: LlmFailure | None = None
+    #: the host and port the attempt was sent to
+    server_address: str | None = None
+    server_port: int | None = None
+    level: ObserveLevel = "service"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFinished:
+    """The stream ended, whichever way: exactly one per stream and observer.
+
+    ``usage`` carries the provider-reported ``cost`` when there is one. ``attempts`` is
+    the number of HTTP attempts made (0 when no request was sent: a listener answered, the
+    stream was closed before it started, or the adapter reports no attempts).
+    ``chunk_count`` counts the chunks that reached the stream.
+    """
+
+    stream_id: str
+    provider: str
+    model: str
+    finish: FinishReason
+    usage: TokenUsage | None
+    #: seconds from the start of the stream to its end
+    duration: float
+    #: seconds to the first content chunk (None: no content arrived)
+    time_to_first_chunk: float | None
+    chunk_count: int
+    attempts: int
+    response_id: str | None = None
+    #: the model that answered, as the provider named it
+    response_model: str | None = None
+    #: the backend behind a gateway (OpenRouter's provider...)
+    serving_provider: str | None = None
+    #: the HTTP request id, from the response or the failure
+    request_id: str | None = None
+    server_address: str | None = None
+    server_port: int | None = None
+    level: ObserveLevel = "service"
+    #: the assembled blocks (text, reasoning, tool calls), only for an observer that
+    #: captures content
+    output: tuple[Block, ...] | None = None
+
+    @property
+    def kind(self) -> FinishKind:
+        """The finish kind (``stop``, ``tool-calls``, ``max-tokens``, ``error``, ``aborted``)."""
+        return self.finish.kind
+
+    @property
+    def code(self) -> str | None:
+        """The failure code of an ``error`` or ``aborted`` finish, else ``None``."""
+        failure = self.finish.failure
+        return failure.code if failure is not None else None
+
+    @property
+    def ok(self) -> bool:
+        """True unless the stream ended in an error or was aborted."""
+        return self.finish.kind not in ("error", "aborted")
+
+
+#: every record an observer hears
+ObserverRecord: TypeAlias = StreamStarted | FirstChunk | AttemptRecord | StreamFinished
+#: an ``observer=``: hears every record; what it returns is ignored, what it raises is
+#: logged and swallowed
+Observer: TypeAlias = Callable[[ObserverRecord], object]

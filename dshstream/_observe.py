@@ -1,0 +1,622 @@
+"""Watching streams: the records an ``observer=`` hears, each stream's end reported exactly
+once, and one INFO log line per finished stream.
+
+Contract:
+
+1. A :class:`StreamWatch` follows one stream at one level (the service's
+   :class:`~dshstream._chunk_stream.ChunkStream`, or an HTTP adapter's generator). It emits
+   :class:`~dshstream._core.records.StreamStarted` when it is made,
+   :class:`~dshstream._core.records.FirstChunk` on the first content chunk, one
+   :class:`~dshstream._core.records.AttemptRecord` when each HTTP attempt ends, and
+   :class:`~dshstream._core.records.StreamFinished` exactly once — a lock and a flag —
+   whichever path ends the stream: its finish chunk (a stop or an error finish), an
+   exception, ``close()`` from any thread, the cancel event, ``KeyboardInterrupt``, a
+   consumer that stops early, or the garbage collection of an abandoned stream (a
+   :func:`weakref.finalize` closes the stream's source, then reports ``aborted`` with
+   ``ABORTED``). Nothing is emitted after the ``StreamFinished``.
+2. A watch exists only when someone listens: an observer is set, or the
+   ``dshstream.observe`` logger is enabled for INFO when the stream starts. A stream
+   nobody watches carries no watch and pays nothing.
+3. Per chunk a watch does one thing: until the first content chunk has arrived, it looks
+   for it. The rest is per batch (a counter) or per stream.
+4. Composition. The service starts each adapter generator of a watched stream with the
+   stream's watch as the thread's current watch (:func:`linked_start`: around its first
+   step only, nothing per batch); the adapter links its own watch to it (when the request
+   carries that stream's cancel event, so a stream started meanwhile never links to it):
+   the adapter's attempt records go to both levels (the service numbers them over the
+   whole stream), its records carry the service's ``stream_id``, and an adapter observer
+   that is the very same object as the service's is dropped at the adapter level — so one
+   observer hears one ``StreamFinished`` per stream, however it is attached. The INFO line
+   is written by the outermost watch only (the service's, or an adapter's used directly).
+5. An observer that raises is logged (redacted; the first failure of each observer at
+   ERROR with its traceback, later ones at DEBUG) and the stream goes on. Only
+   ``KeyboardInterrupt``/``SystemExit`` propagate.
+6. Content — the request's messages and stop sequences, the output blocks — goes only to
+   an observer with a true ``capture_content`` attribute; the log line never has any.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from ._core.assembler import BlockAssembler
+from ._core.errors import LlmError, make_failure
+from ._core.log import get_logger
+from ._core.records import (
+    AttemptOutcome,
+    AttemptRecord,
+    FirstChunk,
+    ObserveLevel,
+    Observer,
+    ObserverRecord,
+    RequestSettings,
+    StreamFinished,
+    StreamStarted,
+)
+from ._core.request import GenerateOptions
+from ._core.types import (
+    Block,
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningDelta,
+    ResponseMetadata,
+    StreamChunk,
+    TextDelta,
+    TokenUsage,
+    ToolCallDelta,
+    UsageChunk,
+)
+from ._core.validate import describe, invalid
+
+log = get_logger("dshstream.observe")
+
+__all__ = [
+    "StreamWatch",
+    "check_observer",
+    "current",
+    "entered",
+    "linked_start",
+    "open_watch",
+    "restore",
+    "server_of",
+]
+
+#: the chunks that count as content for the time to the first chunk
+_CONTENT = frozenset({BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd})
+_ID_PREFIX = os.urandom(4).hex()
+_ids = itertools.count(1)
+_local = threading.local()
+_failed_observers: set[int] = set()
+_failed_lock = threading.Lock()
+
+
+def check_observer(value: object, field: str = "observer") -> Observer | None:
+    """``value`` if it is ``None`` or callable; ``ConfigurationTypeError`` naming ``field``."""
+    if value is not None and not callable(value):
+        raise invalid(
+            f"{field} must be a callable taking one record, got {describe(value)}", wrong_type=True
+        )
+    return value
+
+
+def server_of(url: str | None) -> tuple[str | None, int | None]:
+    """The host and port ``url`` goes to (the scheme's default port when none is given)."""
+    if not url:
+        return None, None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None, None
+    if port is None:
+        port = {"https": 443, "http": 80}.get(parts.scheme.lower())
+    return parts.hostname, port
+
+
+# --------------------------------------------------------------------------- the current watch
+
+
+def current() -> StreamWatch | None:
+    """The watch of the stream whose adapter is starting on this thread, if any (rule 4)."""
+    watch: StreamWatch | None = getattr(_local, "watch", None)
+    return watch
+
+
+def entered(watch: StreamWatch) -> StreamWatch | None:
+    """Make ``watch`` this thread's current watch; returns the one to restore."""
+    outer: StreamWatch | None = getattr(_local, "watch", None)
+    _local.watch = watch
+    return outer
+
+
+def restore(outer: StreamWatch | None) -> None:
+    """Undo :func:`entered`."""
+    _local.watch = outer
+
+
+def linked_start(
+    watch: StreamWatch, batches: Iterator[list[StreamChunk]]
+) -> Iterator[list[StreamChunk]]:
+    """``batches`` (an adapter's generator), its first step taken now with ``watch`` as the
+    thread's current watch, so that the adapter's own watch links to it (rule 4). Close
+    ``batches`` itself, not what this returns."""
+    outer = entered(watch)
+    try:
+        first = next(batches, None)
+    finally:
+        restore(outer)
+    return batches if first is None else itertools.chain((first,), batches)
+
+
+def open_watch(
+    observer: Observer | None, options: GenerateOptions, level: ObserveLevel
+) -> StreamWatch | None:
+    """A started watch for a stream of ``options``, or ``None`` when nobody listens (rule 2).
+
+    An adapter-level watch links to the current watch when it is the same stream's (the
+    options carry the same cancel event: the service gives every stream its own, and passes
+    it on to the adapter); a service-level one never links (rule 4)."""
+    parent = current() if level == "adapter" else None
+    if parent is not None and (options.cancel is None or parent._cancel is not options.cancel):
+        parent = None  # another stream pulled inside that one's pull (a listener's own call)
+    if parent is not None and observer is not None and observer is parent.observer:
+        observer = None  # the service already tells this observer about the stream
+    logs = parent is None and log.isEnabledFor(logging.INFO)
+    if observer is None and parent is None and not logs:
+        return None
+    watch = StreamWatch(options, level=level, observer=observer, parent=parent, logs=logs)
+    watch.start(options)
+    return watch
+
+
+# --------------------------------------------------------------------------- the watch
+
+
+class StreamWatch:
+    """One stream at one level: emits its records and reports its end exactly once."""
+
+    __slots__ = (
+        "_assembler",
+        "_attempt",
+        "_attempt_open",
+        "_attempt_t0",
+        "_attempts",
+        "_cancel",
+        "_chunks",
+        "_done",
+        "_finalizer",
+        "_finish",
+        "_first",
+        "_lock",
+        "_passive",
+        "_server",
+        "_source",
+        "_t0",
+        "_usage",
+        "capture",
+        "level",
+        "logs",
+        "model",
+        "observer",
+        "parent",
+        "provider",
+        "stream_id",
+    )
+
+    def __init__(
+        self,
+        options: GenerateOptions,
+        *,
+        level: ObserveLevel,
+        observer: Observer | None,
+        parent: StreamWatch | None = None,
+        logs: bool = False,
+    ) -> None:
+        self.stream_id: str = (
+            parent.stream_id if parent is not None else f"{_ID_PREFIX}-{next(_ids)}"
+        )
+        self.provider = options.provider
+        self.model = options.model
+        self.level: ObserveLevel = level
+        self.observer = observer
+        self.capture = observer is not None and getattr(observer, "capture_content", False) is True
+        self.parent = parent
+        self.logs = logs
+        #: nothing to tell but attempts to the parent: batches are not looked at
+        self._passive = observer is None and not logs
+        self._cancel = options.cancel
+        self._t0 = time.monotonic()
+        self._first: float | None = None
+        self._chunks = 0
+        self._attempts = 0
+        self._attempt = 0
+        self._attempt_t0 = 0.0
+        self._attempt_open = False
+        self._server: tuple[str | None, int | None] = (None, None)
+        self._finish: Finish | None = None
+        self._usage: TokenUsage | None = None
+        # an adapter capturing content folds its own copy; a service watch borrows the stream's
+        self._assembler: BlockAssembler | None = (
+            BlockAssembler(provider=options.provider, model=options.model)
+            if self.capture and level == "adapter"
+            else None
+        )
+        self._source: Iterator[Any] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._lock = threading.Lock()
+        self._done = False
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "open"
+        return f"StreamWatch({self.stream_id!r}, {self.level}, {self.provider!r}, {state})"
+
+    @property
+    def done(self) -> bool:
+        """Whether the ``StreamFinished`` has been reported."""
+        return self._done
+
+    # ------------------------------------------------------------------ emitting
+
+    def _emit(self, record: ObserverRecord) -> None:
+        observer = self.observer
+        if observer is None:
+            return
+        try:
+            observer(record)
+        except Exception as exc:  # noqa: BLE001 - an observer must never break the stream (rule 5)
+            _observer_failed(observer, record, exc)
+
+    def start(self, options: GenerateOptions) -> None:
+        """Emit the ``StreamStarted``."""
+        if self.observer is None:
+            return
+        self._emit(
+            StreamStarted(
+                stream_id=self.stream_id,
+                provider=self.provider,
+                model=self.model,
+                settings=RequestSettings.of(options, capture_content=self.capture),
+                started_at=time.time(),
+                level=self.level,
+                messages=options.messages if self.capture else None,
+            )
+        )
+
+    # ------------------------------------------------------------------ following a stream
+
+    def follow(self, stream: object, assembler: BlockAssembler, source: Iterator[Any]) -> None:
+        """Watch a ``ChunkStream``: borrow its assembler, and report ``aborted`` if it is
+        garbage-collected before it ends (closing its source first, rule 1)."""
+        self._assembler = assembler
+        self._source = source
+        self._finalizer = weakref.finalize(stream, self._abandoned)
+
+    def _abandoned(self) -> None:
+        source, self._source = self._source, None
+        close = getattr(source, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                log.debug("closing an abandoned stream's source raised", exc_info=True)
+        failure = make_failure(
+            "ABORTED",
+            f"{self.provider}: stream abandoned (garbage-collected before it finished)",
+            provider=self.provider,
+        )
+        self.finish(FinishReason(kind="aborted", failure=failure))
+
+    def received(self, batch: list[StreamChunk]) -> None:
+        """A non-empty batch reached the stream (rule 3). The usage is read from the
+        finish's batch (it travels with the finish: the adapter contract, rule 1), so a
+        consumer that stops before taking the finish still gets what it was billed."""
+        last = batch[-1]
+        if type(last) is Finish:
+            self._finish = last
+            if not self._passive:
+                for chunk in reversed(batch):
+                    if type(chunk) is UsageChunk:
+                        self._usage = chunk.usage
+                        break
+        if self._passive:
+            return
+        self._chunks += len(batch)
+        if self._first is None:
+            for chunk in batch:
+                if type(chunk) in _CONTENT:
+                    self._first_chunk(chunk)
+                    break
+        if self._assembler is not None and self.level == "adapter":
+            self._assembler.extend(batch)
+
+    def _first_chunk(self, chunk: StreamChunk) -> None:
+        self._first = time.monotonic() - self._t0
+        if self.observer is not None and not self._done:
+            self._emit(
+                FirstChunk(
+                    stream_id=self.stream_id,
+                    provider=self.provider,
+                    model=self.model,
+                    time_to_first_chunk=self._first,
+                    chunk_type=type(chunk).__name__,
+                    level=self.level,
+                )
+            )
+
+    # ------------------------------------------------------------------ attempts
+
+    def begin_attempt(self, attempt: int, url: str | None = None) -> None:
+        """HTTP attempt ``attempt`` (1-based) starts, towards ``url``."""
+        self._attempt = attempt
+        self._attempt_t0 = time.monotonic()
+        self._attempt_open = True
+        if url:
+            self._server = server_of(url)
+
+    def end_attempt(
+        self, outcome: AttemptOutcome, chunks: int, failure: LlmFailure | None = None
+    ) -> None:
+        """The open attempt ended (a second call for the same attempt does nothing)."""
+        if not self._attempt_open:
+            return
+        self._attempt_open = False
+        if failure is not None and failure.code == "ABORTED":
+            outcome = "aborted"
+        self._attempt_ended(
+            AttemptRecord(
+                stream_id=self.stream_id,
+                provider=self.provider,
+                model=self.model,
+                attempt=self._attempt,
+                outcome=outcome,
+                duration=time.monotonic() - self._attempt_t0,
+                chunks=chunks,
+                failure=failure,
+                server_address=self._server[0],
+                server_port=self._server[1],
+                level=self.level,
+            )
+        )
+
+    def _attempt_ended(self, record: AttemptRecord) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._attempts += 1
+            attempts = self._attempts
+            if record.server_address is not None:
+                self._server = (record.server_address, record.server_port)
+        if record.level != self.level:  # an adapter's: numbered over this whole stream
+            record = replace(record, attempt=attempts, level=self.level)
+        self._emit(record)
+        if self.parent is not None:
+            self.parent._attempt_ended(record)
+
+    # ------------------------------------------------------------------ the end
+
+    def close(self, error: BaseException | None, chunks: int) -> None:
+        """An adapter's generator ended: with ``error`` (``GeneratorExit`` when its
+        consumer stopped), or normally. Ends an open attempt, then the stream."""
+        if self._attempt_open:
+            if (
+                self._finish is not None
+            ):  # the provider's finish arrived (a failed one ended the attempt)
+                self.end_attempt("ok", chunks)
+            else:
+                reason = _reason_for(error, self.provider, self._cancelled())
+                self.end_attempt(
+                    "aborted" if reason.kind == "aborted" else "failed", chunks, reason.failure
+                )
+        if self._finish is not None:
+            self.finish()  # the finish went out: how the consumer left afterwards does not matter
+        else:
+            self.finish(_reason_for(error, self.provider, self._cancelled()))
+
+    def failed(self, error: BaseException) -> None:
+        """The stream's source raised ``error`` (the stream is dead)."""
+        self.finish(_reason_for(error, self.provider, self._cancelled()))
+
+    def finish(self, reason: FinishReason | None = None) -> None:
+        """Report the ``StreamFinished`` (once; later calls do nothing). ``reason``
+        overrides the finish the stream carried; without either, the stream was cut
+        (``STREAM_CLOSED``)."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        finalizer, self._finalizer = self._finalizer, None
+        if finalizer is not None:
+            finalizer.detach()
+        self._source = None
+        usage = self._usage
+        metadata: ResponseMetadata | None = None
+        output: tuple[Block, ...] | None = None
+        assembler = self._assembler
+        if assembler is not None:
+            if assembler.usage is not None:
+                usage = assembler.usage
+            if assembler.finished:
+                metadata = assembler.metadata
+                if reason is None:
+                    reason = assembler.finish
+            if self.capture:
+                output = _blocks_of(assembler)
+        if metadata is None and self._finish is not None:
+            metadata = self._finish.metadata
+            if reason is None:
+                reason = self._finish.reason
+        if reason is None:
+            reason = _reason_for(None, self.provider, self._cancelled())
+        failure = reason.failure
+        request_id = metadata.request_id if metadata is not None else None
+        if request_id is None and failure is not None:
+            request_id = failure.request_id
+        record = StreamFinished(
+            stream_id=self.stream_id,
+            provider=self.provider,
+            model=self.model,
+            finish=reason,
+            usage=usage,
+            duration=time.monotonic() - self._t0,
+            time_to_first_chunk=self._first,
+            chunk_count=self._chunks,
+            attempts=self._attempts,
+            response_id=metadata.response_id if metadata is not None else None,
+            response_model=metadata.model if metadata is not None else None,
+            serving_provider=(
+                metadata.serving_provider
+                if metadata is not None and metadata.serving_provider
+                else (failure.serving_provider if failure is not None else None)
+            ),
+            request_id=request_id,
+            server_address=self._server[0],
+            server_port=self._server[1],
+            level=self.level,
+            output=output,
+        )
+        self._emit(record)
+        if self.logs:
+            _log_finished(record)
+
+    def _cancelled(self) -> bool:
+        cancel = self._cancel
+        try:
+            return cancel is not None and bool(cancel.is_set())
+        except Exception:  # noqa: BLE001 - a broken cancel object is not a cancellation
+            return False
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _reason_for(error: BaseException | None, provider: str, cancelled: bool) -> FinishReason:
+    """The finish of a stream that ended with ``error`` instead of its finish chunk."""
+    if isinstance(error, LlmError):
+        failure = error.failure
+        if failure.provider is None:
+            failure = replace(failure, provider=provider)
+    elif isinstance(error, GeneratorExit):
+        failure = make_failure(
+            "ABORTED", f"{provider}: stream closed by the consumer", provider=provider
+        )
+    elif isinstance(error, KeyboardInterrupt):
+        failure = make_failure(
+            "ABORTED", f"{provider}: interrupted (KeyboardInterrupt)", provider=provider
+        )
+    elif error is None:
+        failure = make_failure(
+            "STREAM_CLOSED",
+            f"{provider}: the stream ended without a finish (STREAM_CLOSED)",
+            provider=provider,
+        )
+    else:
+        failure = make_failure(
+            "UNKNOWN",
+            f"{provider}: the stream failed with {type(error).__name__}",
+            provider=provider,
+        )
+    if cancelled and failure.code != "ABORTED":
+        failure = make_failure(
+            "ABORTED", f"{provider}: stream cancelled by the caller", provider=provider
+        )
+    return FinishReason(kind="aborted" if failure.code == "ABORTED" else "error", failure=failure)
+
+
+def _blocks_of(assembler: BlockAssembler) -> tuple[Block, ...]:
+    try:
+        return tuple(assembler.blocks())
+    except LlmError:  # a block that cannot be completed (a cut tool result): keep the text
+        return tuple(assembler.interrupted_blocks())
+
+
+def _observer_failed(observer: Observer, record: ObserverRecord, exc: Exception) -> None:
+    key = id(observer)
+    with _failed_lock:
+        first = key not in _failed_observers
+        if first:
+            if len(_failed_observers) > 1000:
+                _failed_observers.clear()
+            _failed_observers.add(key)
+    name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
+    kind = type(record).__name__
+    if first:
+        log.error(
+            "observer %s raised on %s; ignored (later failures are logged at DEBUG)",
+            name,
+            kind,
+            exc_info=exc,
+        )
+    else:
+        log.debug("observer %s raised on %s; ignored", name, kind, exc_info=exc)
+
+
+def _usage_text(usage: TokenUsage | None) -> str:
+    if usage is None:
+        return "unknown"
+    parts = [f"in={usage.input_tokens}", f"out={usage.output_tokens}"]
+    if usage.cache_read_tokens:
+        parts.append(f"cache_read={usage.cache_read_tokens}")
+    if usage.cache_write_tokens:
+        parts.append(f"cache_write={usage.cache_write_tokens}")
+    if usage.reasoning_tokens:
+        parts.append(f"reasoning={usage.reasoning_tokens}")
+    if usage.cost is not None:
+        parts.append(f"cost=${usage.cost:.6g}")
+    return " ".join(parts)
+
+
+def _log_finished(record: StreamFinished) -> None:
+    """The one INFO line of a finished stream; its facts also ride on the log record as
+    ``record.dshstream`` (a dict) for structured handlers."""
+    usage = record.usage
+    facts: dict[str, Any] = {
+        "stream_id": record.stream_id,
+        "provider": record.provider,
+        "model": record.model,
+        "finish": record.kind,
+        "code": record.code,
+        "duration_s": round(record.duration, 6),
+        "time_to_first_chunk_s": None
+        if record.time_to_first_chunk is None
+        else round(record.time_to_first_chunk, 6),
+        "chunks": record.chunk_count,
+        "attempts": record.attempts,
+        "input_tokens": usage.input_tokens if usage else None,
+        "output_tokens": usage.output_tokens if usage else None,
+        "cache_read_tokens": usage.cache_read_tokens if usage else None,
+        "cache_write_tokens": usage.cache_write_tokens if usage else None,
+        "reasoning_tokens": usage.reasoning_tokens if usage else None,
+        "cost": usage.cost if usage else None,
+        "request_id": record.request_id,
+        "response_id": record.response_id,
+        "response_model": record.response_model,
+        "serving_provider": record.serving_provider,
+    }
+    first = "-" if record.time_to_first_chunk is None else f"{record.time_to_first_chunk:.3f}s"
+    log.info(
+        "%s %s: %s%s in %.3fs (first chunk %s), %d chunks, %d attempt%s, usage %s, request id %s",
+        record.provider,
+        record.model,
+        record.kind,
+        f" {record.code}" if record.code else "",
+        record.duration,
+        first,
+        record.chunk_count,
+        record.attempts,
+        "" if record.attempts == 1 else "s",
+        _usage_text(usage),
+        record.request_id or "-",
+        extra={"dshstream": facts},
+    )

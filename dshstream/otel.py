@@ -1,0 +1,425 @@
+"""OpenTelemetry for dshstream: one span and the GenAI client metrics per stream, from the
+observer records, following the OpenTelemetry semantic conventions for generative AI.
+
+Install the extra (``opentelemetry-api`` only; the SDK and exporters are the
+application's choice)::
+
+    pip install "dshstream[otel]"
+
+    >>> from dshstream import LlmService
+    >>> from dshstream.otel import OtelObserver
+    >>> service = LlmService(observer=OtelObserver())
+
+This is dshstream's one public module besides the package itself: it is an optional
+integration, and ``import dshstream`` never imports it (nor OpenTelemetry).
+
+Contract:
+
+1. One span per stream (``OtelObserver`` is an ``observer=``; see
+   :mod:`dshstream._observe` for when records come): named ``chat {model}``, kind
+   ``CLIENT``, started at the stream's start (``StreamStarted.started_at``, as a child of
+   the span current when the stream started) and ended exactly once, at the stream's
+   ``StreamFinished`` — whichever way the stream ended (closed, cancelled, interrupted,
+   abandoned and garbage-collected). An ``error`` or ``aborted`` finish sets status
+   ``ERROR`` with the failure's classified headline (never upstream text) and
+   ``error.type`` = the failure code (``RATE_LIMIT``, ``ABORTED``...); success leaves the
+   status unset, as the conventions ask.
+2. Span attributes: ``gen_ai.operation.name`` (``chat``), ``gen_ai.provider.name`` (the
+   conventions' well-known name for the route: ``openai``, ``anthropic``, ``aws.bedrock``,
+   ``azure.ai.openai``, ``gcp.gemini``, ``gcp.vertex_ai``, ``deepseek``, ``groq``,
+   ``mistral_ai``, ``x_ai``...; other routes keep their own name; ``provider_names=``
+   overrides), ``gen_ai.request.model`` / ``max_tokens`` / ``temperature``,
+   ``gen_ai.response.id`` / ``model`` / ``finish_reasons`` (the provider's own word when it
+   gave one), ``gen_ai.response.time_to_first_chunk`` (seconds), the usage attributes
+   (rule 4), ``server.address`` / ``server.port`` (the host the last attempt went to), and
+   dshstream's own: ``dshstream.provider`` (the route), ``dshstream.stream_id``,
+   ``dshstream.attempts``, ``dshstream.chunk_count``, ``dshstream.finish`` (the finish
+   kind), ``dshstream.usage.cost`` (the provider-reported cost in USD: the conventions have
+   no cost attribute), ``dshstream.serving_provider``, ``dshstream.request_id``. Each HTTP
+   attempt is a span event ``dshstream.attempt`` (number, outcome, duration, chunks,
+   ``error.type``, ``http.response.status_code``); the first content chunk is an event
+   ``dshstream.first_chunk``.
+3. Metrics (histograms, the conventions' units; the conventions' explicit bucket
+   boundaries are given as advice where the API takes it, opentelemetry-api >= 1.28):
+   ``gen_ai.client.operation.duration`` (``s``, every stream),
+   ``gen_ai.client.token.usage`` (``{token}``, one point per ``gen_ai.token.type``,
+   ``input`` and ``output``, when the provider reported usage) and
+   ``gen_ai.client.operation.time_to_first_chunk`` (``s``, streams whose content
+   arrived). Their attributes: operation, provider, request and response model, server
+   address and port, and ``error.type`` on failures.
+4. Token counts. dshstream's counts are **disjoint**: ``TokenUsage.input_tokens`` is the
+   uncached input only, beside ``cache_read_tokens`` and ``cache_write_tokens``. The
+   conventions' ``gen_ai.usage.input_tokens`` "SHOULD include all types of input tokens,
+   including cached tokens", and ``gen_ai.usage.cache_read.input_tokens`` /
+   ``gen_ai.usage.cache_creation.input_tokens`` "SHOULD be included in
+   gen_ai.usage.input_tokens". So ``gen_ai.usage.input_tokens`` =
+   ``input_tokens + cache_read_tokens + cache_write_tokens``
+   (:attr:`TokenUsage.total_input_tokens`), and the two cache attributes are the cache
+   counts as they are — parts of that total, never to be added to it. Output needs no
+   mapping: ``gen_ai.usage.output_tokens`` = ``output_tokens``, which already includes the
+   reasoning tokens, and ``gen_ai.usage.reasoning.output_tokens`` = ``reasoning_tokens`` is
+   a part of it. The ``input`` point of ``gen_ai.client.token.usage`` is the same
+   inclusive (billed) total.
+5. Content is off by default. With ``capture_content=True`` (which also makes the records
+   carry it): ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
+   ``gen_ai.output.messages`` (JSON in the conventions' message schema: text, reasoning,
+   tool-call and tool-call-response parts; media parts by type only, never their bytes)
+   and ``gen_ai.request.stop_sequences``.
+6. Thread-safe; never raises into a stream (an observer's failure is logged by
+   dshstream). Spans of streams still open live in a dict until their finish, which
+   dshstream guarantees.
+
+References (the GenAI conventions, now in ``open-telemetry/semantic-conventions-genai``;
+formerly ``open-telemetry/semantic-conventions`` ``docs/gen-ai/``): ``gen-ai-spans.md``
+(span name ``{gen_ai.operation.name} {gen_ai.request.model}``, kind ``CLIENT``, the
+request/response/usage attributes, ``error.type``, content opt-in),
+``gen-ai-metrics.md`` (``gen_ai.client.token.usage`` with ``gen_ai.token.type``,
+``gen_ai.client.operation.duration``, ``gen_ai.client.operation.time_to_first_chunk``:
+"SHOULD be reported for streaming calls"; the bucket boundaries below), the attribute
+registry ``registry/attributes/gen-ai.md`` (``gen_ai.provider.name`` replacing
+``gen_ai.system`` and its well-known values; the cache and reasoning token attributes),
+and ``gen-ai-input-messages.json`` / ``gen-ai-output-messages.json`` (the message schema).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._core.records import AttemptRecord, FirstChunk, ObserverRecord, StreamFinished, StreamStarted
+from ._core.request import Message
+from ._core.types import FinishReason, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Histogram, Meter, MeterProvider
+    from opentelemetry.trace import Span, TracerProvider
+    from opentelemetry.util.types import AttributeValue
+
+__all__ = ["PROVIDER_NAMES", "OtelObserver"]
+
+#: dshstream route -> the conventions' well-known ``gen_ai.provider.name``
+PROVIDER_NAMES: Mapping[str, str] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "bedrock": "aws.bedrock",
+    "azure": "azure.ai.openai",
+    "azure-responses": "azure.ai.openai",
+    "gemini": "gcp.gemini",
+    "vertex": "gcp.vertex_ai",
+    "vertex-anthropic": "gcp.vertex_ai",
+    "deepseek": "deepseek",
+    "groq": "groq",
+    "mistral": "mistral_ai",
+    "xai": "x_ai",
+    "perplexity": "perplexity",
+    "cohere": "cohere",
+}
+#: gen_ai.client.operation.duration and time_to_first_chunk (seconds)
+DURATION_BUCKETS = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip
+#: gen_ai.client.token.usage
+TOKEN_BUCKETS = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)  # fmt: skip
+#: a finish kind in the conventions' finish-reason words (when the provider gave none)
+_FINISH_WORDS = {
+    "stop": "stop",
+    "tool-calls": "tool_call",
+    "max-tokens": "length",
+    "error": "error",
+}
+
+
+class OtelObserver:
+    """An ``observer=`` that turns dshstream's records into OpenTelemetry spans and GenAI
+    metrics (see the module docstring). ``tracer_provider``/``meter_provider`` default to
+    the global ones; ``capture_content`` opts in to prompt and output text."""
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        capture_content: bool = False,
+        provider_names: Mapping[str, str] | None = None,
+    ) -> None:
+        try:
+            from opentelemetry import metrics, trace
+        except ImportError as exc:  # the extra is not installed
+            raise ImportError(
+                "dshstream.otel needs the OpenTelemetry API: pip install 'dshstream[otel]'"
+            ) from exc
+        #: read by dshstream: records carry prompt and output text only when this is true
+        self.capture_content = capture_content is True
+        self.provider_names: dict[str, str] = {**PROVIDER_NAMES, **(provider_names or {})}
+        self._tracer = trace.get_tracer("dshstream", __version__, tracer_provider=tracer_provider)
+        meter = metrics.get_meter("dshstream", __version__, meter_provider=meter_provider)
+        self._duration = _histogram(
+            meter,
+            "gen_ai.client.operation.duration",
+            "s",
+            "GenAI operation duration.",
+            DURATION_BUCKETS,
+        )
+        self._tokens = _histogram(
+            meter,
+            "gen_ai.client.token.usage",
+            "{token}",
+            "Number of input and output tokens used.",
+            TOKEN_BUCKETS,
+        )
+        self._first_chunk = _histogram(
+            meter,
+            "gen_ai.client.operation.time_to_first_chunk",
+            "s",
+            "Time to receive the first chunk, from the request to the first chunk of the response stream.",
+            DURATION_BUCKETS,
+        )
+        #: the spans of streams not finished yet, by (stream id, level)
+        self._open: dict[tuple[str, str], Span] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OtelObserver(capture_content={self.capture_content}, open_spans={len(self._open)})"
+
+    def __call__(self, record: ObserverRecord) -> None:
+        if isinstance(record, StreamStarted):
+            self._started(record)
+        elif isinstance(record, FirstChunk):
+            span = self._span_of(record.stream_id, record.level)
+            if span is not None:
+                span.add_event("dshstream.first_chunk", {"dshstream.chunk_type": record.chunk_type})
+        elif isinstance(record, AttemptRecord):
+            span = self._span_of(record.stream_id, record.level)
+            if span is not None:
+                span.add_event("dshstream.attempt", _attempt_attributes(record))
+        elif isinstance(record, StreamFinished):
+            self._finished(record)
+
+    # ------------------------------------------------------------------ spans
+
+    def _provider_name(self, provider: str) -> str:
+        return self.provider_names.get(provider, provider)
+
+    def _span_of(self, stream_id: str, level: str) -> Span | None:
+        with self._lock:
+            return self._open.get((stream_id, level))
+
+    def _started(self, record: StreamStarted) -> None:
+        from opentelemetry.trace import SpanKind
+
+        settings = record.settings
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self._provider_name(record.provider),
+            "gen_ai.request.model": record.model,
+            "dshstream.provider": record.provider,
+            "dshstream.stream_id": record.stream_id,
+        }
+        if settings.max_tokens is not None:
+            attributes["gen_ai.request.max_tokens"] = settings.max_tokens
+        if settings.temperature is not None:
+            attributes["gen_ai.request.temperature"] = settings.temperature
+        if settings.reasoning_effort is not None:
+            attributes["dshstream.request.reasoning_effort"] = settings.reasoning_effort
+        if self.capture_content:
+            if settings.stop_sequences:
+                attributes["gen_ai.request.stop_sequences"] = list(settings.stop_sequences)
+            if record.messages is not None:
+                system, messages = _input_messages(record.messages)
+                if system:
+                    attributes["gen_ai.system_instructions"] = _dumps(system)
+                attributes["gen_ai.input.messages"] = _dumps(messages)
+        span = self._tracer.start_span(
+            f"chat {record.model}",
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=int(record.started_at * 1e9),
+        )
+        with self._lock:
+            self._open[(record.stream_id, record.level)] = span
+
+    def _finished(self, record: StreamFinished) -> None:
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        with self._lock:
+            span = self._open.pop((record.stream_id, record.level), None)
+        if span is None:  # a finish without its start (the observer was attached late)
+            span = self._tracer.start_span(
+                f"chat {record.model}",
+                kind=SpanKind.CLIENT,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": self._provider_name(record.provider),
+                    "gen_ai.request.model": record.model,
+                    "dshstream.provider": record.provider,
+                    "dshstream.stream_id": record.stream_id,
+                },
+            )
+        metric_attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self._provider_name(record.provider),
+            "gen_ai.request.model": record.model,
+        }
+        attributes: dict[str, AttributeValue] = {
+            "dshstream.finish": record.kind,
+            "dshstream.attempts": record.attempts,
+            "dshstream.chunk_count": record.chunk_count,
+        }
+        if record.response_model:
+            metric_attributes["gen_ai.response.model"] = record.response_model
+        if record.server_address:
+            metric_attributes["server.address"] = record.server_address
+            if record.server_port is not None:
+                metric_attributes["server.port"] = record.server_port
+        failure = record.finish.failure
+        if failure is not None:
+            metric_attributes["error.type"] = failure.code
+        attributes.update(metric_attributes)
+        if record.response_id:
+            attributes["gen_ai.response.id"] = record.response_id
+        reasons = _finish_reasons(record.finish)
+        if reasons:
+            attributes["gen_ai.response.finish_reasons"] = list(reasons)
+        if record.time_to_first_chunk is not None:
+            attributes["gen_ai.response.time_to_first_chunk"] = record.time_to_first_chunk
+        if record.serving_provider:
+            attributes["dshstream.serving_provider"] = record.serving_provider
+        if record.request_id:
+            attributes["dshstream.request_id"] = record.request_id
+        usage = record.usage
+        if usage is not None:
+            attributes["gen_ai.usage.input_tokens"] = usage.total_input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+            if usage.cache_read_tokens is not None:
+                attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+            if usage.cache_write_tokens is not None:
+                attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+            if usage.reasoning_tokens is not None:
+                attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
+            if usage.cost is not None:
+                attributes["dshstream.usage.cost"] = usage.cost
+        if self.capture_content and record.output is not None:
+            attributes["gen_ai.output.messages"] = _dumps(
+                [
+                    {
+                        "role": "assistant",
+                        "parts": _parts(record.output),
+                        "finish_reason": _finish_word(record.finish),
+                    }
+                ]
+            )
+        span.set_attributes(attributes)
+        if failure is not None:
+            span.set_status(Status(StatusCode.ERROR, failure.message))
+        span.end()
+        self._duration.record(record.duration, metric_attributes)
+        if record.time_to_first_chunk is not None:
+            self._first_chunk.record(record.time_to_first_chunk, metric_attributes)
+        if usage is not None:
+            self._tokens.record(
+                usage.total_input_tokens, {**metric_attributes, "gen_ai.token.type": "input"}
+            )
+            self._tokens.record(
+                usage.output_tokens, {**metric_attributes, "gen_ai.token.type": "output"}
+            )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _histogram(
+    meter: Meter, name: str, unit: str, description: str, buckets: Sequence[float]
+) -> Histogram:
+    try:
+        return meter.create_histogram(
+            name, unit, description, explicit_bucket_boundaries_advisory=buckets
+        )
+    except TypeError:  # opentelemetry-api before 1.28 takes no advice
+        return meter.create_histogram(name, unit, description)
+
+
+def _attempt_attributes(record: AttemptRecord) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {
+        "dshstream.attempt": record.attempt,
+        "dshstream.attempt.outcome": record.outcome,
+        "dshstream.attempt.duration": record.duration,
+        "dshstream.attempt.chunks": record.chunks,
+    }
+    if record.failure is not None:
+        attributes["error.type"] = record.failure.code
+        if record.failure.status is not None:
+            attributes["http.response.status_code"] = record.failure.status
+    return attributes
+
+
+def _finish_word(finish: FinishReason) -> str:
+    failure = finish.failure
+    if failure is not None and failure.category == "content_blocked":
+        return "content_filter"
+    return _FINISH_WORDS.get(finish.kind, "error")
+
+
+def _finish_reasons(finish: FinishReason) -> tuple[str, ...]:
+    """The provider's own word when it gave one; none for a stream that was cut off."""
+    if finish.raw:
+        return (finish.raw,)
+    if finish.kind == "aborted":
+        return ()
+    return (_finish_word(finish),)
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _arguments(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw  # truncated arguments stay the raw text they were
+
+
+def _parts(items: Sequence[object]) -> list[dict[str, Any]]:
+    """Blocks (and media parts) in the conventions' message-part schema."""
+    parts: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, TextBlock):
+            parts.append({"type": "text", "content": item.text})
+        elif isinstance(item, ReasoningBlock):
+            parts.append({"type": "reasoning", "content": item.text})
+        elif isinstance(item, ToolCallBlock):
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": item.id,
+                    "name": item.name,
+                    "arguments": _arguments(item.arguments),
+                }
+            )
+        elif isinstance(item, ToolResultBlock):
+            parts.append(
+                {"type": "tool_call_response", "id": item.call_id, "response": item.content}
+            )
+        else:  # media and other parts: their kind only, never their bytes
+            parts.append({"type": type(item).__name__})
+    return parts
+
+
+def _input_messages(
+    messages: Sequence[Message],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system instructions, the other messages) in the conventions' schema."""
+    system: list[dict[str, Any]] = []
+    chat: list[dict[str, Any]] = []
+    for message in messages:
+        content: Sequence[object] = getattr(message, "parts", None) or message.blocks
+        if message.role == "system":
+            system.extend(_parts(content))
+        else:
+            chat.append({"role": message.role, "parts": _parts(content)})
+    return system, chat
