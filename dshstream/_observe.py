@@ -28,6 +28,11 @@ Contract:
    that is the very same object as the service's is dropped at the adapter level — so one
    observer hears one ``StreamFinished`` per stream, however it is attached. The INFO line
    is written by the outermost watch only (the service's, or an adapter's used directly).
+   An adapter's stream generator takes its watch from :func:`watching` (``with``), which
+   ends the open attempt and the stream once however the generator ends; the adapter
+   calls :meth:`StreamWatch.begin_attempt` per attempt and :meth:`StreamWatch.received`
+   per batch, and its failure reports end failed attempts
+   (:func:`~dshstream._adapters.reporting.report_failure`).
 5. An observer that raises is logged (redacted; the first failure of each observer at
    ERROR with its traceback, later ones at DEBUG) and the stream goes on. Only
    ``KeyboardInterrupt``/``SystemExit`` propagate.
@@ -44,6 +49,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -91,6 +97,7 @@ __all__ = [
     "open_watch",
     "restore",
     "server_of",
+    "watching",
 ]
 
 #: the chunks that count as content for the time to the first chunk
@@ -181,6 +188,28 @@ def open_watch(
     return watch
 
 
+@contextmanager
+def watching(observer: Observer | None, options: GenerateOptions) -> Iterator[StreamWatch | None]:
+    """The adapter-level watch of one stream for the ``with`` block around an adapter's
+    stream generator (``None`` when nobody listens, rule 2): however the block ends — its
+    end, an exception, ``GeneratorExit`` when the consumer stops or the generator is
+    collected — the open attempt, then the stream, end exactly once
+    (:meth:`StreamWatch.close`, rule 4)."""
+    watch = open_watch(observer, options, "adapter")
+    if watch is None:
+        yield None
+        return
+    error: BaseException | None = None
+    try:
+        yield watch
+    except BaseException as exc:  # GeneratorExit too: the consumer stopped early
+        error = exc
+        raise
+    finally:
+        watch.close(error)
+        error = None
+
+
 # --------------------------------------------------------------------------- the watch
 
 
@@ -190,6 +219,7 @@ class StreamWatch:
     __slots__ = (
         "_assembler",
         "_attempt",
+        "_attempt_chunks",
         "_attempt_open",
         "_attempt_t0",
         "_attempts",
@@ -242,6 +272,7 @@ class StreamWatch:
         self._chunks = 0
         self._attempts = 0
         self._attempt = 0
+        self._attempt_chunks = 0
         self._attempt_t0 = 0.0
         self._attempt_open = False
         self._server: tuple[str | None, int | None] = (None, None)
@@ -322,6 +353,7 @@ class StreamWatch:
         """A non-empty batch reached the stream (rule 3). The usage is read from the
         finish's batch (it travels with the finish: the adapter contract, rule 1), so a
         consumer that stops before taking the finish still gets what it was billed."""
+        self._attempt_chunks += len(batch)
         last = batch[-1]
         if type(last) is Finish:
             self._finish = last
@@ -360,8 +392,15 @@ class StreamWatch:
     def begin_attempt(self, attempt: int, url: str | None = None) -> None:
         """HTTP attempt ``attempt`` (1-based) starts, towards ``url``."""
         self._attempt = attempt
+        self._attempt_chunks = 0
         self._attempt_t0 = time.monotonic()
         self._attempt_open = True
+        if url:
+            self._server = server_of(url)
+
+    def attempt_server(self, url: str | None) -> None:
+        """The open attempt's server, once it is known (an adapter whose library picks the
+        URL learns it when the response starts)."""
         if url:
             self._server = server_of(url)
 
@@ -406,9 +445,12 @@ class StreamWatch:
 
     # ------------------------------------------------------------------ the end
 
-    def close(self, error: BaseException | None, chunks: int) -> None:
+    def close(self, error: BaseException | None, chunks: int | None = None) -> None:
         """An adapter's generator ended: with ``error`` (``GeneratorExit`` when its
-        consumer stopped), or normally. Ends an open attempt, then the stream."""
+        consumer stopped), or normally. Ends an open attempt (with ``chunks``, by default
+        the chunks :meth:`received` since it began), then the stream."""
+        if chunks is None:
+            chunks = self._attempt_chunks
         if self._attempt_open:
             if (
                 self._finish is not None

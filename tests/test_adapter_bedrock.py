@@ -9,7 +9,6 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 

@@ -17,17 +17,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from helpers import all_fixtures, fixture_bytes, fixture_wire
+from rawserver import CLOSE_HEADERS, RawServer
+from test_observer import Recorder
+from test_parts import OGG, PDF, PNG, WAV
 
 from dshstream._adapters.anthropic import AnthropicAdapter
 from dshstream._adapters.litellm import LiteLLMAdapter, failure_from_exception
@@ -36,21 +41,23 @@ from dshstream._core.assembler import AssembledResponse
 from dshstream._core.attribution import DEFAULT_IDENTITY, AppIdentity
 from dshstream._core.dialects import DIALECTS
 from dshstream._core.errors import ConfigurationError
+from dshstream._core.parts import AudioPart, DocumentPart, ImagePart, MediaSupport
 from dshstream._core.request import GenerateOptions, Message, ToolSpec
+from dshstream._core.response_format import JsonMode, JsonSchema
+from dshstream._core.retry import RetryPolicy
 from dshstream._core.types import (
     BlockEnd,
     Finish,
     LlmFailure,
     ReasoningBlock,
     TextDelta,
+    TokenUsage,
     ToolCallBlock,
     UsageChunk,
 )
 from dshstream._core.wires.litellm import LiteLLMTranslator
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
-from helpers import all_fixtures, fixture_bytes, fixture_wire
-from rawserver import CLOSE_HEADERS, RawServer
 
 KEY = "sk-litellm-loopback-test-key-0123456789"  # CANARY: a fake key for the test
 ANTHROPIC_MODEL = "claude-sonnet-4-5"
@@ -104,6 +111,7 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 def lit() -> Any:
     """LiteLLM, offline and quiet (the module is skipped where it is not installed)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before the import: no download
+    os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")  # nor of its beta-header table
     module = pytest.importorskip("litellm")
     module.telemetry = False
     module.suppress_debug_info = True
@@ -604,7 +612,8 @@ def test_a_key_litellm_read_from_the_environment_is_redacted_too(lit: Any, serve
     monkeypatch.setenv("ANTHROPIC_API_KEY", env_key)
     server.add("/", error_route(401, {"type": "error", "error": {"type": "authentication_error",
                                                                   "message": f"invalid x-api-key {env_key}"}}))
-    adapter = LiteLLMAdapter(model_prefix="anthropic/", base_url=server.url)  # no api_key: LiteLLM's own lookup
+    # no api_key, and the opt-in to LiteLLM's own lookup for a custom host (rule 7)
+    adapter = LiteLLMAdapter(model_prefix="anthropic/", base_url=server.url, key_any_host=True)
     result = service_with(adapter).stream(ask(ANTHROPIC_MODEL)).result()
     assert server.requests[0].headers["x-api-key"] == env_key
     assert result.failure is not None and result.failure.code == "AUTH"
@@ -754,3 +763,385 @@ def test_stream_batches_hand_lists_through_without_a_contract_checker(lit: Any, 
     service.register_adapter(["lit"], adapter_for(server.url))
     result = service.stream(ask()).result()
     assert result.finish.kind == "tool-calls" and len(result.tool_calls) == 2
+
+
+# --------------------------------------------------------------------------- observers (rule 8)
+
+
+def fast(adapter: LiteLLMAdapter, retries: int) -> LiteLLMAdapter:
+    adapter.retry_policy = RetryPolicy(max_retries=retries, backoff_base=0.01, backoff_cap=0.01)
+    return adapter
+
+
+def observed_service(adapter: LiteLLMAdapter, observer: Recorder) -> LlmService:
+    service = LlmService(observer=observer, check_contract=True)
+    service.register_adapter(["lit"], adapter)
+    return service
+
+
+def usage_of(result: AssembledResponse) -> TokenUsage:
+    assert result.usage is not None
+    return result.usage
+
+
+def test_a_retried_500_through_the_service_is_two_attempts_and_one_finish(lit: Any, server: ReplayServer) -> None:
+    server.add("/", [error_route(500, {"error": {"message": "upstream busy", "type": "server_error"}}),
+                     Route(body=fixture_bytes("openai/text_include_usage.sse"))])
+    recorder = Recorder()
+    adapter = fast(adapter_for(server.url), 1)
+    result = observed_service(adapter, recorder).stream(ask()).result()
+    assert result.finish.kind == "stop" and len(server.requests) == 2
+    finished = recorder.one_stream()
+    assert (finished.level, finished.kind, finished.attempts) == ("service", "stop", 2)
+    first, second = recorder.attempts
+    assert (first.outcome, first.failure and first.failure.code, first.failure and first.failure.status,
+            first.chunks) == ("failed", "SERVER", 500, 0)
+    assert (second.outcome, second.failure) == ("ok", None) and second.chunks > 0
+    host, port = server.url.removeprefix("http://").split(":")
+    assert {(a.server_address, a.server_port) for a in recorder.attempts} == {(host, int(port))}
+    assert (finished.server_address, finished.server_port) == (host, int(port))
+    usage = usage_of(result)
+    assert finished.usage == usage and usage.output_tokens > 0
+    assert finished.time_to_first_chunk is not None and 0 < finished.time_to_first_chunk <= finished.duration
+    assert [type(r).__name__ for r in recorder.records] == [
+        "StreamStarted", "AttemptRecord", "FirstChunk", "AttemptRecord", "StreamFinished"]
+
+
+def test_an_adapter_used_directly_reports_its_own_stream(lit: Any, server: ReplayServer) -> None:
+    server.add("/", Route(body=fixture_bytes("anthropic/text.sse")))
+    recorder = Recorder()
+    adapter = adapter_for(server.url, "anthropic/", observer=recorder)
+    chunks = list(adapter.stream(ask(ANTHROPIC_MODEL)))
+    finished = recorder.one_stream()
+    assert (finished.level, finished.kind, finished.attempts, finished.chunk_count) == ("adapter", "stop", 1, len(chunks))
+    (usage,) = [c.usage for c in chunks if isinstance(c, UsageChunk)]
+    assert finished.usage == usage and (usage.input_tokens, usage.output_tokens) == (10, 4)
+    assert finished.time_to_first_chunk is not None and finished.response_model == "claude-sonnet-4-5"
+    (attempt,) = recorder.attempts
+    assert (attempt.outcome, attempt.level, attempt.chunks, attempt.server_address) == ("ok", "adapter", len(chunks),
+                                                                                          "127.0.0.1")
+
+
+def test_without_base_url_the_server_is_the_one_litellm_reports(lit: Any, server: ReplayServer,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """LiteLLM picks the URL (here from its own ``OPENAI_BASE_URL`` setting): the attempt's
+    server is the one LiteLLM says it used."""
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    server.add("/", Route(body=fixture_bytes("openai/text_include_usage.sse")))
+    recorder = Recorder()
+    adapter = LiteLLMAdapter(model_prefix="openai/", api_key=KEY, observer=recorder)
+    assert list(adapter.stream(ask()))[-1].reason.kind == "stop"  # type: ignore[union-attr]
+    (attempt,) = recorder.attempts
+    assert (attempt.server_address, attempt.server_port) == ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+
+
+def test_one_observer_on_the_service_and_the_adapter_hears_one_stream(lit: Any, server: ReplayServer) -> None:
+    server.add("/", Route(body=fixture_bytes("openai/text_include_usage.sse")))
+    recorder = Recorder()
+    service = observed_service(adapter_for(server.url, observer=recorder), recorder)
+    service.stream(ask()).result()
+    finished = recorder.one_stream()
+    assert (finished.level, finished.attempts) == ("service", 1)
+
+
+def test_an_adapter_observer_beside_the_services_hears_its_own_stream(lit: Any, server: ReplayServer) -> None:
+    server.add("/", Route(body=fixture_bytes("openai/text_include_usage.sse")))
+    outer, inner = Recorder(), Recorder()
+    observed_service(adapter_for(server.url, observer=inner), outer).stream(ask()).result()
+    service_finish, adapter_finish = outer.one_stream(), inner.one_stream()
+    assert (service_finish.level, adapter_finish.level) == ("service", "adapter")
+    assert service_finish.stream_id == adapter_finish.stream_id and service_finish.usage == adapter_finish.usage
+
+
+def test_a_cancelled_stream_is_one_aborted_attempt_and_finish(lit: Any, server: ReplayServer) -> None:
+    recorder = Recorder()
+    cancel = threading.Event()
+    stream = observed_service(stalled(server), recorder).stream(ask(cancel=cancel))
+    next(c for c in stream if isinstance(c, TextDelta))
+    threading.Timer(0.2, cancel.set).start()
+    assert stream.result().finish.kind == "aborted"
+    finished = recorder.one_stream()
+    assert (finished.kind, finished.code, finished.attempts) == ("aborted", "ABORTED", 1)
+    (attempt,) = recorder.attempts
+    assert attempt.outcome == "aborted" and attempt.chunks > 0
+    assert finished.time_to_first_chunk is not None
+    assert wait_until(lambda: not litellm_threads(), STALL / 3)
+
+
+def test_cancel_during_a_retry_backoff_is_one_report_and_one_aborted_finish(lit: Any, server: ReplayServer) -> None:
+    server.add("/", error_route(500, {"error": {"message": "upstream busy", "type": "server_error"}}))
+    recorder, reports = Recorder(), []
+    adapter = adapter_for(server.url, failure_reporter=lambda f, r: reports.append(f.code))
+    adapter.retry_policy = RetryPolicy(max_retries=3, backoff_base=STALL, backoff_cap=STALL)
+    started = time.monotonic()
+    cancel = threading.Event()
+
+    def cancel_in_the_backoff() -> None:
+        assert wait_until(lambda: bool(reports), STALL / 3)  # the 500 was reported: waiting to retry
+        time.sleep(0.1)
+        cancel.set()
+
+    threading.Thread(target=cancel_in_the_backoff, daemon=True).start()
+    result = observed_service(adapter, recorder).stream(ask(cancel=cancel)).result()
+    assert cancel.is_set() and time.monotonic() - started < STALL / 2
+    assert (result.finish.kind, result.failure and result.failure.code) == ("aborted", "ABORTED")
+    assert result.failure is not None and (result.failure.diagnostics or {}).get("attempt") == 1
+    assert reports == ["SERVER"] and len(server.requests) == 1  # the attempt is reported once
+    finished = recorder.one_stream()
+    assert (finished.kind, finished.attempts, recorder.attempts[0].outcome) == ("aborted", 1, "failed")
+
+
+def test_a_consumer_that_stops_early_is_one_aborted_finish(lit: Any, server: ReplayServer) -> None:
+    recorder = Recorder()
+    adapter = stalled(server)
+    adapter.observer = recorder
+    batches = adapter.stream_batches(ask())
+    assert isinstance(batches, Generator)
+    assert any(isinstance(c, TextDelta) for c in next(batches))
+    batches.close()
+    finished = recorder.one_stream()
+    assert (finished.level, finished.kind, finished.code) == ("adapter", "aborted", "ABORTED")
+    assert [a.outcome for a in recorder.attempts] == ["aborted"]
+    assert wait_until(lambda: not litellm_threads(), STALL / 3)
+
+
+def test_a_failure_mid_stream_ends_the_attempt_failed_with_the_partial_usage(lit: Any, server: ReplayServer) -> None:
+    recorder = Recorder()
+    server.add("/", Route(body=b"", script=[TEXT], chunked=False))
+    adapter = adapter_for(server.url, observer=recorder)
+    chunks = list(adapter.stream(ask()))
+    finished = recorder.one_stream()
+    assert (finished.kind, finished.code, finished.chunk_count) == ("error", "STREAM_CLOSED", len(chunks))
+    (attempt,) = recorder.attempts
+    assert attempt.outcome == "failed" and attempt.failure is not None and attempt.failure.code == "STREAM_CLOSED"
+
+
+def test_an_otel_observer_makes_one_span_with_an_event_per_litellm_attempt(lit: Any, server: ReplayServer) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from test_otel import Telemetry
+
+    server.add("/", [error_route(500, {"error": {"message": "upstream busy", "type": "server_error"}}),
+                     Route(body=fixture_bytes("openai/text_include_usage.sse"))])
+    telemetry = Telemetry()
+    try:
+        service = LlmService(observer=telemetry.observer())
+        service.register_adapter(["lit"], fast(adapter_for(server.url), 1))
+        result = service.stream(ask()).result()
+        span = telemetry.one_span()
+    finally:
+        telemetry.shutdown()
+    attributes = dict(span.attributes or {})
+    assert (attributes["dshstream.attempts"], attributes["dshstream.finish"]) == (2, "stop")
+    assert attributes["gen_ai.usage.output_tokens"] == usage_of(result).output_tokens
+    assert attributes["server.address"] == "127.0.0.1" and "gen_ai.response.time_to_first_chunk" in attributes
+    outcomes = [dict(e.attributes or {}).get("dshstream.attempt.outcome") for e in span.events
+                if e.name == "dshstream.attempt"]
+    assert outcomes == ["failed", "ok"]
+
+
+def test_a_bad_observer_is_refused(lit: Any) -> None:
+    with pytest.raises(ConfigurationError, match="LiteLLMAdapter.observer"):
+        LiteLLMAdapter(observer="print")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- media parts (rule 2)
+
+
+def media_message() -> Message:
+    return Message.user("What is in these?", ImagePart.from_bytes(PNG), DocumentPart.from_bytes(PDF, name="report.pdf"),
+                        "Answer briefly.")
+
+
+def test_media_parts_reach_an_openai_provider_as_sdk_typed_content_parts(lit: Any, server: ReplayServer) -> None:
+    from openai.types.chat import ChatCompletionUserMessageParam
+    from test_media_requests import assert_matches_sdk_type, b64  # needs pydantic, as LiteLLM does
+
+    server.add("/", Route(body=fixture_bytes("openai/text_include_usage.sse")))
+    message = Message.user("What is in these?", ImagePart.from_bytes(PNG), ImagePart.from_url("https://example.com/cat.webp"),
+                           AudioPart.from_bytes(WAV), DocumentPart.from_bytes(PDF, name="report.pdf"), "Answer briefly.")
+    result = service_with(adapter_for(server.url)).stream(ask(messages=(Message.system("Be terse."), message))).result()
+    assert result.ok, result.failure
+    user = server.requests[0].body["messages"][1]
+    assert_matches_sdk_type(user, ChatCompletionUserMessageParam)
+    assert user["content"] == [
+        {"type": "text", "text": "What is in these?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(PNG)}"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/cat.webp"}},
+        {"type": "input_audio", "input_audio": {"data": b64(WAV), "format": "wav"}},
+        {"type": "file", "file": {"filename": "report.pdf", "file_data": f"data:application/pdf;base64,{b64(PDF)}"}},
+        {"type": "text", "text": "Answer briefly."},
+    ]
+
+
+def test_media_parts_reach_anthropic_converted_by_litellm(lit: Any, server: ReplayServer) -> None:
+    from anthropic.types import MessageParam
+    from test_media_requests import assert_matches_sdk_type, b64
+
+    server.add("/", Route(body=fixture_bytes("anthropic/text.sse")))
+    result = service_with(adapter_for(server.url, "anthropic/")).stream(
+        ask(ANTHROPIC_MODEL, messages=(media_message(),))).result()
+    assert result.text == "Hello"
+    (user,) = server.requests[0].body["messages"]
+    assert_matches_sdk_type(user, MessageParam)
+    assert user["content"] == [
+        {"type": "text", "text": "What is in these?"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(PNG)}},
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": b64(PDF)}},
+        {"type": "text", "text": "Answer briefly."},
+    ]
+
+
+def test_a_part_the_media_table_refuses_is_invalid_options_and_nothing_is_sent(lit: Any, server: ReplayServer) -> None:
+    server.add("/", Route(body=fixture_bytes("openai/text_include_usage.sse")))
+    ogg = ask(messages=(Message.user("Listen:", AudioPart.from_bytes(OGG, media_type="audio/ogg")),))
+    adapter = adapter_for(server.url)
+    with pytest.raises(ConfigurationError, match="audio/ogg"):
+        adapter.call_kwargs(ogg)
+    chunks = list(adapter.stream(ogg))  # never raises (rule 4): one finish
+    (finish,) = chunks
+    assert isinstance(finish, Finish) and finish.reason.failure is not None
+    assert finish.reason.failure.code == "INVALID_OPTIONS" and "Listen:" not in finish.reason.failure.message
+    result = service_with(adapter).stream(ogg).result()
+    assert result.failure is not None and result.failure.code == "INVALID_OPTIONS"
+    no_media = adapter_for(server.url, media=None)
+    with pytest.raises(ConfigurationError, match=r"LiteLLMAdapter\(media=None\) does not take images"):
+        no_media.call_kwargs(ask(messages=(media_message(),)))
+    assert server.requests == []
+    with pytest.raises(ConfigurationError, match="LiteLLMAdapter.media"):
+        LiteLLMAdapter(media="images")  # type: ignore[arg-type]
+
+
+def test_a_narrower_media_table_is_honoured(lit: Any, server: ReplayServer) -> None:
+    images_only = MediaSupport(provider="my gateway", types={"image": {"image/png": "image/png"}})
+    adapter = adapter_for(server.url, media=images_only)
+    with pytest.raises(ConfigurationError, match="my gateway does not take document parts"):
+        adapter.call_kwargs(ask(messages=(media_message(),)))
+    kwargs = adapter.call_kwargs(ask(messages=(Message.user("Look:", ImagePart.from_bytes(PNG)),)))
+    assert [p["type"] for p in kwargs["messages"][0]["content"]] == ["text", "image_url"]
+
+
+# --------------------------------------------------------------------------- structured output
+
+
+ANSWER = JsonSchema("answer", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                               "additionalProperties": False})
+
+
+def test_a_json_schema_goes_to_an_openai_provider_as_its_response_format(lit: Any, server: ReplayServer) -> None:
+    server.add("/", [Route(body=fixture_bytes("openai/text_include_usage.sse"))] * 2)
+    service = service_with(adapter_for(server.url))
+    service.stream(ask(response_format=ANSWER)).result()
+    service.stream(ask(response_format=JsonMode())).result()
+    schema_body, mode_body = (r.body for r in server.requests)
+    assert schema_body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "strict": True, "schema": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+            "additionalProperties": False}},
+    }
+    assert mode_body["response_format"] == {"type": "json_object"}
+
+
+def test_a_json_schema_reaches_claude_45_as_its_native_output_format(lit: Any, server: ReplayServer) -> None:
+    server.add("/", Route(body=fixture_bytes("anthropic/text.sse")))
+    service_with(adapter_for(server.url, "anthropic/")).stream(ask(ANTHROPIC_MODEL, response_format=ANSWER)).result()
+    body = server.requests[0].body
+    assert body["output_format"] == {"type": "json_schema", "schema": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}}
+    assert "tools" not in body
+
+
+def test_older_claude_gets_litellms_forced_tool_and_the_stream_is_json_text(lit: Any, server: ReplayServer) -> None:
+    """LiteLLM asks a Claude without native structured output for a forced
+    ``json_tool_call`` and streams that call's arguments back as text: the caller sees JSON
+    text and a ``stop`` (a real recording whose JSON tool is renamed to LiteLLM's)."""
+    recording = fixture_bytes("anthropic/tool_use_with_args.sse")
+    assert recording.count(b'"name":"json"') == 1
+    server.add("/", Route(body=recording.replace(b'"name":"json"', b'"name":"json_tool_call"')))
+    fmt = JsonSchema("answer", {"type": "object"}, strict=False)
+    result = service_with(adapter_for(server.url, "anthropic/")).stream(
+        ask("claude-3-5-haiku-20241022", response_format=fmt)).result()
+    body = server.requests[0].body
+    assert body["tool_choice"] == {"type": "tool", "name": "json_tool_call"}
+    assert [t["name"] for t in body["tools"]] == ["json_tool_call"]
+    assert body["tools"][0]["input_schema"] == {"type": "object"}
+    assert result.finish.kind == "stop" and not result.tool_calls
+    assert json.loads(result.text) == {"elements": [{"location": "San Francisco", "temperature": 58,
+                                                     "condition": "sunny"}]}
+
+
+_LIVE = os.environ.get("DSHSTREAM_TEST_SERVER", "").rstrip("/")
+
+
+@pytest.mark.skipif(not _LIVE, reason="DSHSTREAM_TEST_SERVER is not set")
+def test_live_llama_server_answers_json_text_that_matches_the_schema(lit: Any) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+              "required": ["city", "country"], "additionalProperties": False}
+    recorder = Recorder()
+    adapter = LiteLLMAdapter(model_prefix="openai/", base_url=f"{_LIVE}/v1", observer=recorder)
+    result = service_with(adapter).stream(ask(
+        "m", messages=(Message.user("Name the capital of France and its country."),),
+        response_format=JsonSchema("capital", schema), max_tokens=64, temperature=0.0, timeout=120)).result()
+    assert result.finish.kind == "stop", result.failure
+    answer = json.loads(result.text)
+    assert set(answer) == {"city", "country"} and all(isinstance(v, str) and v for v in answer.values())
+    finished = recorder.one_stream()
+    assert finished.attempts == 1 and finished.usage is not None and finished.usage.output_tokens > 0
+    assert finished.time_to_first_chunk is not None
+
+
+# --------------------------------------------------------------------------- environment keys (rule 7)
+
+
+ENV_KEY = "sk-from-the-environment-never-to-loopback-0123456789"
+
+
+@pytest.mark.parametrize("prefix", ["openai/", "anthropic/"])
+def test_an_environment_key_never_reaches_a_custom_base_url_without_opt_in(
+    lit: Any, server: ReplayServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, prefix: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ENV_KEY)
+    anthropic = prefix == "anthropic/"
+    fixture = "anthropic/text.sse" if anthropic else "openai/text_include_usage.sse"
+    server.add("/", [Route(body=fixture_bytes(fixture))] * 3)
+    model = ANTHROPIC_MODEL if anthropic else "gpt-4o"
+    root = server.url if anthropic else f"{server.url}/v1"
+    caplog.set_level(logging.INFO, logger="dshstream")
+    adapters = [
+        LiteLLMAdapter(model_prefix=prefix, base_url=root),
+        LiteLLMAdapter(model_prefix=prefix, completion_kwargs={"api_base": root}),
+        LiteLLMAdapter(model_prefix=prefix),  # the base arrives with the request
+    ]
+    assert "not sent to" in caplog.text and ENV_KEY not in caplog.text
+    for adapter in adapters:
+        extra: dict[str, Any] = {"extra_body": {"api_base": root}} if adapter.base_url is None and not adapter.completion_kwargs else {}
+        assert service_with(adapter).stream(ask(model, **extra)).result().finish.kind == "stop"
+    sent = [r.headers.get("x-api-key") if anthropic else r.headers.get("authorization") for r in server.requests]
+    assert sent == (["no-key"] * 3 if anthropic else ["Bearer no-key"] * 3)
+    assert all(ENV_KEY not in json.dumps(r.headers) + json.dumps(r.body) for r in server.requests)
+
+
+def test_key_env_and_key_any_host_opt_in_and_an_explicit_key_wins(lit: Any, server: ReplayServer,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("MY_GATEWAY_KEY", "gw-key-0123456789")
+    server.add("/", [Route(body=fixture_bytes("openai/text_include_usage.sse"))] * 3)
+    root = f"{server.url}/v1"
+    for adapter in (LiteLLMAdapter(model_prefix="openai/", base_url=root, key_env="MY_GATEWAY_KEY"),
+                    LiteLLMAdapter(model_prefix="openai/", base_url=root, key_any_host=True),
+                    LiteLLMAdapter(model_prefix="openai/", base_url=root, api_key=KEY, key_env="MY_GATEWAY_KEY")):
+        assert service_with(adapter).stream(ask()).result().finish.kind == "stop"
+    assert [r.headers["authorization"] for r in server.requests] == [
+        "Bearer gw-key-0123456789", f"Bearer {ENV_KEY}", f"Bearer {KEY}"]
+
+
+def test_without_a_custom_host_litellm_reads_its_own_key(lit: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``base_url``: the request goes to the provider's own host, where LiteLLM's own
+    environment lookup is the right one (no placeholder); ``key_env`` still reads the variable."""
+    monkeypatch.setenv("MY_OPENAI_KEY", "sk-named-0123456789")
+    assert "api_key" not in LiteLLMAdapter(model_prefix="openai/").call_kwargs(ask())
+    named = LiteLLMAdapter(model_prefix="openai/", key_env="MY_OPENAI_KEY")
+    assert named.call_kwargs(ask(), named.credential.get("lit"))["api_key"] == "sk-named-0123456789"
+    with pytest.raises(ConfigurationError, match="LiteLLMAdapter.key_any_host"):
+        LiteLLMAdapter(key_any_host="yes")  # type: ignore[arg-type]

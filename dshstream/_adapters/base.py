@@ -6,8 +6,9 @@ Contract: :class:`LlmAdapter` is what :class:`~dshstream._service.LlmService` ca
 contract (DESIGN.md §2): usage before one terminal ``Finish``, raw JSON tool arguments,
 failures raised as ``LlmError`` or ended as an error finish. HTTP providers subclass
 :class:`~dshstream._adapters.http.HttpAdapter`, which implements all of it once (and
-reports its attempts to observers). A service observes every adapter's streams; one that
-is not an ``HttpAdapter`` reports no attempts (``StreamFinished.attempts`` is 0).
+reports its attempts to observers). A service observes every adapter's streams; an adapter
+reports its attempts through :func:`dshstream._observe.watching` (``HttpAdapter`` and
+``LiteLLMAdapter`` do); one that does not reports none (``StreamFinished.attempts`` is 0).
 """
 
 from __future__ import annotations

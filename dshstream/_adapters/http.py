@@ -31,8 +31,8 @@ once:
    ``invalidate()``, when it has one, then a fresh call) and one more attempt at once.
    Each attempt and the stream are watched (:mod:`dshstream._observe`): the ``observer``
    setting hears the adapter's own records, and a service's observer hears its attempts;
-   the generator's ``finally`` ends an attempt and the stream exactly once, however the
-   consumer leaves.
+   the generator's ``with watching(...)`` block ends an attempt and the stream exactly
+   once, however the consumer leaves.
 4. ``list_models`` GETs :meth:`~HttpAdapter.models_url` and reads it as
    :attr:`~HttpAdapter.models_format` says, bounded in size and time (a 401 refreshes a
    callable credential once, as in rule 3).
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -60,11 +60,11 @@ from .._core.retry import RetryPolicy
 from .._core.validate import invalid
 from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, Transport
 from .._core.types import Finish, LlmFailure, StreamChunk
-from .._observe import StreamWatch, check_observer, open_watch
+from .._observe import StreamWatch, check_observer, watching
 from .._core.wires.base import Translator
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource
-from .reporting import report_failure, request_summary
+from .reporting import report_attempt, request_summary
 from .settings import FailureReporter, HttpSettings, checked, checked_base_url, resolve_api_key
 
 if TYPE_CHECKING:
@@ -72,7 +72,22 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["HttpAdapter", "ModelListFormat"]
+__all__ = ["HttpAdapter", "ModelListFormat", "check_media_parts"]
+
+
+def check_media_parts(
+    options: GenerateOptions, support: Callable[[], MediaSupport | None], who: str
+) -> None:
+    """Refuse the media parts of ``options``' user turns that ``support()`` (asked only
+    when there are any) does not take — ``None``: none at all — with a
+    ``ConfigurationError`` naming the part, or ``who`` (rule 2). Shared by every adapter
+    that sends media (the LiteLLM one included)."""
+    if not any(message.attachments for message in options.messages if message.role == "user"):
+        return
+    table = support()
+    if table is None:
+        raise invalid(f"{who} does not take images, documents or audio")
+    table.check(options.messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,12 +243,7 @@ class HttpAdapter(LlmAdapter):
         """Refuse, before anything is sent, media parts the provider cannot take: the
         kind, media type, URL, sizes and counts its documentation allows (a
         ``ConfigurationError`` naming the part and the provider)."""
-        if not any(message.attachments for message in options.messages if message.role == "user"):
-            return
-        support = self.media_support(options)
-        if support is None:
-            raise invalid(f"{self.title}: {type(self).__name__} does not take images, documents or audio")
-        support.check(options.messages)
+        check_media_parts(options, lambda: self.media_support(options), f"{self.title}: {type(self).__name__}")
 
     # ------------------------------------------------------------------ requests (rule 2)
 
@@ -314,11 +324,8 @@ class HttpAdapter(LlmAdapter):
         if options.max_retries is not None:
             policy = replace(policy, max_retries=options.max_retries)
         attempt = 0
-        produced = 0
         refreshed = False
-        watch = open_watch(self.observer, options, "adapter")  # None: nobody watches
-        error: BaseException | None = None
-        try:
+        with watching(self.observer, options) as watch:  # None: nobody watches
             while True:
                 attempt += 1
                 produced = 0
@@ -353,13 +360,6 @@ class HttpAdapter(LlmAdapter):
                     if delay is None:
                         raise error_for(failure) from None
                 self._sleep(delay, failure, attempt, options)
-        except BaseException as exc:  # GeneratorExit too: the consumer stopped early
-            error = exc
-            raise
-        finally:
-            if watch is not None:  # the open attempt, then the stream, end exactly once
-                watch.close(error, produced)
-            error = None
 
     def _attempt(
         self, options: GenerateOptions, deadline: float | None, accepted: list[bool]
@@ -402,21 +402,15 @@ class HttpAdapter(LlmAdapter):
         started: float,
         watch: StreamWatch | None = None,
     ) -> LlmFailure:
-        record = {
-            "provider": options.provider,
-            "model": options.model,
-            "attempt": attempt,
-            "chunks_received": chunks,
-            "elapsed_s": round(time.monotonic() - started, 3),
-            "base_url": redact(self.base_url, self.secrets),
-            **self.diagnostics(options),
-        }
-        return report_failure(
+        return report_attempt(
             failure,
             self.failure_reporter,
-            provider=options.provider,
+            options,
             attempt=attempt,
-            record=record,
+            chunks=chunks,
+            started=started,
+            base_url=redact(self.base_url, self.secrets),
+            details=self.diagnostics(options),
             watch=watch,
         )
 

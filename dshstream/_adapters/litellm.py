@@ -10,16 +10,24 @@ of an adapter. Contract:
    imported on the first stream (its import takes seconds), never by ``import dshstream``
    nor by building the adapter; building one without LiteLLM installed is a
    ``ConfigurationError`` naming the extra. dshstream changes none of LiteLLM's module
-   settings (callbacks, telemetry, its price-map download: set
-   ``LITELLM_LOCAL_MODEL_COST_MAP=True`` to keep it offline).
+   settings (callbacks, telemetry, its downloads: set ``LITELLM_LOCAL_MODEL_COST_MAP=True``
+   and ``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS=True`` to keep it offline).
 2. **Request.** :meth:`LiteLLMAdapter.call_kwargs`: ``model`` is ``model_prefix`` +
    ``options.model`` (a LiteLLM model string such as ``bedrock/anthropic.claude-3-haiku-...``);
    messages in chat-completions form (an assistant turn sends back its thinking blocks with
-   their signatures from replay state, and its reasoning as ``reasoning_content``); tools,
-   ``max_tokens``, ``temperature``, ``stop``, ``reasoning_effort`` (``max`` is ``high``,
-   ``off`` sends none), ``stream_options.include_usage``; ``extra_headers`` carry the
+   their signatures from replay state, and its reasoning as ``reasoning_content``; a user
+   turn with images, documents or audio becomes OpenAI content parts —
+   :func:`~dshstream._adapters.openai_chat.chat_content_parts` — which LiteLLM converts
+   for its provider, after the parts were checked against the adapter's ``media`` table,
+   OpenAI chat's by default: a part it refuses is a ``ConfigurationError``, nothing is
+   sent); tools, ``max_tokens``, ``temperature``, ``stop``, ``reasoning_effort`` (``max``
+   is ``high``, ``off`` sends none), ``response_format`` in OpenAI's spelling
+   (:func:`~dshstream._adapters.structured_output.chat_response_format`; LiteLLM
+   translates it per provider, e.g. Anthropic's ``output_format`` or its forced
+   ``json_tool_call``, whose arguments it streams back as text),
+   ``stream_options.include_usage``; ``extra_headers`` carry the
    caller's headers and the attribution ``User-Agent``, which wins; ``api_key`` and
-   ``api_base`` when set; LiteLLM's own retries are off (``max_retries=0``,
+   ``api_base`` when set (rule 7); LiteLLM's own retries are off (``max_retries=0``,
    ``num_retries=0``: rule 5 retries); then the adapter's ``completion_kwargs`` (provider
    settings: ``aws_region_name``, ``vertex_project``...) and last ``options.extra_body``,
    whose entries become keyword arguments (LiteLLM forwards provider-specific ones into the
@@ -49,11 +57,28 @@ of an adapter. Contract:
    failures, as the :class:`~dshstream._core.retry.RetryPolicy` allows and never past the
    deadline; a callable ``api_key`` gets one refresh after a 401; a 400 that names
    ``stream_options`` is resent at once without it (remembered). Every failed attempt is
-   reported once (:mod:`~dshstream._adapters.reporting`).
+   reported once (:mod:`~dshstream._adapters.reporting`); a refused media part or response
+   format, and a credential callable that fails, end the stream before any attempt is sent.
 6. **Secrets.** The key (a value or a callable's latest), string ``completion_kwargs`` whose
    names say key/token/secret/credentials/password, and the values of environment variables
    so named (LiteLLM reads its keys from there) are redacted from every failure's detail;
    messages never carry upstream text.
+7. **A key from the environment goes only to its provider's own host** (as every HTTP
+   adapter's, :func:`~dshstream._adapters.settings.resolve_api_key`). Without ``base_url``
+   (or an ``api_base``/``base_url`` argument in ``completion_kwargs`` or ``extra_body``)
+   LiteLLM sends the request to the provider it names and reads that provider's key from
+   its own environment variables. With one and no ``api_key``, the adapter sends the
+   placeholder :data:`NO_KEY` instead, so LiteLLM never sends ``OPENAI_API_KEY`` and its
+   like to that host, unless the caller opted in: ``key_env="VAR"`` reads that variable
+   and sends it to any host, ``key_any_host=True`` lets LiteLLM's own lookup (keys, and
+   the cloud credentials of ``bedrock/``, ``vertex_ai/``..., where a placeholder key would
+   replace them) apply to the custom host too.
+8. **Observed** as an HTTP adapter is (:mod:`dshstream._observe`, through
+   :func:`~dshstream._observe.watching`): the ``observer`` setting hears the adapter's own
+   records, a service's observer hears its attempts — one ``AttemptRecord`` per LiteLLM
+   call (``ok``, ``failed`` or ``aborted``, towards ``api_base`` or the root LiteLLM
+   reports), one ``StreamFinished`` per stream with its usage and time to first chunk,
+   however the stream ends.
 """
 
 from __future__ import annotations
@@ -65,7 +90,8 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import closing
 from dataclasses import replace
 from typing import Any
 
@@ -73,6 +99,8 @@ from .._core.attribution import AppIdentity, merge_headers
 from .._core.classify import classify_error_payload, classify_http_error
 from .._core.errors import LlmError, make_failure
 from .._core.log import get_logger
+from .._core.parts import OPENAI_CHAT, MediaSupport
+from .._core.records import Observer
 from .._core.redact import is_sensitive_key, redact
 from .._core.request import GenerateOptions, Message
 from .._core.retry import RetryPolicy
@@ -82,11 +110,7 @@ from .._core.types import (
     FinishKind,
     FinishReason,
     LlmFailure,
-    ReasoningBlock,
     StreamChunk,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
 )
 from .._core.validate import (
     check_credential,
@@ -94,15 +118,20 @@ from .._core.validate import (
     check_mapping,
     check_nonneg_int,
     check_str,
+    describe,
     invalid,
 )
 from .._core.wires.litellm import LiteLLMTranslator
 from .._headers import lower_headers, request_id_from
+from .._observe import StreamWatch, check_observer, watching
 from .._transport import DEFAULT_IDLE_TIMEOUT
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource
-from .reporting import report_failure, request_summary
-from .settings import FailureReporter, checked_base_url
+from .http import check_media_parts
+from .openai_chat import chat_plain_turn, chat_tool_call, reasoning_text
+from .reporting import report_attempt, request_summary
+from .settings import FailureReporter, checked_base_url, resolve_api_key
+from .structured_output import chat_response_format
 
 log = get_logger("dshstream.adapters")
 
@@ -122,6 +151,12 @@ _CONNECTION_FAILURES = frozenset(
 )
 _SECRET_NAME_ENDINGS = ("key", "token", "secret", "credentials", "password")
 _MIN_ENV_SECRET = 8
+#: the key sent to a custom ``api_base`` when the caller gave none (rule 7): not a secret,
+#: and it keeps LiteLLM from reading the provider's key from the environment
+NO_KEY = "no-key"
+#: the ``litellm.completion`` arguments that send a request somewhere else than the
+#: provider's own host
+_BASE_ARGS = ("api_base", "base_url")
 
 # what the worker hands the consumer: (kind, value)
 _OPENED, _CHUNK, _END, _ERROR = range(4)
@@ -145,6 +180,15 @@ def _environment_secrets() -> tuple[str, ...]:
     return tuple(
         value for name, value in os.environ.items() if len(value) >= _MIN_ENV_SECRET and _secret_name(name)
     )
+
+
+def _custom_base(kwargs: Mapping[str, Any]) -> str | None:
+    """The ``api_base`` (or ``base_url``) among ``litellm.completion`` arguments, if any."""
+    for name in _BASE_ARGS:
+        value = kwargs.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 # --------------------------------------------------------------------------- exceptions
@@ -328,21 +372,41 @@ def _scrub(data: dict[str, Any], wrapper: object) -> None:
         details.pop("reasoning_tokens", None)  # LiteLLM's default or estimate, not the provider's
 
 
-def _response_socket(wrapper: object) -> socket.socket | None:
-    """The socket under LiteLLM's HTTP response (``httpx``'s ``network_stream``), if any."""
+def _http_responses(wrapper: object) -> Iterator[Any]:
+    """The HTTP responses (``httpx``) behind LiteLLM's stream wrapper, where it keeps them:
+    the OpenAI SDK's ``Stream.response``, LiteLLM's own iterators' ``_response``."""
     stream = getattr(wrapper, "completion_stream", None)
     for holder in (stream, wrapper):
         for name in ("response", "_response"):
-            extensions = getattr(getattr(holder, name, None), "extensions", None)
-            network = extensions.get("network_stream") if isinstance(extensions, dict) else None
-            if network is None:
-                continue
-            try:
-                sock = network.get_extra_info("socket")
-            except Exception:  # noqa: BLE001 - unknown stream classes
-                continue
-            if isinstance(sock, socket.socket):
-                return sock
+            response = getattr(holder, name, None)
+            if response is not None:
+                yield response
+
+
+def _response_socket(wrapper: object) -> socket.socket | None:
+    """The socket under LiteLLM's HTTP response (``httpx``'s ``network_stream``), if any."""
+    for response in _http_responses(wrapper):
+        extensions = getattr(response, "extensions", None)
+        network = extensions.get("network_stream") if isinstance(extensions, dict) else None
+        if network is None:
+            continue
+        try:
+            sock = network.get_extra_info("socket")
+        except Exception:  # noqa: BLE001 - unknown stream classes
+            continue
+        if isinstance(sock, socket.socket):
+            return sock
+    return None
+
+
+def _served_from(wrapper: object) -> str | None:
+    """The URL LiteLLM's HTTP response came from (rule 8), if it can be found (LiteLLM's
+    own ``_hidden_params["api_base"]`` is not used: it names the provider's default host
+    even where an environment setting sent the request elsewhere)."""
+    for response in _http_responses(wrapper):
+        url = getattr(response, "url", None)
+        if url is not None:
+            return str(url)
     return None
 
 
@@ -434,12 +498,37 @@ class LiteLLMAdapter(LlmAdapter):
         completion_kwargs: Mapping[str, Any] | None = None,
         think_tags: bool | None = None,
         include_usage: bool = True,
+        observer: Observer | None = None,
+        media: MediaSupport | None = OPENAI_CHAT,
+        key_env: str | None = None,
+        key_any_host: bool = False,
     ) -> None:
         if importlib.util.find_spec("litellm") is None:
             raise invalid(f"LiteLLMAdapter needs LiteLLM: {_EXTRA_HINT}")
         self.model_prefix = check_str(model_prefix, "LiteLLMAdapter.model_prefix", nonempty=False)
-        self._credential = CredentialSource(check_credential(api_key), "LiteLLMAdapter.api_key")
         self.base_url = checked_base_url(base_url) if base_url is not None else None
+        if key_env is not None:
+            check_str(key_env, "LiteLLMAdapter.key_env")
+        if not isinstance(key_any_host, bool):
+            raise invalid(f"LiteLLMAdapter.key_any_host must be a bool, got {describe(key_any_host)}", wrong_type=True)
+        #: LiteLLM's own environment lookup applies to a custom ``api_base`` too (rule 7)
+        self.key_any_host = key_any_host
+        self._credential = CredentialSource(
+            resolve_api_key(
+                check_credential(api_key, "LiteLLMAdapter.api_key"),
+                self.base_url or "",
+                (key_env,) if key_env else (),
+                None,  # a variable the caller named goes to any host
+                "LiteLLMAdapter",
+            ),
+            "LiteLLMAdapter.api_key",
+        )
+        if media is not None and not isinstance(media, MediaSupport):
+            raise invalid(f"LiteLLMAdapter.media must be a MediaSupport or None, got {describe(media)}", wrong_type=True)
+        #: what user turns may carry of images, documents and audio (rule 2); ``None``: none
+        self.media = media
+        #: hears this adapter's streams, used directly or through a service (``_observe``)
+        self.observer = check_observer(observer, "LiteLLMAdapter.observer")
         self.identity = identity
         self.extra_headers = check_headers(headers, "LiteLLMAdapter.headers") if headers is not None else {}
         self.retry_policy = RetryPolicy(max_retries=check_nonneg_int(max_retries, "LiteLLMAdapter.max_retries"))
@@ -450,6 +539,13 @@ class LiteLLMAdapter(LlmAdapter):
         self.think_tags = think_tags
         self.include_usage = include_usage
         self._lock = threading.Lock()
+        custom = _custom_base(self.completion_kwargs) or self.base_url
+        if custom and self._credential.value is None and not key_any_host and _environment_secrets():
+            log.info(
+                "LiteLLMAdapter: LiteLLM's environment keys are not sent to %s (not the provider's own host); "
+                "pass api_key=, key_env= or key_any_host=True to send one",
+                redact(str(custom)),
+            )
 
     def __repr__(self) -> str:
         base = redact(self.base_url) if self.base_url else None
@@ -462,10 +558,18 @@ class LiteLLMAdapter(LlmAdapter):
         found += [v for k, v in self.completion_kwargs.items() if isinstance(v, str) and _secret_name(str(k))]
         return (*found, *_environment_secrets())
 
+    @property
+    def credential(self) -> CredentialSource:
+        """Where this adapter's credential comes from (a fixed key, a callable, a variable
+        named by ``key_env``, or none: LiteLLM's own lookup, rule 7)."""
+        return self._credential
+
     # ------------------------------------------------------------------ request (rule 2)
 
     def call_kwargs(self, options: GenerateOptions, api_key: str | None = None) -> dict[str, Any]:
-        """The keyword arguments of ``litellm.completion`` for ``options``."""
+        """The keyword arguments of ``litellm.completion`` for ``options`` (rule 2); media
+        parts and a response format that can't be sent are a ``ConfigurationError``."""
+        self.check_media(options)
         kwargs: dict[str, Any] = {
             "model": f"{self.model_prefix}{options.model}",
             "messages": [m for message in options.messages for m in self.convert_message(message)],
@@ -480,6 +584,8 @@ class LiteLLMAdapter(LlmAdapter):
             kwargs["api_key"] = api_key
         if self.base_url:
             kwargs["api_base"] = self.base_url
+        if options.response_format is not None:
+            kwargs["response_format"] = chat_response_format(options.response_format)
         if options.tools:
             kwargs["tools"] = [tool.to_openai() for tool in options.tools]
         if options.max_tokens is not None:
@@ -493,21 +599,29 @@ class LiteLLMAdapter(LlmAdapter):
         kwargs.update(self.completion_kwargs)
         if options.extra_body:
             kwargs.update(options.extra_body)
+        if not kwargs.get("api_key") and not self.key_any_host and _custom_base(kwargs):
+            kwargs["api_key"] = NO_KEY  # rule 7: LiteLLM would read the provider's key from the environment
         return kwargs
 
+    def api_base(self, options: GenerateOptions) -> str | None:
+        """Where a request for ``options`` goes when the caller said (``base_url``, or an
+        ``api_base`` in ``completion_kwargs``/``extra_body``); ``None``: LiteLLM's choice."""
+        return _custom_base({**self.completion_kwargs, **(options.extra_body or {})}) or self.base_url
+
+    def check_media(self, options: GenerateOptions) -> None:
+        """Refuse, before anything is sent, media parts :attr:`media` does not take (a
+        ``ConfigurationError`` naming the part; rule 2)."""
+        check_media_parts(options, lambda: self.media, f"{self.title}: LiteLLMAdapter(media=None)")
+
     def convert_message(self, message: Message) -> list[dict[str, Any]]:
-        """One history message in the chat-completions form LiteLLM takes."""
-        if message.role in ("system", "user"):
-            return [{"role": message.role, "content": message.text}]
-        if message.role == "tool":
-            return [
-                {"role": "tool", "tool_call_id": block.call_id, "content": block.content}
-                for block in message.blocks
-                if isinstance(block, ToolResultBlock)
-            ]
-        text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
-        reasoning = "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
-        calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+        """One history message in the chat-completions form LiteLLM takes (a user turn with
+        media: OpenAI content parts, which LiteLLM converts for its provider)."""
+        plain = chat_plain_turn(message, self.media or OPENAI_CHAT)
+        if plain is not None:
+            return plain
+        text = message.text
+        reasoning = reasoning_text(message)
+        calls = message.tool_calls
         out: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
         replay = message.replay_state if isinstance(message.replay_state, dict) else {}
         thinking = replay.get("thinking_blocks") if replay.get("wire") == "litellm" else None
@@ -516,14 +630,7 @@ class LiteLLMAdapter(LlmAdapter):
         if reasoning:
             out["reasoning_content"] = reasoning
         if calls:
-            out["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
-                }
-                for call in calls
-            ]
+            out["tool_calls"] = [chat_tool_call(call) for call in calls]
         return [out]
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> LiteLLMTranslator:
@@ -552,26 +659,39 @@ class LiteLLMAdapter(LlmAdapter):
             yield from batch
 
     def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
-        run = _Run(self, options)
-        try:
-            yield from run.batches()
-        finally:
-            run.stop()
+        with watching(self.observer, options) as watch:  # None: nobody watches (rule 8)
+            run = _Run(self, options, watch)
+            try:
+                with closing(run.batches()) as batches:
+                    for batch in batches:
+                        if watch is not None:
+                            watch.received(batch)
+                        yield batch
+            finally:
+                run.stop()
 
     # ------------------------------------------------------------------ failures (rule 5)
 
-    def _report(self, failure: LlmFailure, options: GenerateOptions, attempt: int, chunks: int, started: float) -> LlmFailure:
-        record = {
-            "provider": options.provider,
-            "model": options.model,
-            "attempt": attempt,
-            "chunks_received": chunks,
-            "elapsed_s": round(time.monotonic() - started, 3),
-            "base_url": redact(self.base_url, self.secrets) if self.base_url else None,
-            "litellm_model": f"{self.model_prefix}{options.model}",
-            **request_summary(options),
-        }
-        return report_failure(failure, self.failure_reporter, provider=options.provider, attempt=attempt, record=record)
+    def _report(
+        self,
+        failure: LlmFailure,
+        options: GenerateOptions,
+        attempt: int,
+        chunks: int,
+        started: float,
+        watch: StreamWatch | None = None,
+    ) -> LlmFailure:
+        return report_attempt(
+            failure,
+            self.failure_reporter,
+            options,
+            attempt=attempt,
+            chunks=chunks,
+            started=started,
+            base_url=redact(self.base_url, self.secrets) if self.base_url else None,
+            details={"litellm_model": f"{self.model_prefix}{options.model}", **request_summary(options)},
+            watch=watch,
+        )
 
     def _resend_without_stream_options(self, failure: LlmFailure) -> bool:
         if self.include_usage and failure.status == 400 and "stream_options" in (failure.detail or ""):
@@ -584,9 +704,10 @@ class LiteLLMAdapter(LlmAdapter):
 class _Run:
     """One stream: its attempts, the clocks and the consumer's side of the queue."""
 
-    def __init__(self, adapter: LiteLLMAdapter, options: GenerateOptions) -> None:
+    def __init__(self, adapter: LiteLLMAdapter, options: GenerateOptions, watch: StreamWatch | None = None) -> None:
         self.adapter = adapter
         self.options = options
+        self.watch = watch
         self.provider = options.provider
         self.started = time.monotonic()
         self.deadline = self.started + options.timeout if options.timeout else None
@@ -636,12 +757,13 @@ class _Run:
             limits.append(max(0.001, self.deadline - time.monotonic()))
         return min(limits) if limits else None
 
-    def batches(self) -> Iterator[list[StreamChunk]]:
+    def batches(self) -> Generator[list[StreamChunk], None, None]:
         adapter, options = self.adapter, self.options
         policy = adapter.retry_policy
         if options.max_retries is not None:
             policy = replace(policy, max_retries=options.max_retries)
         completion = _load_litellm().completion
+        watch = self.watch
         attempt = 0
         refreshed = False
         while True:
@@ -649,13 +771,15 @@ class _Run:
             self.last_content = time.monotonic()
             translator: LiteLLMTranslator | None = None
             produced = 0
+            if watch is not None:
+                watch.begin_attempt(attempt, adapter.api_base(options))
             try:
                 key = adapter._credential.get(options.provider)
+                kwargs = adapter.call_kwargs(options, key)  # a refused part or format: INVALID_OPTIONS
             except LlmError as exc:
-                failure = adapter._report(exc.failure, options, attempt, 0, self.started)
+                failure = adapter._report(exc.failure, options, attempt, 0, self.started, watch)
                 yield _finish(failure)
                 return
-            kwargs = adapter.call_kwargs(options, key)
             timeout = self._read_timeout()
             if timeout is not None:
                 kwargs.setdefault("timeout", timeout)
@@ -666,7 +790,7 @@ class _Run:
                 if isinstance(item, LlmFailure):  # cancelled or timed out
                     call.stop()
                     kind = "aborted" if item.code == "ABORTED" else "error"
-                    failure = adapter._report(item, options, attempt, produced, self.started)
+                    failure = adapter._report(item, options, attempt, produced, self.started, watch)
                     yield _end(translator, failure, kind)
                     return
                 batch: list[StreamChunk] = []
@@ -675,6 +799,8 @@ class _Run:
                     tag, value = item
                     if tag == _OPENED:
                         translator = adapter.make_translator(options, _request_id(value, secrets))
+                        if watch is not None:
+                            watch.attempt_server(_served_from(value))
                     elif tag == _CHUNK:
                         assert translator is not None
                         batch += translator.feed_chunk(value)
@@ -696,7 +822,7 @@ class _Run:
                     last = batch[-1]
                     if type(last) is Finish and last.reason.failure is not None:
                         assert isinstance(last, Finish)
-                        failure = adapter._report(last.reason.failure, options, attempt, produced, self.started)
+                        failure = adapter._report(last.reason.failure, options, attempt, produced, self.started, watch)
                         batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
                     produced += len(batch)
                     yield batch
@@ -707,7 +833,7 @@ class _Run:
                     continue
                 opened = translator is not None
                 failure = failure_from_exception(item[1], provider=self.provider, secrets=secrets, mid_stream=opened)
-                failure = adapter._report(failure, options, attempt, produced, self.started)
+                failure = adapter._report(failure, options, attempt, produced, self.started, watch)
                 if not opened:
                     retry = self._retry(policy, failure, attempt, refreshed)
                     if retry == "refresh":
@@ -716,7 +842,7 @@ class _Run:
                         break  # the next attempt
                     stopped = self._abort_failure()
                     if stopped is not None and stopped.code == "ABORTED":  # cancelled while waiting
-                        failure = adapter._report(stopped, options, attempt, produced, self.started)
+                        failure = replace(stopped, diagnostics=failure.diagnostics)  # the attempt was reported
                 kind = "aborted" if failure.code == "ABORTED" else "error"
                 yield _end(translator, failure, kind)
                 return

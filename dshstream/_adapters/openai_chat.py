@@ -11,7 +11,7 @@ with :class:`~dshstream._core.wires.openai_chat.OpenAIChatTranslator`. History r
 goes back as ``reasoning_content`` where the dialect needs it, OpenRouter
 ``reasoning_details`` and Gemini-compat tool ``thought_signature`` go back from replay
 state. A user turn with media parts becomes a list of content parts (text, ``image_url``,
-``input_audio``, ``file``: :meth:`OpenAIChatAdapter.content_parts`). A server that rejects ``stream_options`` with a 400 is asked once more without it,
+``input_audio``, ``file``: :func:`chat_content_parts`). A server that rejects ``stream_options`` with a 400 is asked once more without it,
 and the adapter remembers that.
 """
 
@@ -53,6 +53,33 @@ def chat_content_parts(message: Message, support: MediaSupport = OPENAI_CHAT) ->
             else:
                 out.append({"type": "file", "file": {"filename": item.filename, "file_data": item.data_url}})
     return out
+
+
+def chat_plain_turn(message: Message, support: MediaSupport = OPENAI_CHAT) -> list[dict[str, Any]] | None:
+    """The chat-completions form of a system, user or tool turn (a tool turn may become
+    several; a user turn with media is content parts); ``None`` for an assistant turn, whose
+    form differs by who reads it."""
+    if message.role == "user" and message.attachments:
+        return [{"role": "user", "content": chat_content_parts(message, support)}]
+    if message.role in ("system", "user"):
+        return [{"role": message.role, "content": message.text}]
+    if message.role == "tool":
+        return [
+            {"role": "tool", "tool_call_id": block.call_id, "content": block.content}
+            for block in message.blocks
+            if isinstance(block, ToolResultBlock)
+        ]
+    return None
+
+
+def chat_tool_call(call: ToolCallBlock) -> dict[str, Any]:
+    """One ``tool_calls`` entry of an assistant turn."""
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or "{}"}}
+
+
+def reasoning_text(message: Message) -> str:
+    """The reasoning of an assistant turn, joined."""
+    return "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
 
 
 class OpenAIChatAdapter(HttpAdapter):
@@ -138,19 +165,12 @@ class OpenAIChatAdapter(HttpAdapter):
 
     def convert_message(self, message: Message) -> list[dict[str, Any]]:
         """One history message in chat-completions form (a tool turn may become several)."""
-        if message.role == "user" and message.attachments:
-            return [{"role": "user", "content": self.content_parts(message)}]
-        if message.role in ("system", "user"):
-            return [{"role": message.role, "content": message.text}]
-        if message.role == "tool":
-            return [
-                {"role": "tool", "tool_call_id": block.call_id, "content": block.content}
-                for block in message.blocks
-                if isinstance(block, ToolResultBlock)
-            ]
-        text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
-        reasoning = "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
-        calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+        plain = chat_plain_turn(message, self.media or OPENAI_CHAT)
+        if plain is not None:
+            return plain
+        text = message.text
+        reasoning = reasoning_text(message)
+        calls = message.tool_calls
         replay = message.replay_state if isinstance(message.replay_state, dict) else {}
         out: dict[str, Any] = {"role": "assistant", "content": text}
         if reasoning and self.dialect.reasoning_content_passback:
@@ -162,21 +182,13 @@ class OpenAIChatAdapter(HttpAdapter):
             signatures = replay.get("tool_signatures") or {}
             entries = []
             for position, call in enumerate(calls):
-                entry: dict[str, Any] = {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
-                }
+                entry = chat_tool_call(call)
                 signature = signatures.get(call.id) or signatures.get(f"#{position}")
                 if signature:
                     entry["extra_content"] = {"google": {"thought_signature": signature}}
                 entries.append(entry)
             out["tool_calls"] = entries
         return [out]
-
-    def content_parts(self, message: Message) -> list[dict[str, Any]]:
-        """A user turn with media as content parts (:func:`chat_content_parts`)."""
-        return chat_content_parts(message, self.media or OPENAI_CHAT)
 
     def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
         failure = error.failure

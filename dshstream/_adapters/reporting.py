@@ -19,6 +19,7 @@ Contract:
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["report_failure", "request_summary"]
+__all__ = ["report_attempt", "report_failure", "request_summary"]
 
 _DEFECT_CODES = frozenset({"MALFORMED_RESPONSE", "CONTRACT_VIOLATION", "EVENT_TOO_LARGE", "UNKNOWN"})
 
@@ -76,3 +77,31 @@ def report_failure(
     if watch is not None:
         watch.end_attempt("failed", int(record.get("chunks_received") or 0), failure)
     return failure
+
+
+def report_attempt(
+    failure: LlmFailure,
+    reporter: FailureReporter | None,
+    options: GenerateOptions,
+    *,
+    attempt: int,
+    chunks: int,
+    started: float,
+    base_url: str | None,
+    details: dict[str, Any],
+    watch: StreamWatch | None = None,
+) -> LlmFailure:
+    """:func:`report_failure` for one failed attempt of an adapter's stream, with the record
+    every adapter files (rule 2): provider, model, attempt, chunks received, elapsed time
+    since ``started`` (``time.monotonic``), the already-redacted ``base_url``, then the
+    adapter's ``details`` (its request summary)."""
+    record = {
+        "provider": options.provider,
+        "model": options.model,
+        "attempt": attempt,
+        "chunks_received": chunks,
+        "elapsed_s": round(time.monotonic() - started, 3),
+        "base_url": base_url,
+        **details,
+    }
+    return report_failure(failure, reporter, provider=options.provider, attempt=attempt, record=record, watch=watch)
