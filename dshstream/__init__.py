@@ -14,22 +14,30 @@ The package tree::
 
     dshstream/
       __init__.py        this surface
+      __main__.py _version.py          ``python -m dshstream``; the version, written once
       _core/             the sans-IO core: no sockets, threads, clocks or environment
         types.py errors.py             the chunk protocol and the exception tree
-        sse.py decode.py               SSE framing; bytes -> chunks for a wire
-        wires/                         one translator per provider wire format
+        sse.py chunked.py eventstream.py   framing: SSE, HTTP/1.1 chunked, AWS event-stream
+        decode.py                      bytes -> chunks for a named wire; wire detection
+        wires/                         one translator per wire format (openai_chat, openai_responses,
+                                       anthropic, gemini, bedrock, bedrock_invoke, litellm) on base.py
         filters/                       think tags, reasoning spills, prose tool calls, JSON repair
         classify/                      provider failures -> stable codes
         assembler.py contract.py       chunks -> blocks; the adapter contract checker
         pump.py retry.py               the byte pump; the retry policy
-        redact.py validate.py request.py http_request.py strict_json.py log.py attribution.py dialects.py
+        request.py response_format.py  what a caller asks for; JsonSchema and JsonMode
+        parts.py                       image, document and audio parts; what each provider takes
+        partial_json.py                streaming JSON snapshots that never change type
         records.py                     what an observer hears about each stream
         recovery.py                    failure code + credential source -> recovery tips
-        partial_json.py                streaming JSON snapshots that never change type
+        sigv4.py dialects.py           AWS SigV4; the OpenAI-compatible presets
+        redact.py validate.py http_request.py strict_json.py log.py attribution.py
       _transport.py      the only module that imports requests (and urllib3)
       _headers.py        response header parsing (Retry-After, request ids)
-      _adapters/         one per provider API (and cloud: azure, vertex), on one HttpAdapter base;
-                         litellm.py drives LiteLLM instead (the optional ``litellm`` extra)
+      _adapters/         one per provider API (and cloud: azure, vertex, bedrock) on one HttpAdapter
+                         base (http.py, settings.py, credentials.py, google_oauth.py, reporting.py);
+                         structured_output.py: response formats on every wire; litellm.py drives
+                         LiteLLM instead (the optional ``litellm`` extra)
       _service.py _chunk_stream.py _defaults.py    routing, the stream object, the default service
       _observe.py        observers: per-stream records exactly once, the finished-stream log line
       otel.py            the optional OpenTelemetry observer (public; ``dshstream[otel]``)

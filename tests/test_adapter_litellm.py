@@ -589,6 +589,20 @@ def test_500_is_server_and_retried_within_the_policy(lit: Any, server: ReplaySer
     assert len(server.requests) == 2
 
 
+def test_a_capability_refusal_is_not_retried_and_litellm_prints_nothing(
+    lit: Any, server: ReplayServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # llama.cpp answers an image sent to a text-only model with a 500; retrying can't help.
+    # LiteLLM's own "Give Feedback / Get Help" banner would land in the caller's stdout.
+    server.add("/", error_route(500, {"error": {"code": 500, "type": "server_error",
+                                                 "message": "image input is not supported - hint: provide the mmproj"}}))
+    result = service_with(adapter_for(server.url, max_retries=2)).stream(ask()).result()
+    assert result.failure is not None and (result.failure.code, result.failure.retryable) == ("INVALID_REQUEST", False)
+    assert len(server.requests) == 1
+    out, _ = capfd.readouterr()
+    assert out == ""
+
+
 def test_context_window_is_classified(lit: Any, server: ReplayServer) -> None:
     server.add("/", error_route(400, {"error": {"message": "This model's maximum context length is 8192 tokens",
                                                  "type": "invalid_request_error", "code": "context_length_exceeded"}}))

@@ -495,6 +495,14 @@ def test_sse_shaped_error_body() -> None:
         (501, "", "HTTP_501"),
         (429, "Too Many Requests", "RATE_LIMIT"),
         (400, "quota resets in one minute", "INVALID_REQUEST"),
+        # a capability refusal never succeeds on retry, whatever the status (llama.cpp: 500)
+        (500, '{"error":{"code":500,"message":"image input is not supported - hint: if this is unexpected, '
+         'you may need to provide the mmproj","type":"server_error"}}', "INVALID_REQUEST"),
+        (500, "Failed to load image or audio file", "INVALID_REQUEST"),
+        (400, "This model does not support image input", "INVALID_REQUEST"),
+        (404, "No endpoints found that support image input", "INVALID_REQUEST"),
+        (400, "Audio input is not supported for this model", "INVALID_REQUEST"),
+        (503, "upstream image service unavailable", "SERVER"),  # not a refusal
     ],
 )
 def test_http_precedence(status: int, body: str, code: str) -> None:
@@ -783,3 +791,8 @@ def test_classifiers_never_raise(payload: object) -> None:
 
 def test_float_code_is_a_status() -> None:
     assert classify_error_payload({"error": {"code": 429.0, "message": "x"}}).code == "RATE_LIMIT"
+
+
+def test_a_capability_refusal_is_not_retryable() -> None:
+    failure = classify_http_error(500, '{"error":{"message":"image input is not supported"}}', provider="local")
+    assert (failure.code, failure.retryable) == ("INVALID_REQUEST", False)

@@ -165,9 +165,13 @@ _OPENED, _CHUNK, _END, _ERROR = range(4)
 def _load_litellm() -> Any:
     """The ``litellm`` module, imported on first use (rule 1)."""
     try:
-        return importlib.import_module("litellm")
+        module: Any = importlib.import_module("litellm")
     except ImportError as exc:  # pragma: no cover - the constructor checked it is installed
         raise invalid(f"LiteLLMAdapter needs LiteLLM: {_EXTRA_HINT}") from exc
+    # LiteLLM prints a "Give Feedback / Get Help" banner to stdout on every failed call,
+    # into the caller's own output; failures reach the caller as finishes instead.
+    module.suppress_debug_info = True
+    return module
 
 
 def _secret_name(name: str) -> bool:

@@ -10,24 +10,27 @@ it never sees raw bodies or secrets.
 is the :mod:`.lexicon` match. First match wins:
 
 1. 401/403, an auth hint or auth wording → ``AUTH``.
-2. A ``model_not_found`` hint (also Azure's ``DeploymentNotFound``) or model wording (any
+2. Wording that says an input kind is not supported (*image input is not supported*,
+   *does not support image input*, any status: llama.cpp answers it with a 500) →
+   ``INVALID_REQUEST``: the same request can never succeed, so it is not retried.
+3. A ``model_not_found`` hint (also Azure's ``DeploymentNotFound``) or model wording (any
    status), or a 404/``not_found`` hint with wording that mentions a model →
    ``MODEL_NOT_FOUND``.
-3. Quota wording → ``QUOTA``, unless a Gemini quota is per minute/second (then rule 6).
-4. Affordability wording → ``CREDIT_LIMIT``.
-5. 402 → ``QUOTA``.
-6. 429, a rate-limit hint or a per-minute quota → ``RATE_LIMIT``; so is rate-limit
+4. Quota wording → ``QUOTA``, unless a Gemini quota is per minute/second (then rule 7).
+5. Affordability wording → ``CREDIT_LIMIT``.
+6. 402 → ``QUOTA``.
+7. 429, a rate-limit hint or a per-minute quota → ``RATE_LIMIT``; so is rate-limit
    wording with no status or a 5xx.
-7. 413 → ``INVALID_REQUEST``.
-8. Overflow wording with a 4xx or no status → ``CONTEXT_WINDOW_EXCEEDED``.
-9. A content-filter hint or wording with a 4xx or no status → ``CONTENT_FILTER``.
-10. 400/422 or an invalid-request hint → ``INVALID_REQUEST``; so is invalid-request
+8. 413 → ``INVALID_REQUEST``.
+9. Overflow wording with a 4xx or no status → ``CONTEXT_WINDOW_EXCEEDED``.
+10. A content-filter hint or wording with a 4xx or no status → ``CONTENT_FILTER``.
+11. 400/422 or an invalid-request hint → ``INVALID_REQUEST``; so is invalid-request
     wording with no status.
-11. 408/504 or a timeout hint → ``TIMEOUT``; so is timeout wording with no status.
-12. 529, an overloaded hint or overloaded wording → ``OVERLOADED``.
-13. 500/502/503 or a server-error hint → ``SERVER``; so is server-error wording with no
+12. 408/504 or a timeout hint → ``TIMEOUT``; so is timeout wording with no status.
+13. 529, an overloaded hint or overloaded wording → ``OVERLOADED``.
+14. 500/502/503 or a server-error hint → ``SERVER``; so is server-error wording with no
     status.
-14. Any other status ≥ 400 → ``HTTP_<status>`` (a bare 404 is ``HTTP_404``); else
+15. Any other status ≥ 400 → ``HTTP_<status>`` (a bare 404 is ``HTTP_404``); else
     ``UNKNOWN``.
 """
 
@@ -129,6 +132,8 @@ def decide(status: int | None, hints: frozenset[str], text: str, *, per_minute_q
 
     if eff in (401, 403) or hints & _AUTH_HINTS or lexicon.AUTH.search(text):
         return "AUTH"
+    if lexicon.UNSUPPORTED_INPUT.search(text):
+        return "INVALID_REQUEST"
     if hints & _MODEL_HINTS or lexicon.is_model_not_found(text):
         return "MODEL_NOT_FOUND"
     if (eff == 404 or hints & _NOT_FOUND_HINTS) and lexicon.MODEL.search(text):

@@ -30,6 +30,7 @@ __all__ = [
     "MODEL",
     "OVERLOADED",
     "SERVER_ERROR",
+    "UNSUPPORTED_INPUT",
     "TIMEOUT",
     "collapse",
     "is_context_overflow",
@@ -166,6 +167,13 @@ INVALID_REQUEST = _rx(
     r"request\s+(?:body|entity)\s+too\s+large",
     r"failed\s+to\s+buffer\s+the\s+request\s+body:\s+length\s+limit\s+exceeded",
     r"unprocessable\s+entity",
+)
+#: an input kind the model or server cannot take: a capability refusal, never transient
+UNSUPPORTED_INPUT = _rx(
+    r"(?:image|audio|video|vision|multimodal|pdf|file)\s+(?:input\s+|inputs\s+)?(?:is|are)\s+not\s+supported",
+    r"does\s+not\s+support\s+(?:image|audio|video|vision|pdf|file)",
+    r"support\s+(?:image|audio|video)\s+input",
+    r"failed\s+to\s+load\s+image\s+or\s+audio",
 )
 SERVER_ERROR = _rx(
     rf"internal{_S1}server{_S1}error",
