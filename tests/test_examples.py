@@ -178,3 +178,11 @@ def test_attach_image_example_shows_each_providers_image_part(tmp_path: Path, ow
         assert line in out
     assert "  INVALID_OPTIONS: messages[0].content[1]: Anthropic Messages does not take audio parts" in out
     assert out.rstrip().endswith("requests sent: 0")
+
+
+def test_quickstart_without_a_key_names_the_variables_and_exits_2() -> None:
+    env = {k: v for k, v in ENV.items() if not k.endswith(("_API_KEY", "_KEY"))}
+    proc = subprocess.run([sys.executable, "examples/quickstart.py", "hi"], capture_output=True, text=True, env=env,
+                          timeout=60, cwd=ROOT, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "OPENAI_API_KEY" in proc.stderr and "ANTHROPIC_API_KEY" in proc.stderr and "dshstream demo" in proc.stderr
