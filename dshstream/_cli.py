@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -110,6 +111,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="send an image, document (PDF...) or audio file with the prompt (repeatable)",
     )
+    shape = chat.add_mutually_exclusive_group()
+    shape.add_argument(
+        "--schema",
+        metavar="FILE",
+        help='answer as JSON following the JSON Schema in FILE (or {"name", "schema", "strict"}); '
+        "the provider's own structured-output mechanism",
+    )
+    shape.add_argument("--json-mode", action="store_true", help="answer with any valid JSON (JSON mode)")
     chat.add_argument("--max-tokens", type=int)
     chat.add_argument("--temperature", type=float)
     chat.add_argument("--timeout", type=float, help="total time limit in seconds")
@@ -255,19 +264,44 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_USAGE
 
 
+def _read_json(option: str, path: str) -> Any:
+    """The JSON document in the file ``option`` names; every problem is one
+    :class:`UsageError` line."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{option} {path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{option} {path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+def _load_schema(path: str) -> Any:
+    """The :class:`JsonSchema` for ``--schema path``: a JSON Schema object (named after the
+    file), or OpenAI's ``{"name", "schema", "strict"?, "description"?}`` wrapper."""
+    from ._core.response_format import JsonSchema
+
+    raw = _read_json("--schema", path)
+    if not isinstance(raw, dict):
+        raise UsageError(f"--schema {path}: expected a JSON Schema object")
+    if isinstance(raw.get("schema"), dict) and isinstance(raw.get("name"), str):
+        fields = {k: raw[k] for k in ("name", "schema", "strict", "description") if k in raw}
+    else:
+        stem = re.sub(r"[^A-Za-z0-9_-]", "_", os.path.splitext(os.path.basename(path))[0])[:64]
+        fields = {"name": stem or "answer", "schema": raw}
+    try:
+        return JsonSchema(**fields)
+    except (LlmError, TypeError, ValueError) as exc:
+        raise UsageError(f"--schema {path}: {exc.failure.message if isinstance(exc, LlmError) else exc}") from None
+
+
 def _load_tools(path: str) -> tuple[Any, ...]:
     """The tools in a JSON file; every problem is one :class:`UsageError` line."""
     from ._core.request import ToolSpec
 
-    try:
-        with open(path, encoding="utf-8") as handle:
-            raw = json.load(handle)
-    except OSError as exc:
-        raise UsageError(f"--tools {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"--tools {path}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--tools {path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    raw = _read_json("--tools", path)
     shape = (
         'expected a tool or a list of tools, each {"name": ..., "description": ..., "parameters": {...}} '
         'or {"type": "function", "function": {...}}'
@@ -309,6 +343,12 @@ def _load_attachment(path: str) -> Any:
         raise UsageError(f"--attach {path}: {exc.strerror or exc}") from None
     except LlmError as exc:
         raise UsageError(f"--attach {path}: {exc.failure.message}") from None
+
+
+def _json_mode() -> Any:
+    from ._core.response_format import JsonMode
+
+    return JsonMode()
 
 
 def _check_url(url: str) -> str:
@@ -493,6 +533,7 @@ def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not prompt.strip():
         raise UsageError("empty prompt")
     attachments = [_load_attachment(path) for path in args.attach or ()]
+    response_format = _load_schema(args.schema) if args.schema else _json_mode() if args.json_mode else None
     messages = [Message.user(prompt, *attachments)]
     if args.system:
         messages.insert(0, Message.system(args.system))
@@ -506,6 +547,7 @@ def _chat(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         reasoning_effort=args.reasoning_effort,
         timeout=args.timeout,
         idle_timeout=args.idle_timeout,
+        response_format=response_format,
     )
     stream = service.stream(options)
     names = _key_names(args.provider, args.api_key_env, args.base_url)

@@ -357,3 +357,63 @@ def test_a_failure_goes_to_stderr_once_when_piped() -> None:
     headline = proc.stderr.removeprefix("error: ").strip()
     assert proc.stderr.count("error: ") == 1
     assert f"finish: error (length) — {headline}" in proc.stdout  # the record on stdout is whole
+
+
+# --------------------------------------------------------------------------- structured output
+
+CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+               "additionalProperties": False}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (CITY_SCHEMA, {"type": "json_schema", "json_schema": {"name": "city", "schema": CITY_SCHEMA, "strict": True}}),
+        ({"name": "Place", "schema": CITY_SCHEMA, "strict": False},
+         {"type": "json_schema", "json_schema": {"name": "Place", "schema": CITY_SCHEMA, "strict": False}}),
+        (None, {"type": "json_object"}),
+    ],
+    ids=["schema-file", "openai-wrapper", "json-mode"],
+)
+def test_chat_asks_for_json(
+    tmp_path: "os.PathLike[str]",
+    content: dict[str, object] | None,
+    expected: dict[str, object],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pathlib import Path
+
+    from dshstream._replay_server import ReplayServer
+
+    path = Path(tmp_path) / "city.json"
+    path.write_text(json.dumps(content))
+    option = ["--schema", str(path)] if content is not None else ["--json-mode"]
+    with ReplayServer({"/v1/": (FIXTURES / "openai/text_include_usage.sse").read_bytes()}) as server:
+        proc = run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url", f"{server.url}/v1",
+                        *option, "Where?")
+        assert proc.returncode == 0, proc.stderr
+        sent = server.requests[-1].body
+    assert sent["response_format"] == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [("[1, 2]", "expected a JSON Schema object"), ("{", "not valid JSON"), (None, "No such file"),
+     ('{"name": "has space", "schema": {"type": "object"}}', "JsonSchema.name")],
+)
+def test_a_bad_schema_file_is_one_line_and_exit_2(
+    tmp_path: "os.PathLike[str]",
+    content: str | None,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pathlib import Path
+
+    path = Path(tmp_path) / "schema.json"
+    if content is not None:
+        path.write_text(content)
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url",
+                                   "http://127.0.0.1:9/v1", "--schema", str(path), "hi"))
+    assert str(path) in line and says in line
