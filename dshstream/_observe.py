@@ -8,7 +8,8 @@ Contract:
    :class:`~dshstream._core.records.StreamStarted` when it is made,
    :class:`~dshstream._core.records.FirstChunk` on the first content chunk, one
    :class:`~dshstream._core.records.AttemptRecord` when each HTTP attempt ends, and
-   :class:`~dshstream._core.records.StreamFinished` exactly once — a lock and a flag —
+   :class:`~dshstream._core.records.StreamFinished` exactly once — a lock and a flag; the
+   lock is held while a record goes out, so no record from another thread follows it —
    whichever path ends the stream: its finish chunk (a stop or an error finish), an
    exception, ``close()`` from any thread, the cancel event, ``KeyboardInterrupt``, a
    consumer that stops early, or the garbage collection of an abandoned stream (a
@@ -286,7 +287,8 @@ class StreamWatch:
         )
         self._source: Iterator[Any] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
-        self._lock = threading.Lock()
+        # re-entrant: an observer may end the stream from inside a record it is handed
+        self._lock = threading.RLock()
         self._done = False
 
     def __repr__(self) -> str:
@@ -375,17 +377,20 @@ class StreamWatch:
 
     def _first_chunk(self, chunk: StreamChunk) -> None:
         self._first = time.monotonic() - self._t0
-        if self.observer is not None and not self._done:
-            self._emit(
-                FirstChunk(
-                    stream_id=self.stream_id,
-                    provider=self.provider,
-                    model=self.model,
-                    time_to_first_chunk=self._first,
-                    chunk_type=type(chunk).__name__,
-                    level=self.level,
+        if self.observer is None:
+            return
+        with self._lock:  # a finish from another thread waits: it can't overtake this record
+            if not self._done:
+                self._emit(
+                    FirstChunk(
+                        stream_id=self.stream_id,
+                        provider=self.provider,
+                        model=self.model,
+                        time_to_first_chunk=self._first,
+                        chunk_type=type(chunk).__name__,
+                        level=self.level,
+                    )
                 )
-            )
 
     # ------------------------------------------------------------------ attempts
 
@@ -430,18 +435,17 @@ class StreamWatch:
         )
 
     def _attempt_ended(self, record: AttemptRecord) -> None:
-        with self._lock:
+        with self._lock:  # held while the record goes out (a finish can't overtake it)
             if self._done:
                 return
             self._attempts += 1
-            attempts = self._attempts
             if record.server_address is not None:
                 self._server = (record.server_address, record.server_port)
-        if record.level != self.level:  # an adapter's: numbered over this whole stream
-            record = replace(record, attempt=attempts, level=self.level)
-        self._emit(record)
-        if self.parent is not None:
-            self.parent._attempt_ended(record)
+            if record.level != self.level:  # an adapter's: numbered over this whole stream
+                record = replace(record, attempt=self._attempts, level=self.level)
+            self._emit(record)
+            if self.parent is not None:  # locks are taken child, then parent: never the reverse
+                self.parent._attempt_ended(record)
 
     # ------------------------------------------------------------------ the end
 
@@ -474,10 +478,16 @@ class StreamWatch:
         """Report the ``StreamFinished`` (once; later calls do nothing). ``reason``
         overrides the finish the stream carried; without either, the stream was cut
         (``STREAM_CLOSED``)."""
-        with self._lock:
+        with self._lock:  # held while the record goes out: nothing can follow it (rule 1)
             if self._done:
                 return
             self._done = True
+            record = self._finished_record(reason)
+            self._emit(record)
+        if self.logs:
+            _log_finished(record)
+
+    def _finished_record(self, reason: FinishReason | None) -> StreamFinished:
         finalizer, self._finalizer = self._finalizer, None
         if finalizer is not None:
             finalizer.detach()
@@ -505,7 +515,7 @@ class StreamWatch:
         request_id = metadata.request_id if metadata is not None else None
         if request_id is None and failure is not None:
             request_id = failure.request_id
-        record = StreamFinished(
+        return StreamFinished(
             stream_id=self.stream_id,
             provider=self.provider,
             model=self.model,
@@ -528,9 +538,6 @@ class StreamWatch:
             level=self.level,
             output=output,
         )
-        self._emit(record)
-        if self.logs:
-            _log_finished(record)
 
     def _cancelled(self) -> bool:
         cancel = self._cancel

@@ -35,7 +35,12 @@ Contract (:func:`run_tools` returns a :class:`ToolLoopStream`):
    the last response.
 6. **Control.** ``close()`` (from any thread) and ``cancel()`` work across steps: the step
    streaming is cut (its finish is ``aborted``), calls not yet started are answered as not
-   run, and no further request is made; a tool already running is not interrupted. A
+   run, and no further request is made; a tool already running is not interrupted. With
+   ``parallel`` the loop does not wait for it either: a pooled call still running is
+   answered ``abandoned`` (its thread runs on, and the interpreter waits for it at exit)
+   and the loop ends at once. Without ``parallel`` the calls run in the consuming thread,
+   so a tool that never returns holds the loop: the cancel takes effect when it returns
+   (give such tools their own timeout, or use ``parallel``). A
    consumer busy in ``next()`` meanwhile gets the step's ``aborted`` finish and then the
    ``ABORTED`` :class:`ToolLoopError`; after ``close()`` of an idle loop iteration just
    stops, and :meth:`~ToolLoopStream.result` raises that error. ``KeyboardInterrupt``
@@ -47,6 +52,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
@@ -81,14 +87,19 @@ log = get_logger("dshstream.tool_loop")
 ToolFunction: TypeAlias = Callable[..., Any]
 Approve: TypeAlias = Callable[[ToolCallBlock], bool]
 #: what happened to one call: ``ok`` ran and returned; ``raised`` ran and raised (or
-#: returned what JSON can't carry); the others were not run
-ToolCallStatus: TypeAlias = Literal["ok", "raised", "truncated", "invalid_arguments", "unknown_tool", "vetoed", "skipped"]
+#: returned what JSON can't carry); ``abandoned`` was still running in the pool when the
+#: loop was cancelled (rule 6); the others were not run
+ToolCallStatus: TypeAlias = Literal[
+    "ok", "raised", "abandoned", "truncated", "invalid_arguments", "unknown_tool", "vetoed", "skipped"
+]
 StopReason: TypeAlias = Literal["done", "max_steps"]
 _Number = TypeVar("_Number", int, float)
 
 #: at most this many characters of a tool's exception text go to the model
 ERROR_TEXT_LIMIT = 2000
 _MAX_WORKERS = 32
+#: how often a loop waiting on its tool pool looks at the cancel event (seconds)
+CANCEL_POLL = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,10 +535,29 @@ class ToolLoopStream:
                 (position, pool.submit(self._run_one, call, fn, arguments))
                 for position, call, fn, arguments in runnable
             ]
-            for position, future in futures:
-                yield position, future.result()
+            for (position, future), (_, call, _, _) in zip(futures, runnable):
+                yield position, self._outcome_of(call, future)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+    def _outcome_of(self, call: ToolCallBlock, future: Future[ToolOutcome]) -> ToolOutcome:
+        """The pooled call's outcome; once the loop is cancelled it is not waited for
+        (rule 6): a call not started never runs, a running one is left to finish alone."""
+        while True:
+            try:
+                return future.result(timeout=CANCEL_POLL)
+            except FutureTimeout:
+                if not self._cancel.is_set():
+                    continue
+            if future.cancel():
+                return _refused(call, "skipped", "Not run: the tool loop was cancelled.")
+            try:
+                return future.result(timeout=0)  # it ended meanwhile
+            except FutureTimeout:
+                log.warning("tool %s still running when the loop was cancelled; not waited for", call.name)
+                return _refused(
+                    call, "abandoned", f"No result: the tool loop was cancelled while {_name(call)} was running."
+                )
 
     def _run_one(self, call: ToolCallBlock, fn: ToolFunction, arguments: dict[str, Any]) -> ToolOutcome:
         """Run ``call`` unless the loop was cancelled before its turn came."""

@@ -1159,3 +1159,33 @@ def test_without_a_custom_host_litellm_reads_its_own_key(lit: Any, monkeypatch: 
     assert named.call_kwargs(ask(), named.credential.get("lit"))["api_key"] == "sk-named-0123456789"
     with pytest.raises(ConfigurationError, match="LiteLLMAdapter.key_any_host"):
         LiteLLMAdapter(key_any_host="yes")  # type: ignore[arg-type]
+
+
+def test_credentials_in_headers_nested_kwargs_and_extra_body_are_redacted_from_every_report(
+    lit: Any, server: ReplayServer
+) -> None:
+    header_key = "pkl1ve.Zx81mQ0rT5vBn2K9"  # no known key shape: only the adapter knows it is one
+    nested_token = "gw-Tok3n.a8Bc7De6Fg5"
+    body_key = "xtra.Qz19Lm02Np38Rs"
+    echoed = f"gateway refused {header_key}, {nested_token} and {body_key}"
+    server.add("/", error_route(401, {"error": {"message": echoed, "type": "invalid_request_error"}}))
+    reports: list[tuple[LlmFailure, dict[str, Any]]] = []
+    records: list[Any] = []
+    adapter = adapter_for(
+        server.url,
+        headers={"X-Portkey-Api-Key": header_key},
+        completion_kwargs={"metadata": {"gateway": {"session_token": nested_token}}},
+        failure_reporter=lambda f, r: reports.append((f, r)),
+        observer=records.append,
+        max_retries=0,
+    )
+    result = service_with(adapter).stream(ask(extra_body={"gateway_api_key": body_key})).result()
+    sent = server.requests[0]
+    assert sent.headers["x-portkey-api-key"] == header_key  # it was sent, as asked
+    failure = result.failure
+    assert failure is not None and failure.code == "AUTH"
+    assert failure.detail is not None and "gateway refused" in failure.detail
+    texts = [failure.detail, repr(failure), repr(records), json.dumps(reports[0][1], default=str)]
+    for secret in (header_key, nested_token, body_key):
+        for text in texts:
+            assert secret not in text

@@ -903,3 +903,89 @@ def test_live_llama_server_reports_usage_and_time_to_first_chunk() -> None:
         finished.time_to_first_chunk is not None
         and finished.time_to_first_chunk <= finished.duration
     )
+
+
+def _race_at(monkeypatch: pytest.MonkeyPatch, name: str, end: Any) -> list[threading.Thread]:
+    """Make the ``name`` record class of ``_observe`` run ``end`` on another thread (and give
+    it half a second) at the moment the record is built: between "not finished yet?" and
+    handing the record out, the window a close() from another thread can hit."""
+    import dshstream._observe as observe_module
+
+    real = getattr(observe_module, name)
+    closers: list[threading.Thread] = []
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        closer = threading.Thread(target=end)
+        closers.append(closer)
+        closer.start()
+        closer.join(0.5)  # before the fix it finished here; after it, it waits for the record
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(observe_module, name, racing)
+    return closers
+
+
+def test_close_racing_the_first_chunk_never_emits_after_the_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    opts = options()
+    batches: Iterator[list[StreamChunk]] = iter(
+        [[BlockStart(0, "text"), TextDelta(0, "hi")], [Finish(FinishReason("stop"))]]
+    )
+    stream = ChunkStream(batches, options=opts, watch=open_watch(recorder, opts, "service"))
+    closers = _race_at(monkeypatch, "FirstChunk", stream.close)
+    next(stream)
+    for closer in closers:
+        closer.join(SLOW)
+    finished = recorder.one_stream()  # StreamFinished is the last record
+    assert finished.kind == "aborted" and len(recorder.of(FirstChunk)) == 1
+
+
+def test_a_finish_racing_an_attempt_record_never_precedes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    opts = options()
+    watch = open_watch(recorder, opts, "service")
+    assert watch is not None
+    real_emit = StreamWatch._emit
+    closers: list[threading.Thread] = []
+
+    def racing_emit(self: StreamWatch, record: ObserverRecord) -> None:
+        if isinstance(record, AttemptRecord):  # the record is out of the lock's hands here
+            closer = threading.Thread(target=watch.finish)
+            closers.append(closer)
+            closer.start()
+            closer.join(0.5)
+        real_emit(self, record)
+
+    monkeypatch.setattr(StreamWatch, "_emit", racing_emit)
+    watch.begin_attempt(1, "https://api.example.com/v1")
+    watch.end_attempt("failed", 0)
+    for closer in closers:
+        closer.join(SLOW)
+    finished = recorder.one_stream()
+    assert finished.attempts == 1 and recorder.attempts[0].server_address == "api.example.com"
+
+
+def test_an_observer_may_close_the_stream_from_inside_a_record() -> None:
+    holder: list[ChunkStream] = []
+    recorder = Recorder()
+
+    def closing(record: ObserverRecord) -> None:
+        recorder(record)
+        if isinstance(record, FirstChunk):
+            holder[0].close()  # re-enters the watch on the same thread: no deadlock
+
+    opts = options()
+    batches: Iterator[list[StreamChunk]] = iter(
+        [[BlockStart(0, "text"), TextDelta(0, "hi")], [Finish(FinishReason("stop"))]]
+    )
+    stream = ChunkStream(batches, options=opts, watch=open_watch(closing, opts, "service"))
+    holder.append(stream)
+    done = threading.Event()
+    def consume() -> None:
+        for _chunk in stream:
+            pass
+        done.set()
+
+    threading.Thread(target=consume, daemon=True).start()
+    assert done.wait(SLOW)
+    assert recorder.one_stream().kind == "aborted"

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import struct
+import threading
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -397,3 +400,126 @@ def test_converse_document_names_follow_the_allowed_characters(name: str | None,
 def test_heic_and_heif_are_one_container() -> None:
     assert ImagePart.from_bytes(HEIC, "image/heif").media_type == "image/heif"
     assert ImagePart.from_bytes(b"\x00\x00\x00\x18ftypmif1" + b"\x00" * 20, "image/heic").media_type == "image/heic"
+
+
+# --------------------------------------------------------------------------- hostile paths and URLs
+
+
+def _within(seconds: float, call: Any) -> Any:
+    """``call()`` on a daemon thread: its result or exception, or a failure when it hangs."""
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append(("ok", call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            box.append(("raised", exc))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert box, f"still running after {seconds}s (it blocks)"
+    kind, value = box[0]
+    if kind == "raised":
+        raise value
+    return value
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_from_path_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)  # nobody ever writes to it: an open() for reading would wait forever
+    with pytest.raises(ConfigurationError, match=r"ImagePart.from_path: .*pipe.png' is a FIFO \(named pipe\), not a regular file"):
+        _within(10.0, lambda: ImagePart.from_path(fifo))
+    with pytest.raises(ConfigurationError, match="FIFO"):
+        _within(10.0, lambda: MediaPart.from_path(fifo, "image/png"))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+def test_from_path_refuses_devices_before_reading_them() -> None:
+    # /dev/zero has no size and no end: it used to be read up to the 512 MiB limit
+    with pytest.raises(ConfigurationError, match=r"'/dev/zero' is a character device, not a regular file"):
+        _within(10.0, lambda: ImagePart.from_path("/dev/zero", "image/png"))
+
+
+def test_from_path_refuses_a_directory_as_a_configuration_error(tmp_path: Path) -> None:
+    folder = tmp_path / "photos.png"
+    folder.mkdir()
+    with pytest.raises(ConfigurationError, match=r"photos.png' is a directory, not a regular file"):
+        ImagePart.from_path(folder)
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks here")
+def test_from_path_follows_a_symlink_to_a_file_and_judges_its_target(tmp_path: Path) -> None:
+    target = tmp_path / "real.png"
+    target.write_bytes(PNG)
+    link = tmp_path / "link.png"
+    link.symlink_to(target)
+    part = ImagePart.from_path(link)
+    assert part.data == PNG and part.name == "link.png"
+    folder_link = tmp_path / "folder.png"
+    folder_link.symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(ConfigurationError, match="is a directory"):
+        ImagePart.from_path(folder_link)
+
+
+def test_from_path_never_reads_more_than_the_limit_of_a_growing_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grown = tmp_path / "grown.png"
+    grown.write_bytes(PNG + b"\x00" * 64)
+    real_fstat = os.fstat
+
+    def stale_fstat(fd: int) -> os.stat_result:  # the size it had when it was checked
+        info = real_fstat(fd)
+        return os.stat_result((info.st_mode, *info[1:6], 8, *info[7:]))
+
+    monkeypatch.setattr("dshstream._core.parts.MAX_PART_BYTES", 16)
+    monkeypatch.setattr(os, "fstat", stale_fstat)
+    reads: list[int] = []
+    real_fdopen = os.fdopen
+
+    def counting_fdopen(fd: int, mode: str) -> Any:
+        handle = real_fdopen(fd, mode)
+        read = handle.read
+
+        class Counted:
+            def read(self, size: int = -1) -> bytes:
+                data: bytes = read(size)
+                reads.append(len(data))
+                return data
+
+            def __enter__(self) -> Counted:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                handle.close()
+
+        return Counted()
+
+    monkeypatch.setattr(os, "fdopen", counting_fdopen)
+    with pytest.raises(ConfigurationError, match=r"grown.png' grew over the 16 B limit while it was read"):
+        ImagePart.from_path(grown)
+    assert sum(reads) == 17  # the limit plus the one byte that proves it is over
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("https://alice:hunter2-secret@example.com/cat.png", "must not carry credentials"),
+        ("https://token-only-user@example.com/cat.png", "must not carry credentials"),
+        ("s3://AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMI@bucket/cat.png", "must not carry credentials"),
+        ("https:///etc/passwd.png", "must name a valid host"),
+        ("https:cat.png", "must name a valid host"),
+        ("https://example.com:99999/cat.png", "must name a valid host"),
+        ("file:///etc/passwd.png", "must be an https, http, gs or s3 URL"),
+        ("javascript:alert(1)//cat.png", "must be an https, http, gs or s3 URL"),
+    ],
+)
+def test_urls_with_credentials_or_without_a_host_are_refused_without_echoing_them(url: str, says: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ImagePart.from_url(url, "image/png")
+    message = str(info.value)
+    assert says in message and "ImagePart" in message
+    for secret in ("hunter2-secret", "wJalrXUtnFEMI"):
+        assert secret not in message and secret not in repr(info.value.failure)

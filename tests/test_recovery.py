@@ -162,3 +162,39 @@ def test_bad_arguments_name_the_argument(call: Any, error: type[Exception], says
 )
 def test_only_who_could_replace_the_key_may_view_the_detail(credential: Any, owns: bool, may: bool) -> None:
     assert may_view_detail(credential, viewer_owns_key=owns) is may
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "gsk_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gH5jK7mN9pQ2sT4vW6",  # Groq: also a valid variable name
+        "AKIAIOSFODNN7EXAMPLE",  # an AWS access key id
+        "AIzaSyA1234567890abcdefghijklmnopqrstu",  # a Google API key
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",  # a GitHub token
+        "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF",  # a bare 32-character key (Mistral's shape)
+    ],
+)
+def test_a_name_shaped_key_passed_as_key_env_is_refused_never_echoed(key: str) -> None:
+    for credential in ("personal", "server"):
+        with pytest.raises(ConfigurationError) as info:
+            recovery_tips(failure("AUTH"), credential, key_env=("OPENAI_API_KEY", key))
+        assert "key_env" in str(info.value) and key not in str(info.value)
+
+
+def test_a_registered_secret_passed_as_key_env_is_refused() -> None:
+    from dshstream._core.redact import register_secret, unregister_secret
+
+    secret = "plain_lowercase_secret_value"  # nothing in its shape says key
+    assert recovery_tips(failure("AUTH"), "personal", key_env=secret)  # a name, as far as anyone can tell
+    register_secret(secret)
+    try:
+        with pytest.raises(ConfigurationError) as info:
+            recovery_tips(failure("AUTH"), "personal", key_env=secret)
+        assert secret not in str(info.value)
+    finally:
+        unregister_secret(secret)
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "my_key2", "AzureOpenAIKey2024Prod", "HOME", "_X"])
+def test_ordinary_variable_names_still_pass(name: str) -> None:
+    assert name in recovery_tips(failure("AUTH"), "personal", key_env=name)[0]

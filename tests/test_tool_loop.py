@@ -558,7 +558,8 @@ def test_parallel_calls_not_started_when_closed_are_not_run(server: ReplayServer
     with pytest.raises(ToolLoopError):
         loop.result()
     statuses = [o.status for o in loop.steps[0].outcomes]
-    assert statuses[0] == "ok" and "skipped" in statuses
+    # the canceller itself is still running when the loop stops waiting (it is not awaited)
+    assert statuses[0] in ("ok", "abandoned") and "skipped" in statuses
     assert len(ran) < 4
 
 
@@ -641,3 +642,95 @@ def test_keyboard_interrupt_in_a_tool_closes_the_loop_and_propagates(server: Rep
         loop.result()
     assert info.value.failure.code == "ABORTED" and "KeyboardInterrupt" in info.value.failure.message
     assert [m.role for m in info.value.history] == ["user"]  # never a call without its answer
+
+
+# --------------------------------------------------------------------------- hostile tools and calls
+
+
+def test_cancel_ends_a_parallel_loop_whose_tool_never_returns(server: ReplayServer) -> None:
+    service = local_service(server, [_parallel_calls(2), text_step("never sent")])
+    release = threading.Event()
+    started = threading.Event()
+
+    def get_weather(city: str) -> str:
+        if city == "city0":
+            started.set()
+            release.wait(60)  # hangs (until the test lets it go)
+        return city
+
+    loop = run_tools(service, ask(), {"get_weather": get_weather}, parallel=True)
+    def close_once_it_hangs() -> None:
+        started.wait(10)
+        time.sleep(0.1)
+        loop.close()
+
+    closer = threading.Thread(target=close_once_it_hangs)
+    closer.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(ToolLoopError) as info:
+            loop.result()
+        assert time.monotonic() - began < 15  # before the fix: waited for the tool forever
+    finally:
+        release.set()
+        closer.join()
+    assert info.value.failure.code == "ABORTED"
+    outcomes = info.value.steps[0].outcomes
+    assert [o.status for o in outcomes] == ["abandoned", "ok"]
+    assert outcomes[0].result.is_error and "cancelled while 'get_weather' was running" in outcomes[0].result.content
+    assert [m.role for m in info.value.history] == ["user", "assistant", "tool", "tool"]  # every call answered
+    assert len(server.requests) == 1
+
+
+def test_argument_keys_cannot_reach_more_than_keyword_arguments(server: ReplayServer) -> None:
+    class Weather:
+        def __init__(self) -> None:
+            self.cities: list[str] = []
+
+        def lookup(self, city: str) -> str:
+            self.cities.append(city)
+            return city
+
+    seen: list[dict[str, Any]] = []
+
+    def anything(**kwargs: Any) -> str:
+        seen.append(kwargs)
+        return "ok"
+
+    calls = [
+        ("call_1", "lookup", json.dumps({"self": "evil", "city": "Oslo"})),
+        ("call_2", "anything", json.dumps({"not an identifier": 1, "class": 2, "__init__": 3})),
+        ("call_3", "lookup", json.dumps({"city": "Bergen", "**": "x"})),
+    ]
+    service = local_service(server, [calls_step(calls), text_step("Done.")])
+    weather = Weather()
+    specs = (ToolSpec("lookup"), ToolSpec("anything"))
+    result = run_tools(service, ask(tools=specs), {"lookup": weather.lookup, "anything": anything}).result()
+    assert [o.status for o in result.outcomes] == ["raised", "ok", "raised"]
+    assert "multiple values for argument 'self'" in result.outcomes[0].result.content
+    assert "unexpected keyword argument '**'" in result.outcomes[2].result.content
+    assert weather.cities == []  # the bound object was never replaced nor called
+    assert seen == [{"not an identifier": 1, "class": 2, "__init__": 3}]  # only as data, in **kwargs
+
+
+def test_a_model_repeating_the_same_call_forever_stops_at_max_steps(server: ReplayServer) -> None:
+    same = calls_step([("call_x", "get_weather", '{"city": "Paris"}')])
+    service = local_service(server, [same, same, same, text_step("never sent")])
+    weather = Recorder()
+    result = run_tools(service, ask(), {"get_weather": weather}, max_steps=3).result()
+    assert result.stopped == "max_steps" and len(server.requests) == 3
+    assert len(weather.calls) == 2  # the last step's call is answered as not run
+    assert result.outcomes[-1].status == "skipped" and "max_steps" in result.outcomes[-1].result.content
+
+
+def test_a_tool_whose_exception_cannot_be_printed_still_gets_an_error_result(server: ReplayServer) -> None:
+    class Hostile(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    def get_weather(city: str) -> str:
+        raise Hostile
+
+    service = local_service(server, [calls_step([("call_1", "get_weather", '{"city": "Paris"}')]), text_step("x")])
+    result = run_tools(service, ask(), {"get_weather": get_weather}).result()
+    assert result.outcomes[0].status == "raised" and "Hostile" in result.outcomes[0].result.content

@@ -59,10 +59,11 @@ of an adapter. Contract:
    ``stream_options`` is resent at once without it (remembered). Every failed attempt is
    reported once (:mod:`~dshstream._adapters.reporting`); a refused media part or response
    format, and a credential callable that fails, end the stream before any attempt is sent.
-6. **Secrets.** The key (a value or a callable's latest), string ``completion_kwargs`` whose
-   names say key/token/secret/credentials/password, and the values of environment variables
-   so named (LiteLLM reads its keys from there) are redacted from every failure's detail;
-   messages never carry upstream text.
+6. **Secrets.** The key (a value or a callable's latest), the strings under keys whose
+   names say key/token/secret/credentials/password anywhere in ``completion_kwargs``,
+   ``headers`` and ``options.extra_body`` (nested ``extra_headers`` too), and the values of
+   environment variables so named (LiteLLM reads its keys from there) are redacted from
+   every failure's detail; messages never carry upstream text.
 7. **A key from the environment goes only to its provider's own host** (as every HTTP
    adapter's, :func:`~dshstream._adapters.settings.resolve_api_key`). Without ``base_url``
    (or an ``api_base``/``base_url`` argument in ``completion_kwargs`` or ``extra_body``)
@@ -101,7 +102,7 @@ from .._core.errors import LlmError, make_failure
 from .._core.log import get_logger
 from .._core.parts import OPENAI_CHAT, MediaSupport
 from .._core.records import Observer
-from .._core.redact import is_sensitive_key, redact
+from .._core.redact import MIN_SECRET_LENGTH, is_sensitive_key, redact
 from .._core.request import GenerateOptions, Message
 from .._core.retry import RetryPolicy
 from .._core.strict_json import parse_json_object
@@ -184,6 +185,27 @@ def _environment_secrets() -> tuple[str, ...]:
     return tuple(
         value for name, value in os.environ.items() if len(value) >= _MIN_ENV_SECRET and _secret_name(name)
     )
+
+
+def _secret_values(value: object, shortest: int = 0, depth: int = 0) -> Iterator[str]:
+    """The strings under credential-named keys anywhere in ``value`` (headers such as
+    ``X-Portkey-Api-Key``, nested settings such as ``extra_headers``, every string inside a
+    ``vertex_credentials`` dict): what LiteLLM sends besides the key, and may echo in an
+    exception (rule 6). ``shortest`` is 0 outside a credential-named key."""
+    if depth > 8:
+        return
+    if isinstance(value, str):
+        if shortest and len(value) >= shortest:
+            yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if _secret_name(str(key)):  # the value itself; or, inside it, the longer strings
+                yield from _secret_values(item, shortest or MIN_SECRET_LENGTH, depth + 1)
+            else:
+                yield from _secret_values(item, shortest and _MIN_ENV_SECRET, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _secret_values(item, shortest and _MIN_ENV_SECRET, depth + 1)
 
 
 def _custom_base(kwargs: Mapping[str, Any]) -> str | None:
@@ -559,7 +581,8 @@ class LiteLLMAdapter(LlmAdapter):
     def secrets(self) -> tuple[str, ...]:
         """What redaction removes from failures (rule 6)."""
         found = [self._credential.last] if self._credential.last else []
-        found += [v for k, v in self.completion_kwargs.items() if isinstance(v, str) and _secret_name(str(k))]
+        found += _secret_values(self.completion_kwargs)
+        found += _secret_values(self.extra_headers)
         return (*found, *_environment_secrets())
 
     @property
@@ -787,7 +810,7 @@ class _Run:
             timeout = self._read_timeout()
             if timeout is not None:
                 kwargs.setdefault("timeout", timeout)
-            secrets = (*((key,) if key else ()), *adapter.secrets)
+            secrets = (*((key,) if key else ()), *adapter.secrets, *_secret_values(options.extra_body))
             call = self.call = _Call(completion, kwargs).start()
             while True:
                 item = self._wait(call)

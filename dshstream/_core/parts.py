@@ -11,12 +11,16 @@ file happens only in :meth:`MediaPart.from_path`, which the caller invokes.
    parameters dropped) and must belong to the part's kind (``image/*``; ``audio/*``;
    ``application/*`` or ``text/*`` for a document); bytes are non-empty; bytes whose
    signature says another type than the one given are refused; a URL is ``https``,
-   ``http``, ``gs`` or ``s3`` (a ``data:`` URL becomes bytes). Messages name the field.
+   ``http``, ``gs`` or ``s3`` URL with a host and without credentials (``user:pass@``
+   would reach the provider; a signed URL is the way) (a ``data:`` URL becomes bytes).
+   Messages name the field.
 2. Constructors: ``from_bytes(data, media_type=None)`` (``None``: sniffed from the magic
    bytes), ``from_path(path, media_type=None)`` (sniffed from the magic bytes — PNG, JPEG,
    GIF, WEBP, HEIC, PDF, WAV, MP3, FLAC, OGG, AAC, M4A, AIFF, WEBM — else from the file
-   extension; ``name`` defaults to the file name; files over :data:`MAX_PART_BYTES` are
-   refused before they are read) and ``from_url(url, media_type=None)`` (the type from the
+   extension; ``name`` defaults to the file name; only a regular file is read — a
+   directory, FIFO, device (``/dev/zero``) or socket is refused before any read, without
+   blocking; files over :data:`MAX_PART_BYTES` are refused before they are read, and at
+   most that many bytes plus one are ever read) and ``from_url(url, media_type=None)`` (the type from the
    URL's extension when not given; it may stay unknown). On :class:`MediaPart` itself
    they pick the class from the media type.
 3. ``repr`` and ``str`` show the kind, media type, size and name, never the bytes; a URL
@@ -36,6 +40,7 @@ import base64
 import binascii
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias, TypeVar
@@ -326,11 +331,7 @@ class MediaPart:
         filename = os.fspath(path)
         if not isinstance(filename, str):
             raise invalid(f"{where}: path must be a str or os.PathLike, got {describe(path)}", wrong_type=True)
-        size = os.stat(filename).st_size
-        if size > MAX_PART_BYTES:
-            raise invalid(f"{where}: {filename!r} is {format_size(size)}, over the {format_size(MAX_PART_BYTES)} limit")
-        with open(filename, "rb") as handle:
-            data = handle.read(MAX_PART_BYTES + 1)
+        data = _read_file(filename, where)
         if not data:
             raise invalid(f"{where}: {filename!r} is empty")
         if media_type is None:
@@ -464,17 +465,76 @@ def _pick(cls: type[_P], data: bytes | None, media_type: str | None, source: str
     return picked
 
 
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_READ_PIECE = 1024 * 1024
+
+
+def _read_file(filename: str, where: str) -> bytes:
+    """The bytes of the regular file ``filename``, at most :data:`MAX_PART_BYTES` (rule 2).
+
+    The file is opened without blocking (a FIFO with no writer would block ``open``) and
+    checked on its descriptor: anything but a regular file (a directory, a FIFO, a device
+    such as ``/dev/zero``, a socket) is refused before a byte is read; so is a file whose
+    size is over the limit. A file that grows past the limit while it is read is refused
+    too: never more than the limit plus one byte is read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(filename, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
+            raise invalid(f"{where}: {filename!r} is {what}, not a regular file")
+        if info.st_size > MAX_PART_BYTES:
+            raise invalid(
+                f"{where}: {filename!r} is {format_size(info.st_size)}, over the {format_size(MAX_PART_BYTES)} limit"
+            )
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        pieces = [handle.read(info.st_size)] if info.st_size else []
+        total = sum(map(len, pieces))
+        while total <= MAX_PART_BYTES:  # a file that grew (or reports no size): bounded pieces
+            piece = handle.read(min(_READ_PIECE, MAX_PART_BYTES + 1 - total))
+            if not piece:
+                break
+            pieces.append(piece)
+            total += len(piece)
+    if total > MAX_PART_BYTES:
+        raise invalid(f"{where}: {filename!r} grew over the {format_size(MAX_PART_BYTES)} limit while it was read")
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
 def _check_url(url: str, where: str) -> None:
     try:
         parts = urlsplit(url)
     except ValueError:
         parts = None
-    if parts is None or parts.scheme.lower() not in URL_SCHEMES or not (parts.netloc or parts.path.strip("/")):
+    if parts is None or parts.scheme.lower() not in URL_SCHEMES:
         raise invalid(
             f"{where}.url must be an https, http, gs or s3 URL (or a data: URL), got {redact(url, limit=60)!r}"
         )
     if any(ch in url for ch in "\r\n\t ") or not url.isprintable():
         raise invalid(f"{where}.url must not contain whitespace or control characters")
+    if "@" in parts.netloc:
+        # the provider (and its logs) would get them: never forward credentials in a URL
+        raise invalid(
+            f"{where}.url must not carry credentials (user:password@host); use a signed URL or send the bytes"
+        )
+    try:
+        host = parts.hostname
+        parts.port  # noqa: B018 - a bad port raises here
+    except ValueError:
+        host = None
+    if not host:
+        raise invalid(f"{where}.url must name a valid host (and port) ({parts.scheme}://host/...), got {redact(url, limit=60)!r}")
 
 
 def _parse_data_url(url: str, where: str) -> tuple[bytes, str | None]:

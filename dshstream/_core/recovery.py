@@ -1,6 +1,6 @@
 """Recovery tips for a failure, scoped to who owns the credential that failed.
 
-Contract: stdlib, ``types``, ``errors`` and ``validate`` only; pure functions, no I/O.
+Contract: stdlib, ``types``, ``errors``, ``redact`` and ``validate`` only; pure functions, no I/O.
 
 :func:`recovery_tips` answers "what can the person looking at this failure do about it?"
 with a few short imperative sentences. The answer depends on the failure's **code** and on
@@ -24,7 +24,9 @@ Rules:
 * A tip never contains the failure's ``message``, ``detail`` or any other upstream text:
   tips are fixed sentences, filled only with what the caller passes (``key_env``, the
   names of variables; ``base_url_option``, the name of an option), both checked to be
-  name-shaped so a key can't be passed by mistake.
+  name-shaped and not key-shaped (a registered secret, a known key format such as Groq's
+  ``gsk_...`` or an AWS access key id, which are valid variable names too), so a key
+  passed by mistake is refused, never echoed.
 * :func:`may_view_detail` says who may see ``failure.detail`` (the redacted upstream text):
   only someone who could replace the failing key — its owner, for a server or a personal
   key; nobody in the app for a subscription denial (the detail goes to operator logs).
@@ -37,6 +39,7 @@ from collections.abc import Sequence
 from typing import Literal, TypeAlias, get_args
 
 from .errors import LlmError
+from .redact import known_secrets, redact
 from .types import LlmFailure
 from .validate import check_choice, describe, invalid
 
@@ -258,11 +261,28 @@ def _names(value: object, field: str, pattern: re.Pattern[str], what: str) -> tu
     for item in items:
         if not isinstance(item, str):
             raise invalid(f"{field} must hold str values, got {describe(item)}", wrong_type=True)
-        if not pattern.fullmatch(item):
+        if not pattern.fullmatch(item) or _looks_like_a_key(item):
             # never echo it: it may be a key passed by mistake
             raise invalid(f"{field} must be {what}, got a str of {len(item)} characters that is not one")
         names.append(item)
     return tuple(names)
+
+
+def _looks_like_a_key(name: str) -> bool:
+    """Whether a name-shaped string is a credential passed by mistake: a registered secret,
+    a known key format (Groq ``gsk_``, AWS ``AKIA``, Google ``AIza``, GitHub ``ghp_``...,
+    which are also valid variable names), or a long token mixing upper and lower case and
+    digits with no ``_`` or ``-`` between words, as no variable name is written."""
+    if name in known_secrets() or redact(name) != name:
+        return True
+    return (
+        len(name) >= 24
+        and "_" not in name
+        and "-" not in name
+        and sum(ch.isdigit() for ch in name) >= 3
+        and any(ch.islower() for ch in name)
+        and any(ch.isupper() for ch in name)
+    )
 
 
 def _failure_of(failure: object) -> LlmFailure:
