@@ -206,6 +206,34 @@ def test_secret_straddling_the_cut_is_caught(cut: int) -> None:
     assert "CANARY" not in redact(text, limit=limit)
 
 
+@pytest.mark.parametrize("where", ["start", "at-the-limit", "at-the-head-end", "far-tail"])
+def test_a_huge_text_is_redacted_as_far_as_the_kept_part_reaches(where: str) -> None:
+    from dshstream._core.redact import _head_length
+
+    limit = 100
+    head = _head_length(limit)
+    size = 3_000_000
+    position = {"start": 0, "at-the-limit": limit - 10, "at-the-head-end": head - 10, "far-tail": size - 100}[where]
+    text = ("word " * (size // 5))[:position] + CANARY + ("word " * (size // 5))[: size - position]
+    out = redact(text, [CANARY], limit=limit)
+    kept, marker = out.split("…[truncated ")
+    assert len(kept) == limit and CANARY[:6] not in out and "CANARY" not in out
+    assert kept == redact(text[: head * 2], [CANARY], limit=limit).split("…[truncated ")[0]
+    assert int(marker.split()[0]) > size - limit - len(CANARY)  # the unread tail is counted
+
+
+def test_a_head_that_redaction_shrinks_falls_back_to_the_whole_text() -> None:
+    from dshstream._core.redact import _head_length
+
+    limit = 50
+    secrets = [f"sk-{i:04d}{'q' * 60}" for i in range(400)]  # 64-char keys become short markers
+    text = " ".join(secrets * 4)
+    assert len(text) > _head_length(limit)
+    out = redact(text, secrets, limit=limit)
+    assert out == redact(text, secrets)[:limit] + out[limit:] and out.startswith("[REDACTED] [REDACTED]")
+    assert "qqqq" not in out and "sk-0" not in out
+
+
 def test_bearer_straddling_the_cut() -> None:
     text = "header Authorization: Bearer tokentokentoken1234 rest"
     out = redact(text, limit=35)

@@ -326,14 +326,32 @@ def truncate(text: str, limit: int) -> str:
 def redact(text: str, secrets: Iterable[str] = (), limit: int | None = None) -> str:
     """Remove ``secrets`` (and their encodings), then credential patterns, then truncate.
 
-    ``limit`` (characters kept, marker excluded) is applied after redaction of the whole
-    text, so a secret straddling the cut never leaves a readable prefix behind.
+    ``limit`` (characters kept, marker excluded) is applied after redaction, so a secret
+    straddling the cut never leaves a readable prefix behind. With a ``limit``, a text far
+    longer than it is redacted only as far as the kept part can reach (a head of
+    ``8 * limit + 16 KiB``; the rest when redaction shrank that head below ``limit + 8 KiB``),
+    so a 10 MB exception message costs what a short one does; the marker then counts the
+    unread tail as it was.
     """
+    if limit is not None and len(text) > _head_length(limit):
+        head = text[: _head_length(limit)]
+        cleaned = _redact_patterns(_redact_exact(head, secrets))
+        if len(cleaned) >= limit + _STRADDLE_MARGIN:
+            dropped = len(cleaned) - limit + len(text) - len(head)
+            return f"{cleaned[:limit]}…[truncated {dropped} chars]"
     text = _redact_exact(text, secrets)
     text = _redact_patterns(text)
     if limit is not None:
         text = truncate(text, limit)
     return text
+
+
+#: room after the kept part for a token cut at the head's end (it can't reach the kept part)
+_STRADDLE_MARGIN = 8192
+
+
+def _head_length(limit: int) -> int:
+    return 8 * limit + 2 * _STRADDLE_MARGIN
 
 
 def redact_obj(obj: object, secrets: Iterable[str] = (), *, _depth: int = 0) -> object:
