@@ -12,8 +12,10 @@ Contract (:func:`run_tools` returns a :class:`ToolLoopStream`):
    history never holds a call without its answer.
 2. **Calls.** Tools get the parsed arguments as keyword arguments, ``fn(**arguments)``. A
    ``str`` result is sent as it is; any other value as compact JSON (a value JSON can't
-   carry is an error result). Results are appended in call order, one ``tool`` message per
-   call, also when they run in a thread pool (``parallel``).
+   carry is an error result). A result longer than ``max_result_chars`` (default 100,000)
+   is cut there and says so (``…[truncated N chars]``): one runaway tool must not make the
+   next request too large for the provider. Results are appended in call order, one
+   ``tool`` message per call, also when they run in a thread pool (``parallel``).
 3. **Refusals.** A call is never run when its arguments were truncated
    (``arguments_truncated``, also the calls a ``max-tokens`` step cut short, which the
    loop keeps in the assistant turn so each can be answered) or are not a JSON object; nor
@@ -64,7 +66,7 @@ from ._core.filters.json_repair import (
     repair_incomplete_json,
 )
 from ._core.log import get_logger
-from ._core.redact import known_secrets, redact
+from ._core.redact import known_secrets, redact, truncate
 from ._core.request import GenerateOptions, Message, check_options
 from ._core.strict_json import dump_json
 from ._core.types import (
@@ -97,6 +99,8 @@ _Number = TypeVar("_Number", int, float)
 
 #: at most this many characters of a tool's exception text go to the model
 ERROR_TEXT_LIMIT = 2000
+#: the longest tool result sent back as it is (rule 2)
+DEFAULT_MAX_RESULT_CHARS = 100_000
 _MAX_WORKERS = 32
 #: how often a loop waiting on its tool pool looks at the cancel event (seconds)
 CANCEL_POLL = 0.05
@@ -202,6 +206,7 @@ def run_tools(
     max_steps: int = 8,
     approve: Approve | None = None,
     parallel: bool | int = False,
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
 ) -> ToolLoopStream:
     """Run the tool loop for ``options`` on ``service``; iterate the result for the chunks
     of every step, or call ``.result()``.
@@ -210,7 +215,8 @@ def run_tools(
     model; ``tools`` maps each spec's name to the function that runs it (called as
     ``fn(**arguments)``). ``max_steps`` bounds the requests made; ``approve(call)`` must
     return ``True`` for a call to run; ``parallel`` runs a step's calls in a thread pool
-    (``True``: one thread per call, an ``int``: that many threads). Raises
+    (``True``: one thread per call, an ``int``: that many threads); a result longer than
+    ``max_result_chars`` is cut there (rule 2). Raises
     ``ConfigurationError`` at once for bad arguments (a spec without a function...); every
     other failure is a :class:`ToolLoopError` from iteration or ``result()``.
     """
@@ -225,10 +231,17 @@ def run_tools(
             "(every ToolSpec in options.tools needs one)"
         )
     check_positive_int(max_steps, "run_tools: max_steps")
+    check_positive_int(max_result_chars, "run_tools: max_result_chars")
     if approve is not None and not callable(approve):
         raise invalid(f"run_tools: approve must be a callable or None, got {describe(approve)}", wrong_type=True)
     return ToolLoopStream(
-        service, options, functions, max_steps=max_steps, approve=approve, workers=_workers(parallel)
+        service,
+        options,
+        functions,
+        max_steps=max_steps,
+        approve=approve,
+        workers=_workers(parallel),
+        max_result_chars=max_result_chars,
     )
 
 
@@ -271,6 +284,7 @@ class ToolLoopStream:
         max_steps: int,
         approve: Approve | None,
         workers: int,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self._service = service
         self._options = options
@@ -278,6 +292,7 @@ class ToolLoopStream:
         self.max_steps = max_steps
         self._approve = approve
         self._workers = workers
+        self._max_result_chars = max_result_chars
         self._cancel: threading.Event = options.cancel if options.cancel is not None else threading.Event()
         self._start = len(options.messages)
         self._history: list[Message] = list(options.messages)
@@ -563,7 +578,7 @@ class ToolLoopStream:
         """Run ``call`` unless the loop was cancelled before its turn came."""
         if self._cancel.is_set():
             return _refused(call, "skipped", "Not run: the tool loop was cancelled.")
-        return _execute(call, fn, arguments)
+        return _execute(call, fn, arguments, self._max_result_chars)
 
     def _finished(self, response: AssembledResponse, stopped: StopReason) -> ToolLoopResult:
         return ToolLoopResult(
@@ -595,7 +610,9 @@ def _refused(call: ToolCallBlock, status: ToolCallStatus, why: str) -> ToolOutco
     return ToolOutcome(call, ToolResultBlock(call_id=call.id, content=why, is_error=True), status)
 
 
-def _execute(call: ToolCallBlock, fn: ToolFunction, arguments: dict[str, Any]) -> ToolOutcome:
+def _execute(
+    call: ToolCallBlock, fn: ToolFunction, arguments: dict[str, Any], max_chars: int = DEFAULT_MAX_RESULT_CHARS
+) -> ToolOutcome:
     """Run one call; its exception or unencodable value becomes an error result."""
     try:
         value = fn(**arguments)
@@ -610,6 +627,9 @@ def _execute(call: ToolCallBlock, fn: ToolFunction, arguments: dict[str, Any]) -
         log.warning("tool %s returned a %s, which JSON can't carry", call.name, type(value).__name__)
         content = f"Error: the tool {_name(call)} returned a value that could not be encoded as JSON."
         return ToolOutcome(call, ToolResultBlock(call.id, content, is_error=True), "raised", error)
+    if len(content_or_none) > max_chars:
+        log.warning("tool %s returned %d characters; cut to %d", call.name, len(content_or_none), max_chars)
+        content_or_none = truncate(content_or_none, max_chars)
     return ToolOutcome(call, ToolResultBlock(call.id, content_or_none), "ok")
 
 

@@ -309,6 +309,20 @@ def test_results_other_than_str_are_sent_as_json(server: ReplayServer) -> None:
     assert all("could not be encoded as JSON" in c for c in contents[3:])
 
 
+def test_a_runaway_result_is_cut_at_max_result_chars_and_says_so(server: ReplayServer) -> None:
+    specs = (ToolSpec("dump"), ToolSpec("small"))
+    service = local_service(server, [calls_step([("call_1", "dump", "{}"), ("call_2", "small", "{}")]),
+                                     text_step("Done.")])
+    loop = run_tools(service, ask(tools=specs), {"dump": lambda: "x" * 250_000, "small": lambda: {"ok": True}},
+                     max_result_chars=1000)
+    result = loop.result()
+    big, small = (o.result.content for o in result.outcomes)
+    assert big == "x" * 1000 + "…[truncated 249000 chars]" and small == '{"ok":true}'
+    assert [o.status for o in result.outcomes] == ["ok", "ok"]
+    sent = [m for m in sent_messages(server, 1) if m["role"] == "tool"]
+    assert [m["content"] for m in sent] == [big, small]  # what the model got
+
+
 def test_approve_can_veto_a_call_and_a_failing_check_is_a_veto(server: ReplayServer) -> None:
     calls = [("call_1", "get_weather", '{"city": "Paris"}'), ("call_2", "get_weather", '{"city": "Area 51"}'),
              ("call_3", "get_weather", '{"city": "Nowhere"}')]
@@ -611,6 +625,7 @@ def test_text_stream_gives_the_text_of_every_step(server: ReplayServer) -> None:
         ({"parallel": 0}, "parallel"),
         ({"parallel": "yes"}, "parallel"),
         ({"approve": True}, "approve"),
+        ({"max_result_chars": 0}, "max_result_chars"),
     ],
 )
 def test_bad_arguments_fail_at_once_naming_the_argument(kwargs: dict[str, Any], says: str) -> None:
