@@ -12,6 +12,11 @@ detect truncation. An event (its lines, line ends counted as one byte each) or a
 unterminated line longer than ``max_event_size`` bytes raises the ``EVENT_TOO_LARGE``
 :class:`~dshstream._core.errors.ProtocolError`; buffered memory stays below ``max_event_size``
 plus one feed's bytes.
+
+With nothing carried over from earlier feeds, a feed that is one whole event (a
+``data:`` line, or an ``event:`` line and a ``data:`` line, LF or CRLF framed: what
+providers write per HTTP chunk) takes a shortcut with the same output; anything else
+goes through the general line parser.
 """
 
 from __future__ import annotations
@@ -64,6 +69,15 @@ def _tail_size(region: bytes | bytearray, size: int) -> int:
     if region[:1] == b"\n":
         return len(region) - 1
     return size + len(region)
+
+
+def _typed(text: str, eol: int, start: int, end: int, last_id: str | None) -> ServerSentEvent:
+    """The event of a whole ``event:`` line (ending at ``eol``) and ``data:`` line (from
+    ``start`` to ``end``) that :meth:`SSEDecoder.feed` has checked: no other line break."""
+    event = text[7:eol] if text[6:7] == " " else text[6:eol]
+    value = start + 5
+    data = text[value + 1 : end] if text[value : value + 1] == " " else text[value:end]
+    return _new(ServerSentEvent, (event or "message", data, last_id, None))
 
 
 class SSEDecoder:
@@ -134,21 +148,46 @@ class SSEDecoder:
         if not n:
             return []
         self._bytes_fed += n
-        if (  # the common case: whole LF-framed events, nothing carried over
-            data.endswith(b"\n\n")
-            and not self._partial
-            and not self._dirty
-            and not self._skip_lf
-            and not self._at_start
+        if (  # the common case: whole events, nothing carried over
+            data[-1] == 10
+            and not (self._partial or self._dirty or self._skip_lf or self._at_start)
             and self._event_size + n <= self._max
-            and b"\r" not in data
         ):
-            self._event_size = 0
-            text = data.decode("utf-8", "replace")
-            if text.startswith("data:") and text.find("\n") == len(text) - 2:
-                value = text[6:-2] if text[5:6] == " " else text[5:-2]
-                return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
-            return self._decode_lf(text)
+            if 13 not in data:  # LF framing (an int needle: memchr, no buffer protocol)
+                if n > 1 and data[-2] == 10:
+                    self._event_size = 0
+                    text = data.decode("utf-8", "replace")
+                    end = len(text) - 2  # the last line's LF
+                    eol = text.find("\n")
+                    if eol == end:
+                        if text.startswith("data:"):
+                            value = text[6:end] if text[5:6] == " " else text[5:end]
+                            return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
+                    elif (
+                        text.startswith("event:")
+                        and text.startswith("data:", eol + 1)
+                        and text.find("\n", eol + 1) == end
+                    ):
+                        return [_typed(text, eol, eol + 1, end, self._last_id)]
+                    return self._decode_lf(text)
+            elif data.endswith(b"\r\n\r\n"):  # CRLF framing (Gemini, many proxies)
+                text = data.decode("utf-8", "replace")
+                end = len(text) - 4  # the last line's CRLF
+                eol = text.find("\r")
+                if text.find("\n") == eol + 1:  # the first line ends with CRLF
+                    if eol == end:
+                        if text.startswith("data:"):
+                            self._event_size = 0
+                            value = text[6:end] if text[5:6] == " " else text[5:end]
+                            return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
+                    elif (
+                        text.startswith("event:")
+                        and text.startswith("data:", eol + 2)
+                        and text.find("\r", eol + 2) == end
+                        and text.find("\n", eol + 2) == end + 1
+                    ):
+                        self._event_size = 0
+                        return [_typed(text, eol, eol + 2, end, self._last_id)]
         if self._skip_lf:
             self._skip_lf = False
             if data[0] == 10:

@@ -44,8 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..sse import ServerSentEvent
-from ..strict_json import dump_json, loads_event, parse_json_object
+from ..strict_json import dump_json, parse_json_object
 from ..types import (
     Citation,
     FailureCategory,
@@ -176,9 +175,6 @@ class AnthropicTranslator(Translator):
 
     # ------------------------------------------------------------------ events
 
-    def on_event(self, event: ServerSentEvent) -> None:
-        self.on_payload(event.event, loads_event(event.data))
-
     def on_payload(self, event: str, payload: Any) -> None:
         if type(payload) is not dict:
             if event == "error":
@@ -283,7 +279,7 @@ class AnthropicTranslator(Translator):
             if isinstance(partial, str) and partial:
                 if pending.kind == "tool_use":
                     pending.saw_args = True
-                    writer.tool_call(key, arguments=partial)
+                    writer.tool_call(key, None, None, partial)
                 else:
                     pending.pieces.append(partial)
         elif kind == "citations_delta":

@@ -51,7 +51,6 @@ from typing import Any
 from ..classify import classify_error_payload
 from ..eventstream import EventStreamMessage
 from ..redact import redact
-from ..sse import ServerSentEvent
 from ..strict_json import EventJsonError, loads_event, parse_json_object
 from ..types import Citation, FinishKind, LlmFailure, ReasoningBlock, StreamChunk, TextBlock, TokenUsage, ToolCallBlock
 from .base import ChunkWriter, Translator, dict_or_empty, first_str, int_or_none
@@ -196,10 +195,6 @@ class BedrockConverseTranslator(Translator):
         except EventJsonError as exc:
             raise self._malformed(exc.text) from None
         return writer.take()
-
-    def on_event(self, event: ServerSentEvent) -> None:
-        """An SSE event carrying a Converse event (``event:`` type, ``data:`` JSON)."""
-        self.on_payload(event.event, loads_event(event.data))
 
     def on_message(self, message: EventStreamMessage) -> None:
         """Handle one event-stream message."""

@@ -317,7 +317,7 @@ class GeminiTranslator(Translator):
                     self._on_candidate(candidate)
                     break
         usage = payload.get("usageMetadata")
-        if type(usage) is dict and _USAGE_COUNT_KEYS & usage.keys():
+        if type(usage) is dict and not _USAGE_COUNT_KEYS.isdisjoint(usage):
             writer.defer_usage(gemini_usage, usage)
         if "promptFeedback" not in payload:
             return
@@ -405,7 +405,10 @@ class GeminiTranslator(Translator):
             self.writer.text(self._block_key("text"), text)
 
     def _on_text(self, text: str, thought: bool, signature: str | None) -> None:
-        self._emit_text(text, thought, signature)
+        if text and not thought and self._kind == "text":  # _emit_text's common case, inlined
+            self.writer.text(self._key, text)
+        else:
+            self._emit_text(text, thought, signature)
         if not text and signature is None:
             return
         last = self._parts[-1] if self._parts else None

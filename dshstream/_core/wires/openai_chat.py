@@ -11,7 +11,8 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    visible text, past the filters. A block opens only on its first non-empty payload;
    content and reasoning go through :class:`~dshstream._core.filters.pipeline.ContentFilters`
    (optional think-tag stripping, the reasoning spill guard, verbatim tool calls) when any
-   stage is on, straight to the writer otherwise.
+   stage is on (until the pipeline is a pass-through: every stage off or settled),
+   straight to the writer otherwise.
 3. Tool calls are correlated by id, then wire index, then the latest open call (Ollama
    omits ``index``); a repeated id or name is identity, never appended. ``annotations``
    on a delta (OpenRouter and OpenAI search ``url_citation`` s) become the citations of
@@ -45,8 +46,7 @@ from typing import Any
 from ..classify import content_filter_summary
 from ..dialects import get_dialect
 from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
-from ..sse import ServerSentEvent
-from ..strict_json import dump_json, loads_event
+from ..strict_json import dump_json
 from ..types import Citation, FinishKind, TokenUsage
 from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none, split_iterations
 from .gemini import GEMINI_FAILURE_WORDS, gemini_finish_failure
@@ -124,6 +124,7 @@ class OpenAIChatTranslator(Translator):
     """Chat-completions chunks (any dialect) to dshstream chunks."""
 
     wire = "openai-chat"
+    terminal_data = "[DONE]"
 
     def __init__(
         self,
@@ -151,7 +152,7 @@ class OpenAIChatTranslator(Translator):
                 spill_guard=spill_guard,
                 verbatim_tools=verbatim_tools,
             )
-            self._content = self._filters.content
+            self._content = self._filtered_content
             self._reasoning = self._filters.reasoning
         self._by_id: dict[str, int] = {}
         self._by_index: dict[int, int] = {}
@@ -163,13 +164,6 @@ class OpenAIChatTranslator(Translator):
         self._citations: list[Citation] | None = None
 
     # ------------------------------------------------------------------ events
-
-    def on_event(self, event: ServerSentEvent) -> None:
-        data = event.data
-        if data == "[DONE]":
-            self.complete()
-            return
-        self.on_payload(event.event, loads_event(data))
 
     def on_payload(self, event: str, payload: Any) -> None:
         """One chunk already parsed: an SSE ``data`` payload, or a chunk dict a library
@@ -199,13 +193,35 @@ class OpenAIChatTranslator(Translator):
             writer.defer_usage(openai_chat_usage, usage)
         choices = payload.get("choices")
         if choices and type(choices) is list:
-            first = choices[0]
-            if type(first) is dict and first.get("index", 0) in (0, None):
-                self._on_choice(first)
-            else:
+            choice = choices[0]
+            if type(choice) is not dict or choice.get("index", 0) not in (0, None):
                 choice = self._choice_zero(choices)
-                if choice is not None:
-                    self._on_choice(choice)
+            if choice is not None:
+                # _on_choice, inlined with the one-field delta fast path: runs per chunk
+                delta = choice.get("delta")
+                if type(delta) is not dict:
+                    if delta is None:
+                        text = choice.get("text")  # legacy /completions streams
+                        if isinstance(text, str) and text:
+                            self._content(text)
+                elif len(delta) != 1:
+                    self._on_delta(delta)
+                else:  # most deltas carry exactly one field
+                    ((field, value),) = delta.items()
+                    if field == "content" and type(value) is str:
+                        if value:
+                            self._content(value)
+                    elif field == "tool_calls" and type(value) is list:
+                        for call in value:
+                            if type(call) is dict:
+                                self._on_tool_call(call)
+                    else:
+                        self._on_delta(delta)
+                reason = choice.get("finish_reason")
+                if reason and isinstance(reason, str):
+                    native = choice.get("native_finish_reason")
+                    raw = native if isinstance(native, str) and native else reason
+                    self._on_finish_reason(reason, raw, choice)
         if event == "error" or payload.get("error") is not None:
             self.fail_with(payload)
 
@@ -216,33 +232,18 @@ class OpenAIChatTranslator(Translator):
                 return choice
         return None
 
-    def _on_choice(self, choice: dict[str, Any]) -> None:
-        delta = choice.get("delta")
-        if type(delta) is dict:
-            self._on_delta(delta)
-        elif delta is None:
-            text = choice.get("text")  # legacy /completions streams
-            if isinstance(text, str) and text:
-                self._content(text)
-        reason = choice.get("finish_reason")
-        if isinstance(reason, str) and reason:
-            native = choice.get("native_finish_reason")
-            raw = native if isinstance(native, str) and native else reason
-            self._on_finish_reason(reason, raw, choice)
+    def _filtered_content(self, text: str) -> None:
+        """Content through the filter pipeline; once every stage is off or settled (the
+        pipeline's rule 5: a plain pass-through) content goes straight to the writer."""
+        filters = self._filters
+        assert filters is not None
+        filters.content(text)
+        if filters.stripper is None and filters.guard is None and filters.verbatim is None:
+            self._content = partial(self.writer.text, TEXT_KEY)
+            self._reasoning = partial(self.writer.reasoning, REASONING_KEY)
 
     def _on_delta(self, delta: dict[str, Any]) -> None:
-        if len(delta) == 1:
-            # Fast path: most deltas carry exactly one field.
-            ((field, value),) = delta.items()
-            if field == "content" and type(value) is str:
-                if value:
-                    self._content(value)
-                return
-            if field == "tool_calls" and type(value) is list:
-                for call in value:
-                    if type(call) is dict:
-                        self._on_tool_call(call)
-                return
+        """A delta in general (``on_payload`` handles the one-field shapes itself)."""
         reasoning = delta.get("reasoning_content")
         if not (isinstance(reasoning, str) and reasoning):
             reasoning = delta.get("reasoning")

@@ -1,0 +1,233 @@
+"""Per-event cost of each layer, one event per read, in one process (no HTTP, no server).
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_per_event.py               # (a), (b), (c), (d); about a minute
+    .venv/bin/python benchmarks/bench_per_event.py --workloads a,c --scale 1 --repeats 15
+    .venv/bin/python benchmarks/bench_per_event.py --bulk        # 64 KiB pieces instead
+
+What a paced stream costs per event is what a read of one event costs: every layer runs
+once per event. ``run.py`` measures it over loopback HTTP, where the machine's load moves
+the numbers; this script takes the HTTP read away and times each layer on the same
+pre-rendered body (run.py's workloads, cut into one piece per event), all in one process,
+interleaved: ``--repeats`` rounds, each running every layer once, and the best
+``time.process_time()`` of each layer reported (an A/B that load hardly moves).
+
+Layers, each including the ones before it except the floor:
+
+* ``floor``: run.py's floor on the pieces: ``bytes.split(b"\\n")`` + ``json.loads`` of each
+  ``data:`` line (what ``run.py``'s floor does after its read).
+* ``sse``: ``SSEDecoder.feed`` per piece.
+* ``decode``: SSE + the wire translator (``StreamDecoder``'s two stages, as the pump calls
+  them).
+* ``assemble``: + ``BlockAssembler.push`` of every chunk.
+* ``pump``: the byte pump over a fake body (one piece per read) into a ``ChunkStream``,
+  ``result()``.
+* ``service``: ``LlmService.stream(options).result()`` with the real adapter whose
+  transport hands out the pieces: service, adapter attempts, pump, ``ChunkStream``.
+
+``--profile`` adds a cProfile of the ``service`` layer (top functions by self time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import run as bench  # noqa: E402  (run.py's workloads, rendered the same way)
+
+
+class _Body:
+    """The pump's body: one piece per read; the idle clock and release are no-ops."""
+
+    request_id = "req_bench"
+    headers: dict[str, str] = {}
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.pieces)
+
+    def __enter__(self) -> _Body:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def touch(self) -> None:
+        pass
+
+    def release(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def abort(self, code: str = "ABORTED", message: str | None = None) -> None:
+        pass
+
+    def raise_if_aborted(self) -> None:
+        pass
+
+
+class _Transport:
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def open(self, request: Any, **kwargs: Any) -> _Body:
+        return _Body(self.pieces)
+
+
+def _service(w: bench.Workload, pieces: list[bytes]) -> Callable[[], None]:
+    from dshstream import GenerateOptions, LlmService, Message
+
+    adapter: Any
+    if w.wire == "openai":
+        from dshstream._adapters.openai_chat import OpenAIChatAdapter
+
+        adapter = OpenAIChatAdapter(api_key="sk-bench", base_url="http://127.0.0.1:9/v1", dialect=w.dialect)
+        model = "gpt-4.1-nano"
+    elif w.wire == "anthropic":
+        from dshstream._adapters.anthropic import AnthropicAdapter
+
+        adapter = AnthropicAdapter(api_key="sk-ant-bench", base_url="http://127.0.0.1:9")
+        model = "claude-sonnet-4-5"
+    else:
+        from dshstream._adapters.gemini import GeminiAdapter
+
+        adapter = GeminiAdapter(api_key="gm-bench", base_url="http://127.0.0.1:9")
+        model = "gemini-2.5-pro"
+    adapter.transport = _Transport(pieces)
+    service = LlmService()
+    service.register_adapter(["bench"], adapter)
+    options = GenerateOptions(
+        provider="bench", model=model, messages=(Message.user("Write the answer."),), max_retries=0
+    )
+
+    def run() -> None:
+        result = service.stream(options).result()
+        if not result.ok:
+            raise RuntimeError(f"service layer failed: {result.finish}")
+
+    return run
+
+
+def layers(w: bench.Workload, pieces: list[bytes]) -> list[tuple[str, Callable[[], None]]]:
+    from dshstream._chunk_stream import ChunkStream
+    from dshstream._core.assembler import BlockAssembler
+    from dshstream._core.decode import StreamDecoder, translator_for
+    from dshstream._core.pump import pump
+    from dshstream._core.sse import SSEDecoder
+
+    wire = bench._DSH_WIRES[w.wire] if w.wire != "openai" else w.dialect
+    loads = json.loads
+
+    def floor() -> None:
+        tail = b""
+        for data in pieces:
+            lines = (tail + data).split(b"\n") if tail else data.split(b"\n")
+            tail = lines.pop()
+            for line in lines:
+                if line[:5] == b"data:" and line[6:12] != b"[DONE]":
+                    loads(line[5:])
+
+    def sse() -> None:
+        feed = SSEDecoder().feed
+        for piece in pieces:
+            feed(piece)
+
+    def decode() -> None:
+        decoder = StreamDecoder(translator_for(wire))
+        frame, translate = decoder.sse.feed, decoder.translator.feed_events
+        for piece in pieces:
+            translate(frame(piece))
+        decoder.close()
+
+    def assemble() -> None:
+        decoder = StreamDecoder(translator_for(wire))
+        frame, translate = decoder.sse.feed, decoder.translator.feed_events
+        push = BlockAssembler().push
+        for piece in pieces:
+            for chunk in translate(frame(piece)):
+                push(chunk)
+        for chunk in decoder.close():
+            push(chunk)
+
+    def pumped() -> None:
+        decoder = StreamDecoder(translator_for(wire))
+        ChunkStream(pump(_Body(pieces), decoder, cancel=None, provider="bench")).result()
+
+    return [
+        ("floor", floor),
+        ("sse", sse),
+        ("decode", decode),
+        ("assemble", assemble),
+        ("pump", pumped),
+        ("service", _service(w, pieces)),
+    ]
+
+
+def measure(w: bench.Workload, pieces: list[bytes], repeats: int) -> dict[str, float]:
+    rows = layers(w, pieces)
+    best = {name: float("inf") for name, _ in rows}
+    for name, fn in rows:
+        fn()  # warm-up (imports, caches)
+    for _ in range(repeats):
+        for name, fn in rows:
+            gc.collect()
+            t0 = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - t0)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", default="a,b,c,d")
+    parser.add_argument("--scale", type=float, default=0.25, help="workload size (1 = run.py's full size)")
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--bulk", action="store_true", help="64 KiB pieces instead of one event each")
+    parser.add_argument("--profile", action="store_true", help="also cProfile the service layer")
+    args = parser.parse_args()
+    import os
+
+    print(f"per-event layer costs, {'64 KiB pieces' if args.bulk else 'one event per read'}, "
+          f"best of {args.repeats} interleaved rounds; load average {os.getloadavg()[0]:.2f}")
+    for key in args.workloads.split(","):
+        w = bench.build_workload(key, args.scale)
+        if w.wire == "bedrock":
+            print(f"[{key}] skipped: event-stream body (run.py --profile f)")
+            continue
+        body = w.body
+        pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)] if args.bulk else bench._pieces(body, 0)
+        best = measure(w, pieces, args.repeats)
+        base = best["floor"]
+        print(f"\n[{key}] {w.title}: {w.events:,} events, {len(pieces):,} pieces")
+        print(f"  {'layer':<10}{'ms':>9}{'us/event':>10}{'x floor':>9}")
+        for name, t in best.items():
+            print(f"  {name:<10}{t * 1e3:>9.2f}{t / w.events * 1e6:>10.2f}{t / base:>9.2f}")
+        if args.profile:
+            import cProfile
+            import pstats
+
+            run = dict(layers(w, pieces))["service"]
+            profiler = cProfile.Profile()
+            profiler.enable()
+            run()
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

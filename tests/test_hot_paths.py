@@ -1,0 +1,230 @@
+"""The per-event fast paths (issue #21) agree with the general paths they shortcut.
+
+With one event per read (what providers send) each stage has a fast path: the SSE
+decoder's whole-event shortcut (LF and CRLF, ``data:`` alone or after ``event:``), the
+translator's inlined default ``on_event``, the chat wire's filter bypass once the
+pipeline is a pass-through, and the delta chunks built slot by slot. Each test here feeds
+the same input through the shortcut and through the general path and compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dshstream._core.decode import StreamDecoder, translator_for
+from dshstream._core.sse import SSEDecoder, SSEItem
+from dshstream._core.types import ReasoningDelta, StreamChunk, TextDelta, ToolCallDelta
+from dshstream._core.wires.base import (
+    _delta_maker,
+    reasoning_delta,
+    text_delta,
+    tool_call_delta,
+)
+from dshstream._core.wires.openai_chat import OpenAIChatTranslator
+from helpers import all_fixtures, fixture_bytes, fixture_wire
+
+# --------------------------------------------------------------------------- SSE
+
+
+def _bytewise(data: bytes) -> list[SSEItem]:
+    """The general path: one byte per feed (never a whole event)."""
+    decoder = SSEDecoder()
+    out: list[SSEItem] = []
+    for i in range(len(data)):
+        out += decoder.feed(data[i : i + 1])
+    return out
+
+
+def _per_event(pieces: Sequence[bytes]) -> list[SSEItem]:
+    """Each piece fed whole, after a first byte that clears the BOM check."""
+    decoder = SSEDecoder()
+    out = decoder.feed(b":\n")
+    for piece in pieces:
+        out += decoder.feed(piece)
+    return out
+
+
+_SHAPES = [
+    b"data: {}\n\n",
+    b"data:{}\n\n",
+    b"data:\n\n",
+    b"data: \n\n",
+    b"data:  two spaces\n\n",
+    b"event: delta\ndata: {\"a\": 1}\n\n",
+    b"event:delta\ndata:x\n\n",
+    b"event:\ndata: x\n\n",
+    b"event: \ndata:\n\n",
+    b"event: e\ndata: a\ndata: b\n\n",
+    b"event: e\n\n",
+    b"id: 7\ndata: x\n\n",
+    b"retry: 10\ndata: x\n\n",
+    b": ping\n\n",
+    b"data: caf\xc3\xa9 \xff\n\n",
+    b"data: x\r\n\r\n",
+    b"data:x\r\n\r\n",
+    b"data:\r\n\r\n",
+    b"event: e\r\ndata: x\r\n\r\n",
+    b"event:\r\ndata:\r\n\r\n",
+    b"event: e\r\ndata: a\r\ndata: b\r\n\r\n",
+    b"data: a\rb\r\n\r\n",
+    b"data: a\nb\r\n\r\n",
+    b"event: e\ndata: x\r\n\r\n",
+    b"data: x\r\n\r\ndata: y\r\n\r\n",
+    b"data: x\n\ndata: y\n\n",
+    b"event: a\ndata: 1\n\nevent: b\ndata: 2\n\n",
+]
+
+
+@pytest.mark.parametrize("shape", _SHAPES, ids=[repr(s)[2:30] for s in _SHAPES])
+def test_whole_event_shapes_match_the_bytewise_decoder(shape: bytes) -> None:
+    data = b":\n" + shape * 3
+    assert _per_event([shape] * 3) == _bytewise(data)
+
+
+def test_id_persists_through_the_fast_path() -> None:
+    pieces = [b"id: 1\ndata: a\n\n", b"data: b\n\n", b"event: e\ndata: c\n\n", b"data: d\r\n\r\n"]
+    events = _per_event(pieces)
+    assert [(getattr(e, "id", None), getattr(e, "data", None)) for e in events[1:]] == [
+        ("1", "a"),
+        ("1", "b"),
+        ("1", "c"),
+        ("1", "d"),
+    ]
+
+
+_line = st.sampled_from(
+    ["data: x", "data:y", "data:", "event: t", "event:", "id: 3", ": c", "retry: 5", "data: é", "x"]
+)
+_event = st.lists(_line, min_size=0, max_size=3)
+_eol = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_event, _eol), min_size=1, max_size=6))
+def test_any_whole_events_match_the_bytewise_decoder(events: list[tuple[list[str], str]]) -> None:
+    pieces = [("".join(line + eol for line in lines) + eol).encode() for lines, eol in events]
+    assert _per_event(pieces) == _bytewise(b":\n" + b"".join(pieces))
+
+
+def test_an_event_over_the_limit_still_fails_on_the_fast_path() -> None:
+    from dshstream._core.errors import LlmError
+
+    decoder = SSEDecoder(max_event_size=16)
+    decoder.feed(b"\n")  # past the BOM check, no event begun
+    assert decoder.feed(b"data: 12345678\n\n")  # 16 bytes: at the limit
+    with pytest.raises(LlmError) as info:
+        decoder.feed(b"data: 1234567890123456\n\n")
+    assert info.value.failure.code == "EVENT_TOO_LARGE"
+
+
+# --------------------------------------------------------------------------- delta chunks
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.text())
+def test_text_and_reasoning_deltas_equal_their_constructors(index: int, text: str) -> None:
+    made = text_delta(index, text)
+    assert type(made) is TextDelta and made == TextDelta(index, text)
+    assert hash(made) == hash(TextDelta(index, text))
+    thought = reasoning_delta(index, text)
+    assert type(thought) is ReasoningDelta and thought == ReasoningDelta(index, text)
+
+
+@given(st.integers(min_value=0), st.text(), st.none() | st.text(), st.text())
+def test_tool_call_deltas_equal_their_constructor(index: int, call_id: str, name: str | None, args: str) -> None:
+    made = tool_call_delta(index, call_id, name, args)
+    assert type(made) is ToolCallDelta and made == ToolCallDelta(index, call_id, name, args)
+    assert repr(made) == repr(ToolCallDelta(index, call_id, name, args))
+
+
+def test_the_delta_maker_refuses_classes_it_would_build_wrongly() -> None:
+    @dataclass(frozen=True)
+    class Unslotted:
+        index: int
+        text: str
+
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        index: int
+        text: str
+
+        def __post_init__(self) -> None:
+            raise AssertionError
+
+    with pytest.raises(TypeError):
+        _delta_maker(Unslotted)  # type: ignore[type-var]
+    with pytest.raises(TypeError):
+        _delta_maker(Checked)  # type: ignore[type-var]
+
+
+# --------------------------------------------------------------------------- translators
+
+_SSE_FIXTURES = [rel for rel in all_fixtures() if fixture_wire(rel) not in ("bedrock-converse", "bedrock-invoke")]
+
+
+def _events(rel: str) -> list[Any]:
+    decoder = SSEDecoder()
+    return decoder.feed(fixture_bytes(rel)) + decoder.close()
+
+
+@pytest.mark.parametrize("rel", _SSE_FIXTURES)
+def test_batched_events_match_one_event_at_a_time(rel: str) -> None:
+    """``feed_events`` (the inlined default ``on_event``) against ``feed`` per event."""
+    wire = fixture_wire(rel)
+    events = _events(rel)
+    batched = translator_for(wire)
+    one_by_one = translator_for(wire)
+    expected: list[StreamChunk] = []
+    for event in events:
+        if type(event).__name__ == "ServerSentEvent":
+            expected += one_by_one.feed(event)
+    expected += one_by_one.close()
+    got = batched.feed_events(events) + batched.close()
+    assert got == expected
+
+
+class _AlwaysFiltered(OpenAIChatTranslator):
+    """The chat wire without the filter bypass: every content delta through the pipeline."""
+
+    def _filtered_content(self, text: str) -> None:
+        assert self._filters is not None
+        self._filters.content(text)
+
+
+_CHAT_FIXTURES = [rel for rel in all_fixtures() if isinstance(translator_for(fixture_wire(rel)), OpenAIChatTranslator)]
+
+
+@pytest.mark.parametrize("think_tags", [False, True])
+@pytest.mark.parametrize("rel", _CHAT_FIXTURES)
+def test_the_filter_bypass_changes_nothing(rel: str, think_tags: bool) -> None:
+    wire = fixture_wire(rel)
+    data = fixture_bytes(rel)
+    dialect = translator_for(wire).dialect.name  # type: ignore[attr-defined]
+    fast = StreamDecoder(OpenAIChatTranslator(dialect=dialect, think_tags=think_tags))
+    slow = StreamDecoder(_AlwaysFiltered(dialect=dialect, think_tags=think_tags))
+    assert fast.feed(data) + fast.close() == slow.feed(data) + slow.close()
+
+
+def test_the_bypass_waits_for_the_spill_guard_to_settle() -> None:
+    """Reasoning first arms the guard: the first content goes through it (a spilled
+    fragment moves to reasoning); later content goes straight to the writer."""
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"Think about it"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"carefully.The answer"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":" is 4."}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    fast = StreamDecoder(OpenAIChatTranslator(dialect="deepseek"))
+    slow = StreamDecoder(_AlwaysFiltered(dialect="deepseek"))
+    pieces = [e + b"\n\n" for e in body.split(b"\n\n") if e]
+    got = [c for p in pieces for c in fast.feed(p)] + fast.close()
+    want = [c for p in pieces for c in slow.feed(p)] + slow.close()
+    assert got == want
+    assert [c.text for c in got if type(c) is ReasoningDelta] == ["Think about it", "carefully."]
+    assert [c.text for c in got if type(c) is TextDelta] == ["The answer", " is 4."]
