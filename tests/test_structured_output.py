@@ -751,6 +751,24 @@ def test_a_forced_call_with_empty_input_is_an_empty_object() -> None:
     )
 
 
+def test_a_second_call_of_the_forced_tool_stays_a_tool_call() -> None:
+    # a model may call the forced tool twice anyway: the answer is the first call, as text
+    # that stays one JSON document; the second is delivered as the tool call it is
+    first = forced_stream(['{"city": "Paris"}'])
+    second = first.replace(b'"index": 0', b'"index": 1').replace(b"toolu_01", b"toolu_02")
+    start, _, rest = first.partition(b"event: content_block_stop")
+    tail = b"event: content_block_stop" + rest
+    blocks_only = second.split(b"event: content_block_start", 1)[1].split(b"event: message_delta", 1)[0]
+    body = start + tail.split(b"event: message_delta", 1)[0] + b"event: content_block_start" + blocks_only
+    body += b"event: message_delta" + tail.split(b"event: message_delta", 1)[1]
+    chunks = unwrapped(body, "city_info")
+    ends = [c.block for c in chunks if type(c) is BlockEnd]
+    assert ends[0] == TextBlock('{"city": "Paris"}')
+    assert isinstance(ends[1], ToolCallBlock) and ends[1].name == "city_info" and ends[1].id == "toolu_02"
+    final = chunks[-1]
+    assert isinstance(final, Finish) and final.reason.kind == "tool-calls"
+
+
 def test_other_tool_calls_are_left_alone() -> None:
     chunks = unwrapped(forced_stream(['{"a": 1}'], name="another_tool"), "city_info")
     assert [type(c.block) for c in chunks if type(c) is BlockEnd] == [ToolCallBlock]

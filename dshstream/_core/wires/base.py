@@ -44,7 +44,9 @@ Contract: sans-IO (no sockets, time, threads or environment).
    it opens on the first non-empty fragment, it does not count as a tool call (so the
    finish is ``stop``, not ``tool-calls``), and one that streamed nothing but ended
    normally is ``"{}"`` (as a tool call's arguments would be). The wire's replay state
-   records it as text (:meth:`ChunkWriter.is_unwrapped` tells the translator).
+   records it as text (:meth:`ChunkWriter.is_unwrapped` tells the translator). Only the
+   first such call is the answer: a model that calls the forced tool again gets that call
+   as an ordinary tool call (so the text stays one JSON document and nothing is dropped).
 
 Why the writer's :class:`_OpenBlock` is not the assembler's ``_Partial`` (both append
 every delta): the chunk stream is the only interface between the two. The writer must
@@ -264,7 +266,7 @@ class ChunkWriter:
         """A tool-call fragment: id and name when known, a raw JSON arguments fragment."""
         block = self._open.get(key)
         if self.unwrap_tool is not None and (
-            key in self._unwrapped or (block is None and name == self.unwrap_tool)
+            key in self._unwrapped or (block is None and name == self.unwrap_tool and not self._unwrapped)
         ):
             self._unwrapped.add(key)  # rule 6: the arguments are the answer's text
             self.text(key, arguments)
