@@ -66,9 +66,9 @@ def fixture_wire(relative: str) -> str:
 
 
 def all_fixtures() -> list[str]:
-    """Every recorded transcript, as ``provider/name.sse`` or ``bedrock/name.eventstream``,
-    sorted."""
-    found = [*FIXTURES.glob("*/*.sse"), *FIXTURES.glob("*/*.eventstream")]
+    """Every recorded transcript, as ``provider/name.sse`` (also one folder deeper:
+    ``openai-responses/builtin-tools/``) or ``bedrock/name.eventstream``, sorted."""
+    found = [*FIXTURES.glob("*/*.sse"), *FIXTURES.glob("*/*/*.sse"), *FIXTURES.glob("*/*.eventstream")]
     return sorted(p.relative_to(FIXTURES).as_posix() for p in found)
 
 
@@ -174,6 +174,11 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "mistral/magistral_thinking_content_parts.sse": FixtureFinish("stop", "stop"),
     "mistral/text.sse": FixtureFinish("stop", "stop"),
     "mistral/tool_call_single_chunk.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "openai-responses/builtin-tools/apply_patch_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/local_shell_call_gpt5_codex.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/mcp_approval_request_gpt5mini.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/shell_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/web_search_call_url_citations_gpt5nano.sse": FixtureFinish("stop", "completed"),
     "openai-responses/error_event_insufficient_quota.sse": FixtureFinish("error", None, "QUOTA"),
     "openai-responses/function_call.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/function_call_gpt55.sse": FixtureFinish("tool-calls", "completed"),

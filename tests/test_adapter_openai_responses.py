@@ -299,9 +299,19 @@ def _replayed(item: dict[str, Any]) -> list[dict[str, Any]]:
     if kind == "message":
         parts = [{"type": "output_text", "text": p["text"]} for p in item["content"] if p["type"] == "output_text"]
         return [{"type": "message", "role": "assistant", "content": parts}]
-    assert kind == "function_call", item
-    return [{"type": "function_call", "call_id": item["call_id"], "name": item["name"],
-             "arguments": item["arguments"], "id": item["id"]}]
+    if kind == "function_call":
+        return [{"type": "function_call", "call_id": item["call_id"], "name": item["name"],
+                 "arguments": item["arguments"], "id": item["id"]}]
+    return [item]  # a built-in or server-side tool item goes back verbatim (tests/test_builtin_tools.py)
+
+
+#: the item a tool result becomes, by the kind of call it answers (function_call otherwise)
+_RESULT_ITEM = {
+    "local_shell_call": "local_shell_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+    "mcp_approval_request": "mcp_approval_response",
+}
 
 
 @pytest.mark.parametrize("rel", [rel for rel in RESPONSES_FIXTURES if KNOWN_FINISH[rel].kind != "error"])
@@ -316,12 +326,20 @@ def test_replay_state_round_trip(server: ReplayServer, rel: str) -> None:
     history += [Message.tool_result(call.id, "42") for call in first.tool_calls]
     history.append(Message.user("more"))
     assert service.stream(request(*history)).result().ok
+    items = terminal_output(data)
     expected = [{"role": "user", "content": "hi"}]
-    for item in terminal_output(data):
+    for item in items:
         expected += _replayed(item)
-    expected += [{"type": "function_call_output", "call_id": call.id, "output": "42"} for call in first.tool_calls]
-    expected.append({"role": "user", "content": "more"})
-    assert bodies(server)[1]["input"] == expected
+    answered = {item.get("call_id") or item.get("id"): item["type"] for item in items}
+    results = [_RESULT_ITEM.get(answered.get(call.id, ""), "function_call_output") for call in first.tool_calls]
+    sent = bodies(server)[1]["input"]
+    assert sent[: len(expected)] == expected
+    assert [item.get("type") for item in sent[len(expected) : -1]] == results  # their shapes: test_builtin_tools.py
+    assert sent[-1] == {"role": "user", "content": "more"}
+    plain = [c.id for c, kind in zip(first.tool_calls, results) if kind == "function_call_output"]
+    assert [i for i in sent if i.get("type") == "function_call_output"] == [
+        {"type": "function_call_output", "call_id": call_id, "output": "42"} for call_id in plain
+    ]
 
 
 # moved from tests/test_adapter_dialects.py

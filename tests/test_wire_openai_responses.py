@@ -24,6 +24,8 @@ from dshstream._core.wires.openai_responses import responses_usage
 from helpers import FIXTURES, decode_all, fixture_bytes
 
 WIRE = "openai-responses"
+# Built-in tool recordings (openai-responses/builtin-tools/) are checked item by item in
+# tests/test_builtin_tools.py; the corpus tests (helpers.all_fixtures) include them too.
 RESPONSES_FIXTURES = sorted(
     [f"openai-responses/{p.name}" for p in (FIXTURES / "openai-responses").glob("*.sse")]
     + [f"deepseek/{p.name}" for p in (FIXTURES / "deepseek").glob("responses_api_*.sse")]
