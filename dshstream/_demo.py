@@ -133,7 +133,7 @@ DEMOS: tuple[Demo, ...] = (
 
 def load_transcript(name: str) -> bytes:
     """The bytes of a bundled demo transcript."""
-    return resources.files(_PACKAGE).joinpath("demo_data", name).read_bytes()
+    return resources.files(_PACKAGE).joinpath("demo_data").joinpath(name).read_bytes()  # one step each: 3.10
 
 
 def _describe_request(demo: Demo) -> str:
