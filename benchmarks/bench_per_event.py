@@ -20,7 +20,8 @@ Layers, each including the ones before it except the floor:
 * ``sse``: ``SSEDecoder.feed`` per piece.
 * ``decode``: SSE + the wire translator (``StreamDecoder``'s two stages, as the pump calls
   them).
-* ``assemble``: + ``BlockAssembler.push`` of every chunk.
+* ``assemble``: + ``BlockAssembler.push`` of every chunk and the final ``result()`` (what
+  the next layers do too, so their difference is the per-read machinery alone).
 * ``pump``: the byte pump over a fake body (one piece per read) into a ``ChunkStream``,
   ``result()``.
 * ``service``: ``LlmService.stream(options).result()`` with the real adapter whose
@@ -156,12 +157,14 @@ def layers(w: bench.Workload, pieces: list[bytes]) -> list[tuple[str, Callable[[
     def assemble() -> None:
         decoder = StreamDecoder(translator_for(wire))
         frame, translate = decoder.sse.feed, decoder.translator.feed_events
-        push = BlockAssembler().push
+        assembler = BlockAssembler()
+        push = assembler.push
         for piece in pieces:
             for chunk in translate(frame(piece)):
                 push(chunk)
         for chunk in decoder.close():
             push(chunk)
+        assembler.result()
 
     def pumped() -> None:
         decoder = StreamDecoder(translator_for(wire))

@@ -16,6 +16,10 @@ What it does
   ``chunked`` (HTTP/1.1 ``Transfer-Encoding: chunked``, 16 KiB chunks cut at arbitrary
   byte offsets, so events straddle chunks) and ``close`` (HTTP/1.0 style, no length, the
   connection closed at the end). ``--piece 0`` sends one event per chunk/write instead.
+  The one-event ``close`` framing is paced: ``--close-gap`` microseconds (default 50)
+  after each write, so every consumer reads one event per ``recv`` (the same read sizes
+  for all; ``--close-gap 0`` writes as fast as it can, and the slower reader then reads
+  in bulk).
 * Every (workload, consumer, framing) is measured in a FRESH subprocess: imports and
   client set-up, one warm-up stream (checked for correctness against the workload's
   expected text / reasoning / tool-argument lengths), then ``--runs`` timed streams.
@@ -99,6 +103,8 @@ HERE = Path(__file__).resolve()
 # working tree is being edited.
 SRC = Path(os.environ.get("DSHSTREAM_BENCH_SRC") or ROOT)
 PIECE_DEFAULT = 16384
+#: seconds the server waits after each event of the ``close`` framing (``--close-gap``)
+CLOSE_GAP_DEFAULT = 50e-6
 
 # --------------------------------------------------------------------------- workloads
 
@@ -531,6 +537,7 @@ class Reply:
     chunked: bool
     payload: bytes = b""  # pre-rendered status + headers + body
     script: list[bytes | float] | None = None  # pre-rendered writes and pauses
+    gap: float = 0.0  # seconds slept after each write of the script but the last (paced)
 
 
 def _head(chunked: bool, content_type: bytes = b"text/event-stream; charset=utf-8") -> bytes:
@@ -565,7 +572,7 @@ def _pieces(body: bytes, piece: int) -> list[bytes]:
     return out
 
 
-def render(body: bytes, chunked: bool, piece: int) -> Reply:
+def render(body: bytes, chunked: bool, piece: int, gap: float = 0.0) -> Reply:
     # (f) is served as Bedrock serves it: application/vnd.amazon.eventstream
     ctype = b"application/vnd.amazon.eventstream" if _is_eventstream(body) else b"text/event-stream; charset=utf-8"
     if chunked:
@@ -573,7 +580,8 @@ def render(body: bytes, chunked: bool, piece: int) -> Reply:
         return Reply(True, _head(True, ctype) + b"".join(parts) + b"0\r\n\r\n")
     if piece > 0:
         return Reply(False, _head(False, ctype) + body)
-    return Reply(False, script=[_head(False, ctype), *_pieces(body, 0)])
+    # one event per write, ``gap`` seconds apart: every consumer's read carries one event
+    return Reply(False, script=[_head(False, ctype), *_pieces(body, 0)], gap=gap)
 
 
 def render_script(script: list[bytes | float], chunked: bool) -> Reply:
@@ -672,7 +680,9 @@ class BenchServer:
                     conn.sendall(reply.payload)
                 else:
                     first = True
-                    for step in reply.script:
+                    gap = reply.gap
+                    last = len(reply.script) - 1
+                    for i, step in enumerate(reply.script):
                         if isinstance(step, float):
                             time.sleep(step)
                             continue
@@ -680,6 +690,8 @@ class BenchServer:
                             self.first_sent[path] = time.perf_counter()
                             first = False
                         conn.sendall(step)
+                        if gap and 0 < i < last:  # paced: the reader drains each event first
+                            time.sleep(gap)
                 if not reply.chunked:
                     conn.shutdown(socket.SHUT_WR)
                     return
@@ -1416,9 +1428,9 @@ def framing_piece(framing: str, piece: int) -> int:
     return piece if framing.endswith("-16k") else 0
 
 
-def serve_workload(server: BenchServer, w: Workload, piece: int) -> None:
+def serve_workload(server: BenchServer, w: Workload, piece: int, gap: float = CLOSE_GAP_DEFAULT) -> None:
     for framing in FRAMINGS:
-        reply = render(w.body, framing.startswith("chunked"), framing_piece(framing, piece))
+        reply = render(w.body, framing.startswith("chunked"), framing_piece(framing, piece), gap)
         server.add(f"/w/{w.key}/{framing}", reply)
 
 
@@ -1865,6 +1877,12 @@ def main() -> int:
         help="chunked,close (one event per chunk / write) and chunked-16k,close-16k (--piece bytes each); default all",
     )
     ap.add_argument("--piece", type=int, default=PIECE_DEFAULT, help="bytes per HTTP chunk/write of the -16k framings (default 16384)")
+    ap.add_argument(
+        "--close-gap",
+        type=float,
+        default=CLOSE_GAP_DEFAULT * 1e6,
+        help="microseconds the server waits after each event of the close framing (default 50; 0: as fast as it can)",
+    )
     ap.add_argument("--skip", default="", help="comma list of sections to skip: ttfc,scaling,import")
     ap.add_argument("--profile", default="", help="only profile dshstream with cProfile on these workloads (e.g. a,b,c)")
     ap.add_argument("--json", default="", help="also write every number to this JSON file")
@@ -1910,7 +1928,7 @@ def main() -> int:
     if args.profile:
         for key in [k.strip() for k in args.profile.split(",") if k.strip()]:
             w = build_workload(key, scale)
-            serve_workload(server, w, args.piece)
+            serve_workload(server, w, args.piece, args.close_gap / 1e6)
             r = measure(server, w, CONSUMERS["dshstream"], "chunked", 1, profile=True)
             print_profile(key, r)
             print_layers(w, layer_costs(w))
@@ -1922,7 +1940,7 @@ def main() -> int:
     results: list[Result] = []
     for key in keys:
         w = build_workload(key, scale)
-        serve_workload(server, w, args.piece)
+        serve_workload(server, w, args.piece, args.close_gap / 1e6)
         rows = []
         for fi, framing in enumerate(framings):
             for c in consumers:

@@ -76,11 +76,8 @@ class ChunkStream:
         self._pos = pos + 1
         self._assembler.push(chunk)
         if type(chunk) is Finish:
-            self._done = True
             self._batch = []
-            self._close_source()
-            if self._watch is not None:
-                self._watch.finish()
+            self._finished()
         return chunk
 
     def _refill(self) -> list[StreamChunk]:
@@ -110,8 +107,7 @@ class ChunkStream:
             self._running = False
         if watch is not None:
             watch.received(batch)
-        self._batch = batch
-        self._pos = 0
+        self._batch = batch  # __next__ sets ``_pos``
         return batch
 
     def _close_source(self) -> None:
@@ -173,21 +169,64 @@ class ChunkStream:
     def result(self) -> AssembledResponse:
         """Consume the rest and return the assembled response (partial if it failed)."""
         push = self._assembler.push
+        pos, batch = self._pos, self._batch
+        if pos < len(batch):  # what an interrupted iteration left of its batch
+            self._batch = []
+            self._pos = 0
+            for chunk in batch[pos:]:
+                push(chunk)
+                if type(chunk) is Finish:
+                    self._finished()
+                    return self._assembler.result()
+        if not self._done:
+            self._drain(push)
+        return self._assembler.result()
+
+    def _drain(self, push: Callable[[StreamChunk], None]) -> None:
+        """Push every batch from the source until the ``Finish`` or the source's end.
+
+        ``result()``'s loop, with what ``_refill`` does per batch done once per call: the
+        stream counts as running (``close()`` from another thread goes through the cancel
+        event) from the first read to the last, and nothing is stored on ``self`` per read.
+        The watch hears each batch, the finish, and a source that raises, as with iteration.
+        """
+        watch = self._watch
+        reading = True  # False while a batch is pushed: an exception there is not the source's
+        self._running = True
         try:
-            while True:
-                batch = self._batch[self._pos :] if self._pos < len(self._batch) else self._refill()
-                self._batch = []
-                self._pos = 0
+            for batch in self._source:
+                if not batch:
+                    continue
+                reading = False
+                if watch is not None:
+                    watch.received(batch)
                 for chunk in batch:
                     push(chunk)
                     if type(chunk) is Finish:
-                        self._done = True
-                        self._close_source()
-                        if self._watch is not None:
-                            self._watch.finish()
-                        return self._assembler.result()
-        except StopIteration:
-            return self._assembler.result()
+                        self._running = False  # the source is closed from this thread
+                        self._finished()
+                        return
+                reading = True
+        except KeyboardInterrupt:
+            self._running = False
+            self._abort("interrupted (KeyboardInterrupt)")
+            raise
+        except Exception as exc:
+            if reading and watch is not None:
+                watch.failed(exc)
+            raise
+        finally:
+            self._running = False
+        self._done = True  # the source ended without a Finish
+        if watch is not None:
+            watch.finish()
+
+    def _finished(self) -> None:
+        """The ``Finish`` was handed out: the stream is done; release the source."""
+        self._done = True
+        self._close_source()
+        if self._watch is not None:
+            self._watch.finish()
 
     def partial(self) -> AssembledResponse:
         """What has been assembled so far, without consuming more."""

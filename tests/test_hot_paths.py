@@ -1,5 +1,8 @@
 """The per-event fast paths (issue #21) agree with the general paths they shortcut.
 
+Also: ``loads_event``'s backslash gate never skips a lone surrogate, and
+``ChunkStream.result()``'s batch loop tells the watch what iteration tells it.
+
 With one event per read (what providers send) each stage has a fast path: the SSE
 decoder's whole-event shortcut (LF and CRLF, ``data:`` alone or after ``event:``), the
 translator's inlined default ``on_event``, the chat wire's filter bypass once the
@@ -9,7 +12,10 @@ the same input through the shortcut and through the general path and compares.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +23,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dshstream._chunk_stream import ChunkStream
 from dshstream._core.decode import StreamDecoder, translator_for
+from dshstream._core.errors import make_failure
+from dshstream._core.strict_json import fix_surrogates, loads_event
 from dshstream._core.sse import SSEDecoder, SSEItem
-from dshstream._core.types import ReasoningDelta, StreamChunk, TextDelta, ToolCallDelta
+from dshstream._core.types import (
+    BlockStart,
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    ToolCallDelta,
+)
 from dshstream._core.wires.base import (
     _delta_maker,
     reasoning_delta,
@@ -228,3 +245,164 @@ def test_the_bypass_waits_for_the_spill_guard_to_settle() -> None:
     assert got == want
     assert [c.text for c in got if type(c) is ReasoningDelta] == ["Think about it", "carefully."]
     assert [c.text for c in got if type(c) is TextDelta] == ["The answer", " is 4."]
+
+
+# --------------------------------------------------------------------------- JSON payloads
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.text() | st.integers() | st.none(),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=8,
+    )
+)
+def test_loads_event_equals_json_loads_with_lone_surrogates_replaced(value: Any) -> None:
+    # The backslash gate must never skip a payload that carries a lone-surrogate escape
+    # (json.dumps escapes every non-ASCII character, lone surrogates included).
+    text = json.dumps(value)
+    assert loads_event(text) == fix_surrogates(json.loads(text))
+    assert loads_event(f" {text} ") == fix_surrogates(json.loads(text))  # the json.loads path
+
+
+def test_loads_event_gate_cases() -> None:
+    assert loads_event('{"a":"\\ud83d"}') == {"a": "\ufffd"}
+    assert loads_event('{"a":"\\uD83D x"}') == {"a": "\ufffd x"}
+    assert loads_event('{"\\udfff":1}') == {"\ufffd": 1}
+    assert loads_event('{"a":"\\ud83d\\ude00"}') == {"a": "\U0001f600"}  # a pair is one character
+    assert loads_event('{"a":"\\\\ud800"}') == {"a": "\\ud800"}  # an escaped backslash, no surrogate
+    assert loads_event('{"a":"plain \\n"}') == {"a": "plain \n"}
+    assert loads_event('{"a":"no escapes"}') == {"a": "no escapes"}
+
+
+# --------------------------------------------------------------------------- ChunkStream.result()
+
+
+class _Watch:
+    """What ChunkStream tells its watch, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def follow(self, stream: object, assembler: object, source: object) -> None:
+        self.calls.append(("follow", None))
+
+    def received(self, batch: list[StreamChunk]) -> None:
+        self.calls.append(("received", len(batch)))
+
+    def finish(self) -> None:
+        self.calls.append(("finish", None))
+
+    def failed(self, exc: BaseException) -> None:
+        self.calls.append(("failed", type(exc).__name__))
+
+
+def _batches() -> list[list[StreamChunk]]:
+    return [
+        [BlockStart(index=0, block_type="text")],
+        [],
+        [text_delta(0, "Hel")],
+        [text_delta(0, "l"), text_delta(0, "o")],
+        [Finish(reason=FinishReason(kind="stop")), text_delta(0, "after the finish")],
+    ]
+
+
+def _iterated_result(batches: list[list[StreamChunk]], take: int) -> tuple[Any, list[tuple[str, Any]], bool]:
+    watch = _Watch()
+    closed: list[bool] = []
+
+    def source() -> Iterator[list[StreamChunk]]:
+        try:
+            yield from batches
+        finally:
+            closed.append(True)
+
+    stream = ChunkStream(source(), watch=watch)  # type: ignore[arg-type]
+    for _ in range(take):
+        next(stream)
+    result = stream.result()
+    assert stream.done
+    return result, watch.calls, bool(closed)
+
+
+@pytest.mark.parametrize("take", [0, 1, 2, 3, 4])
+def test_result_after_any_prefix_of_iteration_is_the_same(take: int) -> None:
+    expected, calls, closed = _iterated_result(_batches(), 0)
+    assert expected.text == "Hello" and expected.finish.kind == "stop" and closed
+    assert calls == [("follow", None), ("received", 1), ("received", 1), ("received", 2), ("received", 2), ("finish", None)]
+    result, calls_after, closed = _iterated_result(_batches(), take)
+    assert (result.text, result.finish, result.blocks) == (expected.text, expected.finish, expected.blocks)
+    assert calls_after == calls and closed
+
+
+def test_result_of_a_source_that_ends_without_a_finish_reports_the_end_once() -> None:
+    watch = _Watch()
+    stream = ChunkStream(iter([[BlockStart(index=0, block_type="text")], [text_delta(0, "cut")]]), watch=watch)  # type: ignore[arg-type]
+    assert stream.result().text == "cut"
+    assert stream.done
+    assert watch.calls[1:] == [("received", 1), ("received", 1), ("finish", None)]
+    stream.result()
+    assert watch.calls.count(("finish", None)) == 1
+
+
+def test_result_reports_a_failing_source_but_not_a_failing_push() -> None:
+    def broken() -> Iterator[list[StreamChunk]]:
+        yield [BlockStart(index=0, block_type="text")]
+        raise RuntimeError("source broke")
+
+    watch = _Watch()
+    stream = ChunkStream(broken(), watch=watch)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="source broke"):
+        stream.result()
+    assert watch.calls[-1] == ("failed", "RuntimeError")
+
+    watch = _Watch()
+    stream = ChunkStream(iter([[text_delta(0, "x")]]), watch=watch)  # type: ignore[arg-type]
+
+    def push(chunk: StreamChunk) -> None:
+        raise ValueError("assembler bug")
+
+    stream._assembler.push = push  # type: ignore[method-assign]
+    with pytest.raises(ValueError, match="assembler bug"):
+        stream.result()
+    assert ("failed", "ValueError") not in watch.calls
+
+
+def test_keyboard_interrupt_in_result_aborts_and_keeps_the_partial_result() -> None:
+    def interrupted() -> Iterator[list[StreamChunk]]:
+        yield [BlockStart(index=0, block_type="text"), text_delta(0, "partial")]
+        raise KeyboardInterrupt
+
+    watch = _Watch()
+    stream = ChunkStream(interrupted(), watch=watch)  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):
+        stream.result()
+    assert stream.done and not stream._running
+    partial = stream.partial()
+    assert partial.text == "partial" and partial.finish.kind == "aborted"
+    assert watch.calls.count(("finish", None)) == 1
+
+
+def test_close_from_another_thread_during_result_ends_the_stream_through_cancel() -> None:
+    cancel = threading.Event()
+    reading = threading.Event()
+
+    def slow() -> Iterator[list[StreamChunk]]:
+        yield [BlockStart(index=0, block_type="text"), text_delta(0, "a")]
+        reading.set()
+        assert cancel.wait(30), "close() never reached the source"
+        yield [Finish(reason=FinishReason(kind="aborted", failure=make_failure("ABORTED", "closed")))]
+
+    stream = ChunkStream(slow(), cancel=cancel)
+    def close_when_reading() -> None:
+        reading.wait(30)
+        stream.close()
+
+    closer = threading.Thread(target=close_when_reading)
+    closer.start()
+    started = time.monotonic()
+    result = stream.result()
+    closer.join()
+    assert time.monotonic() - started < 10
+    assert result.text == "a" and result.finish.kind == "aborted" and stream.done

@@ -43,7 +43,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +58,7 @@ from .._core.redact import redact
 from .._core.request import GenerateOptions
 from .._core.retry import RetryPolicy
 from .._core.validate import invalid
-from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, Transport
+from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, HttpStream, Transport
 from .._core.types import Finish, LlmFailure, StreamChunk
 from .._observe import StreamWatch, check_observer, watching
 from .._core.wires.base import Translator
@@ -333,20 +333,28 @@ class HttpAdapter(LlmAdapter):
                 if watch is not None:
                     watch.begin_attempt(attempt, self.base_url)
                 try:
-                    with closing(self._attempt(options, deadline, accepted)) as batches:
-                        for batch in batches:
-                            last = batch[-1]
-                            if type(last) is Finish and last.reason.failure is not None:
-                                assert isinstance(last, Finish)
-                                failure = self._report(
-                                    last.reason.failure, options, attempt, produced, started, watch
-                                )
-                                batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
-                            produced += len(batch)
-                            if watch is not None:
-                                watch.received(batch)
-                            yield batch
-                        return
+                    http = self._open_attempt(options, deadline)
+                    accepted.append(True)
+                    with http:
+                        # The pump's generator is iterated here, not behind a ``yield from``
+                        # in a generator of its own: one generator resume less per read.
+                        batches = self._pump(options, http)
+                        try:
+                            for batch in batches:
+                                last = batch[-1]
+                                if type(last) is Finish and last.reason.failure is not None:
+                                    assert isinstance(last, Finish)
+                                    failure = self._report(
+                                        last.reason.failure, options, attempt, produced, started, watch
+                                    )
+                                    batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
+                                produced += len(batch)
+                                if watch is not None:
+                                    watch.received(batch)
+                                yield batch
+                        finally:
+                            batches.close()  # before the connection is closed
+                    return
                 except LlmError as exc:
                     failure = self._report(exc.failure, options, attempt, produced, started, watch)
                     if produced or accepted:
@@ -361,24 +369,23 @@ class HttpAdapter(LlmAdapter):
                         raise error_for(failure) from None
                 self._sleep(delay, failure, attempt, options)
 
-    def _attempt(
-        self, options: GenerateOptions, deadline: float | None, accepted: list[bool]
-    ) -> Generator[list[StreamChunk], None, None]:
+    def _open_attempt(self, options: GenerateOptions, deadline: float | None) -> HttpStream:
+        """One attempt's request built, signed and sent; its response body, 2xx (the
+        transport raises the classified failure for anything else)."""
         request = self.sign(self.build_request(options), options)
         idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
-        http = self.transport.open(
+        return self.transport.open(
             request,
             provider=options.provider,
             cancel=options.cancel,
             idle_timeout=idle,
             deadline=deadline,
         )
-        accepted.append(True)
-        with http:
-            decoder = StreamDecoder(
-                self.make_translator(options, http.request_id), max_event_size=self.max_event_size
-            )
-            yield from pump(http, decoder, cancel=options.cancel, provider=options.provider)
+
+    def _pump(self, options: GenerateOptions, http: HttpStream) -> Generator[list[StreamChunk], None, None]:
+        """The attempt's body decoded into lists of chunks (``pump``)."""
+        decoder = StreamDecoder(self.make_translator(options, http.request_id), max_event_size=self.max_event_size)
+        return pump(http, decoder, cancel=options.cancel, provider=options.provider)
 
     def _sleep(self, delay: float, failure: LlmFailure, attempt: int, options: GenerateOptions) -> None:
         log.warning(

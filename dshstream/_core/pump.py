@@ -18,7 +18,7 @@ Contract: no sockets of its own — the body is anything with the small
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Protocol
 
 from .decode import StreamDecoder
@@ -47,7 +47,7 @@ class Body(Protocol):
 
 def pump(
     body: Body, decoder: StreamDecoder, *, cancel: threading.Event | None, provider: str
-) -> Iterator[list[StreamChunk]]:
+) -> Generator[list[StreamChunk], None, None]:
     """Decode ``body`` into lists of chunks (rules 1-5).
 
     Runs once per read, and with one event per read (what a provider sends) its own cost is
@@ -58,6 +58,7 @@ def pump(
     frame = decoder.sse.feed
     translate = decoder.translator.feed_events
     touch = body.touch
+    cancelled = cancel.is_set if cancel is not None else None
     for piece in body:
         chunks = translate(frame(piece)) if direct else decoder.feed(piece)
         if chunks:
@@ -67,7 +68,7 @@ def pump(
                 yield chunks
                 return
             yield chunks
-        if cancel is not None and cancel.is_set():
+        if cancelled is not None and cancelled():
             body.abort("ABORTED", f"{provider}: stream cancelled by the caller")
             body.raise_if_aborted()
     chunks = decoder.close()

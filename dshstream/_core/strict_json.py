@@ -85,7 +85,9 @@ def loads_event(data: str) -> Any:
     try:
         value, end = _scan_once(data, 0)
         if end == len(data):
-            if "\\ud" in data or "\\uD" in data:  # cheap gate: most events have none
+            # A lone-surrogate escape always has a backslash: one memchr settles most
+            # payloads, the two substring scans run only for those with escapes.
+            if "\\" in data and ("\\ud" in data or "\\uD" in data):
                 return fix_surrogates(value)
             return value
     except StopIteration:
@@ -96,7 +98,7 @@ def loads_event(data: str) -> Any:
         value = json.loads(data)  # leading/trailing whitespace
     except (ValueError, RecursionError):
         raise EventJsonError(data) from None
-    if "\\ud" in data or "\\uD" in data:
+    if "\\" in data and ("\\ud" in data or "\\uD" in data):
         return fix_surrogates(value)
     return value
 
