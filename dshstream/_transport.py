@@ -44,6 +44,11 @@ Contract:
    (compression, another HTTP version, unknown response or file types, urllib3 having
    read already, a ``Content-Length`` body) takes the standard path of rule 1. Malformed
    framing or a body cut short is a ``TRANSPORT`` failure, as it is on that path.
+8. **A GET is tried twice.** ``get_json`` (an idempotent GET: model lists, metadata) that
+   fails with ``TRANSPORT`` — typically a pooled keep-alive connection the server had
+   already closed (llama.cpp's server closes idle ones after 5 s) — is sent once more at
+   once on a fresh connection, within the same total time limit. Streams are POSTs: their
+   retries are the adapter's policy, never this layer's.
 """
 
 from __future__ import annotations
@@ -737,10 +742,22 @@ class Transport:
         seconds in all — or raise a classified LlmError."""
         request = HttpRequest(url=url, headers=headers, body={}, secrets=secrets)
         deadline = time.monotonic() + timeout if timeout is not None else None
-        stream = self._send(
-            "GET", request, provider=provider, cancel=cancel, idle_timeout=None, deadline=deadline
-        )
-        return _json_answer(stream, provider, limit)
+        for last in (False, True):
+            try:
+                stream = self._send(
+                    "GET", request, provider=provider, cancel=cancel, idle_timeout=None, deadline=deadline
+                )
+                return _json_answer(stream, provider, limit)
+            except LlmError as exc:  # rule 8: once more on a fresh connection
+                if (
+                    last
+                    or exc.failure.code != "TRANSPORT"
+                    or (cancel is not None and cancel.is_set())
+                    or (deadline is not None and time.monotonic() >= deadline)
+                ):
+                    raise
+                log.info("%s: GET failed (%s); trying once more", provider, exc.failure.code)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def post_form(
         self,

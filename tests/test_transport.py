@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dshstream import GenerateOptions, Message, OpenAIChatAdapter, TextDelta
+from dshstream import GenerateOptions, LlmError, Message, OpenAIChatAdapter, TextDelta
 from dshstream._core.attribution import AppIdentity
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
@@ -429,3 +429,42 @@ def test_a_chunk_header_alone_does_not_hold_back_the_event_before_it() -> None:
                 text_at.append(time.monotonic())
         assert stream.result().text == "Hello"
         assert len(text_at) == 2 and text_at[1] - text_at[0] >= 0.3, text_at
+
+
+# --------------------------------------------------------------------------- rule 8: a GET is tried twice
+
+MODELS = json.dumps({"object": "list", "data": [{"id": "m1", "object": "model"}]}).encode()
+
+
+def _models_then_drop_the_next(srv: RawServer, conn: _socket.socket) -> None:
+    """A keep-alive answer (no ``Connection: close``); the next request on the same
+    connection is read and dropped unanswered: the race a server that closes idle
+    keep-alive connections (llama.cpp's, after 5 s) loses against a client reusing one."""
+    srv.send(conn, b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+             % (len(MODELS), MODELS))
+    conn.settimeout(5)
+    try:
+        conn.recv(65536)
+    except OSError:
+        pass
+    conn.close()
+
+
+def test_a_dropped_keep_alive_connection_does_not_fail_a_model_list() -> None:
+    with RawServer(_models_then_drop_the_next) as raw:
+        adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1", dialect="llamacpp")
+        assert [m.id for m in adapter.list_models("local")] == ["m1"]
+        assert [m.id for m in adapter.list_models("local")] == ["m1"]  # reused, dropped, sent again
+        assert raw.accepted == 2
+
+
+def test_a_get_that_fails_twice_is_one_transport_failure() -> None:
+    def refuse(srv: RawServer, conn: _socket.socket) -> None:
+        conn.close()  # every request: the connection dropped before any answer
+
+    with RawServer(refuse) as raw:
+        adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1", dialect="llamacpp")
+        with pytest.raises(LlmError) as info:
+            adapter.list_models("local")
+        assert info.value.failure.code == "TRANSPORT"
+        assert raw.accepted == 2  # tried once more, not more
