@@ -26,7 +26,8 @@ The package tree::
         assembler.py contract.py       chunks -> blocks; the adapter contract checker
         pump.py retry.py               the byte pump; the retry policy
         request.py response_format.py  what a caller asks for; JsonSchema and JsonMode
-        parts.py                       image, document and audio parts; what each provider takes
+        parts.py                       image, document and audio parts
+        media_support.py               what each provider takes of them (types, limits)
         partial_json.py                streaming JSON snapshots that never change type
         records.py                     what an observer hears about each stream
         recovery.py                    failure code + credential source -> recovery tips
@@ -164,8 +165,8 @@ if TYPE_CHECKING:
         DocumentPart as DocumentPart,
         ImagePart as ImagePart,
         MediaPart as MediaPart,
-        MediaSupport as MediaSupport,
     )
+    from ._core.media_support import MediaSupport as MediaSupport
     from ._core.records import (
         AttemptRecord as AttemptRecord,
         FirstChunk as FirstChunk,
@@ -294,7 +295,7 @@ _EXPORTS: dict[str, str] = {
     "DocumentPart": "._core.parts",
     "AudioPart": "._core.parts",
     "MediaPart": "._core.parts",
-    "MediaSupport": "._core.parts",
+    "MediaSupport": "._core.media_support",
     "TextDelta": "._core.types",
     "ThinkTagStripper": "._core.filters.think_tags",
     "TokenUsage": "._core.types",

@@ -41,7 +41,8 @@ from dshstream._core.assembler import AssembledResponse
 from dshstream._core.attribution import DEFAULT_IDENTITY, AppIdentity
 from dshstream._core.dialects import DIALECTS
 from dshstream._core.errors import ConfigurationError
-from dshstream._core.parts import AudioPart, DocumentPart, ImagePart, MediaSupport
+from dshstream._core.parts import AudioPart, DocumentPart, ImagePart
+from dshstream._core.media_support import MediaSupport
 from dshstream._core.request import GenerateOptions, Message, ToolSpec
 from dshstream._core.response_format import JsonMode, JsonSchema
 from dshstream._core.retry import RetryPolicy

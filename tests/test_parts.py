@@ -28,19 +28,16 @@ from dshstream import (
 )
 from dshstream._adapters.reporting import request_summary
 from dshstream._core.log import get_logger
-from dshstream._core.parts import (
+from dshstream._core.media_support import (
     ANTHROPIC,
     BEDROCK_CONVERSE,
     GEMINI,
-    MAX_PART_BYTES,
     OPENAI_CHAT,
     OPENAI_RESPONSES,
     converse_document_name,
-    decode_base64,
     media_summary,
-    normalize_media_type,
-    sniff_media_type,
 )
+from dshstream._core.parts import MAX_PART_BYTES, decode_base64, normalize_media_type, sniff_media_type
 from dshstream._core.request import GenerateOptions
 
 

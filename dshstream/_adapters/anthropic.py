@@ -32,7 +32,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._core.errors import error_for, make_failure
-from .._core.parts import ANTHROPIC, MediaPart, MediaSupport
+from .._core.parts import MediaPart
+from .._core.media_support import ANTHROPIC, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.response_format import JsonMode, JsonSchema
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock

@@ -59,7 +59,8 @@ from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.redact import known_secrets, redact, register_secret, unregister_secret
-from .._core.parts import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaPart, MediaSupport, converse_document_name
+from .._core.parts import MediaPart
+from .._core.media_support import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaSupport, converse_document_name
 from .._core.request import GenerateOptions, Message
 from .._core.sigv4 import AwsCredentials, sign_headers
 from .._core.strict_json import parse_json_object

@@ -36,7 +36,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from .._core.parts import GEMINI, MediaPart, MediaSupport, media_summary
+from .._core.parts import MediaPart
+from .._core.media_support import GEMINI, MediaSupport, media_summary
 from .._core.request import GenerateOptions, Message
 from .._core.types import FileBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.strict_json import parse_json_object

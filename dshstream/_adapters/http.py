@@ -52,7 +52,7 @@ from .._core.decode import StreamDecoder
 from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
-from .._core.parts import MediaSupport
+from .._core.media_support import MediaSupport
 from .._core.pump import pump
 from .._core.redact import redact
 from .._core.request import GenerateOptions

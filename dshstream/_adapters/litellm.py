@@ -100,7 +100,7 @@ from .._core.attribution import AppIdentity, merge_headers
 from .._core.classify import classify_error_payload, classify_http_error
 from .._core.errors import LlmError, make_failure
 from .._core.log import get_logger
-from .._core.parts import OPENAI_CHAT, MediaSupport
+from .._core.media_support import OPENAI_CHAT, MediaSupport
 from .._core.records import Observer
 from .._core.redact import MIN_SECRET_LENGTH, is_sensitive_key, redact
 from .._core.request import GenerateOptions, Message

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.dialects import Dialect, get_dialect
 from .._core.errors import LlmError
-from .._core.parts import OPENAI_CHAT, MediaPart, MediaSupport
+from .._core.parts import MediaPart
+from .._core.media_support import OPENAI_CHAT, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.wires.base import Translator

@@ -42,7 +42,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import LlmError
-from .._core.parts import OPENAI_RESPONSES, MediaPart, MediaSupport
+from .._core.parts import MediaPart
+from .._core.media_support import OPENAI_RESPONSES, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.strict_json import loads_or_none
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._core.log import get_logger
-from .._core.parts import media_summary
+from .._core.media_support import media_summary
 from .._core.request import GenerateOptions
 from .._core.types import LlmFailure
 from .settings import FailureReporter
