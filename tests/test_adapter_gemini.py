@@ -15,9 +15,9 @@ from dshstream._replay_server import ReplayServer, Route
 from dshstream._core.request import GenerateOptions, Message, ToolSpec
 from dshstream._service import LlmService
 from dshstream._core.types import LlmFailure, ReasoningBlock, TextBlock, ToolCallBlock
-from helpers import fixture_bytes, routed_session
+from helpers import fake_key, fixture_bytes, routed_session
 
-KEY = "AIzaSyLoopbackTestKey0123456789abcdefghi"  # CANARY: a fake key for the test
+KEY = fake_key("AIzaSy", 33)  # CANARY: a Google-shaped fake key, built at run time
 COUNTRY = ToolSpec(
     name="get_country",
     description="The user's country",

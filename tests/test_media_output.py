@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import fake_key
 from test_media_requests import assert_gemini_content
 from test_parts import PDF, PNG, WEBP
 
@@ -104,7 +105,7 @@ def test_gemini_without_a_mime_type_sniffs_the_bytes() -> None:
 
 def test_gemini_replays_the_image_in_the_model_turn() -> None:
     _, result = run(GEMINI_IMAGE_STREAM, "gemini")
-    adapter = GeminiAdapter(api_key="AIzaSyLoopbackTestKey0123456789abcdefghi")
+    adapter = GeminiAdapter(api_key=fake_key("AIzaSy", 33))
     history = [Message.user("Draw a cat"), result.message(), Message.user("Make it blue")]
     contents = adapter.build_contents(history)
     assert contents[1]["role"] == "model" and IMAGE in contents[1]["parts"] and DRAFT in contents[1]["parts"]

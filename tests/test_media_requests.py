@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 import pytest
-from helpers import fixture_bytes
+from helpers import fake_key, fixture_bytes
 from test_parts import MP3, PDF, PNG, WAV, WEBP
 
 from dshstream import (
@@ -238,7 +238,7 @@ def assert_gemini_content(content: dict[str, Any]) -> None:
 
 def test_gemini_sends_inline_data_and_file_data_per_the_rest_reference(server: ReplayServer) -> None:
     server.add("/v1beta/models/", fixture_bytes("gemini/text.sse"))
-    adapter = GeminiAdapter(api_key="AIzaSyLoopbackTestKey0123456789abcdefghi", base_url=server.url)
+    adapter = GeminiAdapter(api_key=fake_key("AIzaSy", 33), base_url=server.url)
     message = Message.user(
         "Summarize all of it.",
         ImagePart.from_bytes(PNG),
@@ -264,7 +264,7 @@ def test_gemini_sends_inline_data_and_file_data_per_the_rest_reference(server: R
 
 def test_gemini_failure_diagnostics_show_media_types_and_sizes_only(server: ReplayServer) -> None:
     server.add("/v1beta/models/", Route(body=b'{"error": {"code": 400, "message": "bad image", "status": "INVALID_ARGUMENT"}}', status=400, content_type="application/json"))
-    adapter = GeminiAdapter(api_key="AIzaSyLoopbackTestKey0123456789abcdefghi", base_url=server.url, max_retries=0)
+    adapter = GeminiAdapter(api_key=fake_key("AIzaSy", 33), base_url=server.url, max_retries=0)
     service = LlmService()
     service.register_adapter(["gemini"], adapter)
     options = GenerateOptions(provider="gemini", model="gemini-2.5-flash", messages=(Message.user("x", ImagePart.from_bytes(PNG)),))
@@ -283,7 +283,7 @@ def test_gemini_failure_diagnostics_show_media_types_and_sizes_only(server: Repl
     ],
 )
 def test_gemini_refuses_before_sending(server: ReplayServer, part: MediaPart, message: str) -> None:
-    adapter = GeminiAdapter(api_key="AIzaSyLoopbackTestKey0123456789abcdefghi", base_url=server.url)
+    adapter = GeminiAdapter(api_key=fake_key("AIzaSy", 33), base_url=server.url)
     refused_without_sending(server, adapter, "gemini", part, message)
 
 

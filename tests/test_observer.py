@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from helpers import fixture_bytes
+from helpers import fake_key, fixture_bytes
 
 from dshstream import (
     AttemptRecord,
@@ -774,7 +774,7 @@ def test_the_line_is_written_once_with_observers_on_both_levels_and_redacted(
     server: ReplayServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.add(PATH, BODY)
-    keyish_model = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
+    keyish_model = fake_key("sk-proj-", 36)
     adapter = make_adapter(server, observer=Recorder())
     service, _ = make_service(server, Recorder(), adapter=adapter)
     caplog.set_level(logging.INFO, logger="dshstream")

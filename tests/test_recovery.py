@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from dshstream import (
 )
 from dshstream._core.errors import CODE_DEFAULTS, make_failure
 from dshstream._core.recovery import BILLING, CREDENTIAL_SOURCES
+from helpers import fake_key
 
 CANARY = "sk-live-CANARY0001-upstream-text"
 POOL_WORDS = ("pool", "fallback", "rotate")
@@ -167,11 +169,11 @@ def test_only_who_could_replace_the_key_may_view_the_detail(credential: Any, own
 @pytest.mark.parametrize(
     "key",
     [
-        "gsk_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gH5jK7mN9pQ2sT4vW6",  # Groq: also a valid variable name
-        "AKIAIOSFODNN7EXAMPLE",  # an AWS access key id
-        "AIzaSyA1234567890abcdefghijklmnopqrstu",  # a Google API key
-        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",  # a GitHub token
-        "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF",  # a bare 32-character key (Mistral's shape)
+        fake_key("gsk_", 52),  # Groq: also a valid variable name
+        fake_key("AKIA", 16, string.ascii_uppercase + string.digits),  # an AWS access key id
+        fake_key("AIzaSy", 33),  # a Google API key
+        fake_key("ghp_", 36),  # a GitHub token
+        fake_key("", 32, seed=1),  # a bare 32-character key (Mistral's shape; this seed: 4 digits)
     ],
 )
 def test_a_name_shaped_key_passed_as_key_env_is_refused_never_echoed(key: str) -> None:

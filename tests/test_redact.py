@@ -4,10 +4,12 @@ redact_obj and the secret registry."""
 from __future__ import annotations
 
 import base64
+import string
 import threading
 import urllib.parse
 
 import pytest
+from helpers import KEY_CHARS, fake_key
 
 from dshstream._core.redact import (
     REDACTED,
@@ -107,6 +109,13 @@ def test_unicode_secret_percent_encoded() -> None:
 
 # --------------------------------------------------------------------------- patterns
 
+# key-shaped values of the real formats, built at run time (tests/helpers.py: fake_key)
+ANTHROPIC_KEY = fake_key("sk-ant-api03-", 28, KEY_CHARS + "-_")
+PROJECT_KEY = fake_key("sk-proj-", 26)
+OPENROUTER_KEY = fake_key("sk-or-v1-", 32, "0123456789abcdef")
+GOOGLE_KEY = fake_key("AIzaSy", 34, KEY_CHARS + "-_")
+AWS_KEY_ID = fake_key("AKIA", 16, string.ascii_uppercase + string.digits)
+
 
 @pytest.mark.parametrize(
     ("text", "gone"),
@@ -115,14 +124,14 @@ def test_unicode_secret_percent_encoded() -> None:
         ("authorization: bearer eyJabc123", "eyJabc123"),
         ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
         ("key sk-abcdefghijklmnopqrstuv used", "sk-abcdefghijklmnopqrstuv"),  # CANARY: a fake key for the test
-        ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv-wx_yz used", "AbCdEfGhIjKlMnOpQrStUv"),  # CANARY: a fake key for the test
-        ("key sk-proj-AbCdEfGhIjKlMnOpQrStUv1234 used", "AbCdEfGhIjKlMnOpQrStUv1234"),
-        ("key sk-or-v1-0123456789abcdef0123456789abcdef used", "0123456789abcdef0123456789abcdef"),
-        ("google AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456 end", "AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456"),  # CANARY: a fake key for the test
+        (f"key {ANTHROPIC_KEY} used", ANTHROPIC_KEY[13:35]),
+        (f"key {PROJECT_KEY} used", PROJECT_KEY[8:]),
+        (f"key {OPENROUTER_KEY} used", OPENROUTER_KEY[9:]),
+        (f"google {GOOGLE_KEY} end", GOOGLE_KEY),
         ("groq gsk_abcdefghijklmnopqrstuvwxyz012345 end", "gsk_abcdefghijklmnopqrstuvwxyz012345"),
         ("xai xai-abcdefghijklmnopqrstuvwxyz012345 end", "xai-abcdefghijklmnopqrstuvwxyz012345"),
         ("hf hf_abcdefghijklmnopqrstuvwxyz end", "hf_abcdefghijklmnopqrstuvwxyz"),
-        ("aws AKIAABCDEFGHIJKLMNOP end", "AKIAABCDEFGHIJKLMNOP"),
+        (f"aws {AWS_KEY_ID} end", AWS_KEY_ID),
         ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig_part end", "eyJzdWIiOiIxMjM0NTY3ODkwIn0"),
         ("https://x.test/v1?key=AIzaFAKE&alt=sse", "AIzaFAKE"),
         ("https://x.test/v1?alt=sse&api_key=s3cr3t#frag", "s3cr3t"),

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from helpers import fixture_bytes
+from helpers import fake_key, fixture_bytes
 
 from dshstream import (
     AnthropicAdapter,
@@ -39,6 +39,7 @@ from dshstream import (
 from dshstream._replay_server import ReplayServer, Route
 
 KEY = "sk-loop-test-0123456789abcdefABCDEF"
+PROJECT_KEY = fake_key("sk-proj-", 26)  # key-shaped, built at run time
 WEATHER = ToolSpec(
     "get_weather",
     "Current weather for a city",
@@ -268,7 +269,7 @@ def test_an_unknown_tool_gets_an_error_result_naming_the_tools(server: ReplaySer
 
 def test_a_tool_that_raises_becomes_a_redacted_error_result(server: ReplayServer) -> None:
     def get_weather(city: str) -> str:
-        raise RuntimeError(f"upstream refused key {KEY} and sk-proj-abcdefghijklmnopqrstuv1234 for {city}")
+        raise RuntimeError(f"upstream refused key {KEY} and {PROJECT_KEY} for {city}")
 
     service = local_service(server, [calls_step([("call_1", "get_weather", '{"city": "Kyiv"}')]), text_step("Oops.")])
     result = run_tools(service, ask(), {"get_weather": get_weather}).result()
@@ -277,7 +278,7 @@ def test_a_tool_that_raises_becomes_a_redacted_error_result(server: ReplayServer
     assert isinstance(outcome.exception, RuntimeError)
     content = outcome.result.content
     assert "RuntimeError" in content and "for Kyiv" in content
-    assert KEY not in content and "sk-proj-abcdefghijklmnopqrstuv1234" not in content
+    assert KEY not in content and PROJECT_KEY not in content
     assert "[REDACTED]" in content
     sent = json.dumps(server.requests[1].body)
     assert KEY not in sent and "sk-proj-abcdefghij" not in sent

@@ -4,9 +4,11 @@ reasons, usage and replay state."""
 from __future__ import annotations
 
 import json
+import string
 from typing import Any
 
 import pytest
+from helpers import fake_key
 
 from dshstream._core.contract import check_contract
 from dshstream._core.decode import StreamDecoder, decode, detect_wire, translator_for
@@ -199,7 +201,7 @@ def test_stop_reasons(reason: str, kind: str, code: str | None) -> None:
     ],
 )
 def test_exception_frames_are_classified_in_band(exception: str, code: str, retryable: bool) -> None:
-    secret = "AKIAABCDEFGHIJKLMNOP"
+    secret = fake_key("AKIA", 16, string.ascii_uppercase + string.digits)
     chunks = _run(START + _text(0, "partial") + _exception(exception, f"upstream says no {secret}"))
     finish = _finish(chunks)
     failure = finish.reason.failure
