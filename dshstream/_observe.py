@@ -39,6 +39,16 @@ Contract:
    ``KeyboardInterrupt``/``SystemExit`` propagate.
 6. Content — the request's messages and stop sequences, the output blocks — goes only to
    an observer with a true ``capture_content`` attribute; the log line never has any.
+7. **No echoed secrets.** What a record takes from the response — ``response_id``,
+   ``response_model``, ``serving_provider``, ``request_id``, the finish's ``raw`` word and
+   a failure's code, message, detail, request id and serving provider — is checked here,
+   once, against every registered secret (:func:`~dshstream._core.redact.known_secrets`:
+   the keys the adapters sent) with :func:`~dshstream._core.redact.redact`, and also in
+   the folded form a finish word takes in a failure code (upper case, ``_`` for every
+   other character). A field that carries one is dropped (``None``; a failure's code
+   becomes ``UNKNOWN`` and its message a plain headline): a redacted id would be a wrong
+   id. The log line's ``record.dshstream`` dict and the OpenTelemetry attributes are built
+   from the records, so they inherit it.
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ from urllib.parse import urlsplit
 from ._core.assembler import BlockAssembler
 from ._core.errors import LlmError, make_failure
 from ._core.log import get_logger
+from ._core.redact import known_secrets, redact
 from ._core.records import (
     AttemptOutcome,
     AttemptRecord,
@@ -418,6 +429,8 @@ class StreamWatch:
         self._attempt_open = False
         if failure is not None and failure.code == "ABORTED":
             outcome = "aborted"
+        if failure is not None:
+            failure = _clean_failure(failure, known_secrets())  # rule 7
         self._attempt_ended(
             AttemptRecord(
                 stream_id=self.stream_id,
@@ -511,10 +524,13 @@ class StreamWatch:
                 reason = self._finish.reason
         if reason is None:
             reason = _reason_for(None, self.provider, self._cancelled())
+        secrets = known_secrets()
+        reason = _clean_reason(reason, secrets)  # rule 7: the response's words, checked once
         failure = reason.failure
-        request_id = metadata.request_id if metadata is not None else None
+        request_id = _clean(metadata.request_id, secrets) if metadata is not None else None
         if request_id is None and failure is not None:
             request_id = failure.request_id
+        served = _clean(metadata.serving_provider, secrets) if metadata is not None else None
         return StreamFinished(
             stream_id=self.stream_id,
             provider=self.provider,
@@ -525,13 +541,9 @@ class StreamWatch:
             time_to_first_chunk=self._first,
             chunk_count=self._chunks,
             attempts=self._attempts,
-            response_id=metadata.response_id if metadata is not None else None,
-            response_model=metadata.model if metadata is not None else None,
-            serving_provider=(
-                metadata.serving_provider
-                if metadata is not None and metadata.serving_provider
-                else (failure.serving_provider if failure is not None else None)
-            ),
+            response_id=_clean(metadata.response_id, secrets) if metadata is not None else None,
+            response_model=_clean(metadata.model, secrets) if metadata is not None else None,
+            serving_provider=served or (failure.serving_provider if failure is not None else None),
             request_id=request_id,
             server_address=self._server[0],
             server_port=self._server[1],
@@ -545,6 +557,64 @@ class StreamWatch:
             return cancel is not None and bool(cancel.is_set())
         except Exception:  # noqa: BLE001 - a broken cancel object is not a cancellation
             return False
+
+
+# --------------------------------------------------------------------------- echoed secrets (rule 7)
+
+#: the shortest secret looked for in folded form (shorter ones would match by chance)
+_MIN_FOLDED = 8
+#: how much of a folded secret must appear: a failure code keeps 40 characters
+_FOLDED_PREFIX = 16
+
+
+def _fold(text: str) -> str:
+    """``text`` as a finish word becomes a failure code: upper case, ``_`` for the rest."""
+    return "".join(ch if ch.isalnum() else "_" for ch in text.upper())
+
+
+def _carries_secret(text: str, secrets: frozenset[str]) -> bool:
+    """Whether ``text`` holds one of ``secrets`` (or its encodings, or a credential
+    pattern: what :func:`redact` removes), or a secret's folded form."""
+    if redact(text, secrets) != text:
+        return True
+    folded = ""
+    for secret in secrets:
+        if len(secret) >= _MIN_FOLDED:
+            folded = folded or _fold(text)
+            if _fold(secret)[:_FOLDED_PREFIX] in folded:
+                return True
+    return False
+
+
+def _clean(value: str | None, secrets: frozenset[str]) -> str | None:
+    """``value``, or ``None`` when it is empty or carries a secret."""
+    if not value or _carries_secret(value, secrets):
+        return None
+    return value
+
+
+def _clean_failure(failure: LlmFailure, secrets: frozenset[str]) -> LlmFailure:
+    """``failure`` with every field that carries a secret dropped (its code and message
+    replaced: both are required)."""
+    changes: dict[str, Any] = {}
+    if _carries_secret(failure.code, secrets) or _carries_secret(failure.message, secrets):
+        who = failure.provider or "provider"
+        changes["code"] = "UNKNOWN"
+        changes["message"] = f"{who}: the answer could not be reported (it carried a credential)"
+    for name in ("detail", "request_id", "serving_provider"):
+        value = getattr(failure, name)
+        if value and _carries_secret(value, secrets):
+            changes[name] = None
+    return replace(failure, **changes) if changes else failure
+
+
+def _clean_reason(reason: FinishReason, secrets: frozenset[str]) -> FinishReason:
+    """``reason`` with its raw word and failure checked (rule 7)."""
+    raw = _clean(reason.raw, secrets) if reason.raw else None
+    failure = _clean_failure(reason.failure, secrets) if reason.failure is not None else None
+    if raw == reason.raw and failure is reason.failure:
+        return reason
+    return replace(reason, raw=raw, failure=failure)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -122,3 +122,24 @@ def test_parent_filter_alone_would_not_see_child_records() -> None:
     finally:
         parent.removeFilter(spy)
     assert seen == []
+
+
+def test_structured_facts_on_a_record_are_redacted(captured: io.StringIO) -> None:
+    """``record.dshstream`` (what a JSON handler writes as it is) goes through the same
+    redaction as the message."""
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Keep()
+    root = logging.getLogger(ROOT_LOGGER_NAME)
+    root.addHandler(handler)
+    try:
+        get_logger("dshstream.observe").info("done", extra={"dshstream": {"response_id": f"id-{SECRET}", "chunks": 3}})
+    finally:
+        root.removeHandler(handler)
+    [record] = seen
+    facts = record.__dict__["dshstream"]
+    assert facts == {"response_id": f"id-{REDACTED}", "chunks": 3}

@@ -15,7 +15,11 @@ see a child's records), so every dshstream logger gets its own filter. The filte
 :func:`dshstream._core.redact.redact`), stores the result in ``record.msg`` and clears
 ``record.args``; it renders ``exc_info`` into ``exc_text`` and
 redacts that and ``stack_info`` too (``exc_info`` itself is left for handlers that need
-the exception object; standard formatters use the redacted ``exc_text``).
+the exception object; standard formatters use the redacted ``exc_text``). The structured
+facts a record carries for JSON handlers (``record.dshstream``, a dict) are redacted the
+same way (:func:`dshstream._core.redact.redact_obj`): a second line behind the records,
+whose response-derived fields are already checked where they are built
+(:mod:`dshstream._observe` rule 7).
 
 The top logger (:data:`ROOT_LOGGER_NAME`) gets a :class:`logging.NullHandler`, so a
 library user who configured no logging sees nothing; configuration is left to the
@@ -27,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from .redact import known_secrets, redact
+from .redact import known_secrets, redact, redact_obj
 
 __all__ = ["ROOT_LOGGER_NAME", "RedactingFilter", "get_logger"]
 
@@ -55,6 +59,9 @@ class RedactingFilter(logging.Filter):
             record.exc_text = redact(record.exc_text, secrets)
         if record.stack_info:
             record.stack_info = redact(record.stack_info, secrets)
+        facts = record.__dict__.get("dshstream")
+        if isinstance(facts, dict):  # what a JSON handler writes as it is
+            record.__dict__["dshstream"] = redact_obj(facts, secrets)
         return True
 
 
