@@ -1,49 +1,36 @@
 """dshstream: stream LLM responses from every provider as one typed chunk protocol.
 
-This module is the one public surface. Every public name is listed once, in
-:data:`_EXPORTS`, with the private module that defines it; that table feeds lazy
+Stream a reply from a provider whose key is in the environment (here ``OPENAI_API_KEY``)::
+
+    import dshstream
+
+    stream = dshstream.stream("openai", "gpt-4o-mini", "Write a haiku about rivers.")
+    for text in stream.text_stream():       # the visible text, as it arrives
+        print(text, end="", flush=True)
+    result = stream.result()                # text, reasoning, tool calls, usage, finish
+    if result.failure is not None:          # no key, a rate limit, a cut connection...
+        print(result.failure.code, result.failure.message)
+
+Iterate the stream itself for every typed chunk (``TextDelta``, ``ReasoningDelta``,
+``ToolCallDelta``, ``BlockStart``/``BlockEnd``, ``UsageChunk``, ``Finish``). Nothing raises
+while streaming: a failure is the last chunk's ``FinishReason``; ``result.raise_for_failure()``
+raises it as an ``LlmError``. Without a key, ``dshstream demo`` (the shell) streams real
+recorded responses served on 127.0.0.1, and README.rst's Quickstart does the same in Python
+with ``ReplayServer``; an ``LlmService`` of your own routes provider names to adapters
+(``OpenAIChatAdapter``, ``AnthropicAdapter``, ``GeminiAdapter``, the clouds' ...). One
+service may be shared by many threads; each ``ChunkStream`` is read by one, and closed or
+cancelled from any.
+
+For maintainers: this module is the one public surface. Every public name is listed once,
+in :data:`_EXPORTS`, with the private module that defines it; that table feeds lazy
 loading, ``__all__`` and the ``TYPE_CHECKING`` imports below (a test keeps the three in
 agreement). Only the vocabulary — the chunk, block and failure types and the exception
 tree — is imported with the package; everything else (the assembler, decoders, filters,
 and all that touches ``requests``: adapters, the service, the transport) is imported on
 first use, so ``import dshstream`` stays fast. Public classes and functions carry this
 package's name as their ``__module__`` (``dshstream.TextDelta``, not the private path),
-in ``repr``, tracebacks and pickles.
-
-The package tree::
-
-    dshstream/
-      __init__.py        this surface
-      __main__.py _version.py          ``python -m dshstream``; the version, written once
-      _core/             the sans-IO core: no sockets, threads, clocks or environment
-        types.py errors.py             the chunk protocol and the exception tree
-        sse.py chunked.py eventstream.py   framing: SSE, HTTP/1.1 chunked, AWS event-stream
-        decode.py                      bytes -> chunks for a named wire; wire detection
-        wires/                         one translator per wire format (openai_chat, openai_responses,
-                                       anthropic, gemini, bedrock, bedrock_invoke, litellm) on base.py
-        filters/                       think tags, reasoning spills, prose tool calls, JSON repair
-        classify/                      provider failures -> stable codes
-        assembler.py contract.py       chunks -> blocks; the adapter contract checker
-        pump.py retry.py               the byte pump; the retry policy
-        request.py response_format.py  what a caller asks for; JsonSchema and JsonMode
-        parts.py                       image, document and audio parts
-        media_support.py               what each provider takes of them (types, limits)
-        partial_json.py                streaming JSON snapshots that never change type
-        records.py                     what an observer hears about each stream
-        recovery.py                    failure code + credential source -> recovery tips
-        sigv4.py dialects.py           AWS SigV4; the OpenAI-compatible presets
-        redact.py validate.py http_request.py strict_json.py log.py attribution.py
-      _transport.py      the only module that imports requests (and urllib3)
-      _headers.py        response header parsing (Retry-After, request ids)
-      _adapters/         one per provider API (and cloud: azure, vertex, bedrock) on one HttpAdapter
-                         base (http.py, settings.py, credentials.py, google_oauth.py, reporting.py);
-                         structured_output.py: response formats on every wire; litellm.py drives
-                         LiteLLM instead (the optional ``litellm`` extra)
-      _service.py _chunk_stream.py _defaults.py    routing, the stream object, the default service
-      _observe.py        observers: per-stream records exactly once, the finished-stream log line
-      otel.py            the optional OpenTelemetry observer (public; ``dshstream[otel]``)
-      _tool_loop.py      run_tools: stream, run the calls, append the results, repeat
-      _cli.py _render.py _demo.py _notebook.py _replay_server.py    the command, renderers, loopback server
+in ``repr``, tracebacks and pickles. The package tree, module by module, is the Layout
+section of CONTRIBUTING.rst.
 """
 
 from __future__ import annotations
