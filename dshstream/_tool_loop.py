@@ -35,6 +35,19 @@ Contract (:func:`run_tools` returns a :class:`ToolLoopStream`):
    run but answered with error results, so the history stays valid for the next turn.
    The result carries every step, the whole history, the usage summed over the steps and
    the last response.
+7. **Per-step caps.** One step runs at most ``max_calls_per_step`` calls (default
+   :data:`DEFAULT_MAX_CALLS_PER_STEP`, 64) and sends back at most
+   ``max_step_result_chars`` characters of tool output in all (default
+   :data:`DEFAULT_MAX_STEP_RESULT_CHARS`, 1,000,000; each result is also cut at
+   ``max_result_chars``, rule 2): a model asking for 10,000 calls, or for 1,000 results of
+   100,000 characters, must neither run them all nor make a next request of 100 MB. The
+   calls past the first ``max_calls_per_step`` are not run (status ``limited``). Results
+   count in call order: the one that crosses the budget is cut to what is left (and says
+   so), and once it is spent the later calls are not run (``limited``); with
+   ``parallel`` a later call may have run already: its result is not sent (``withheld``).
+   Either way every call gets an error result saying why and naming the setting, so the
+   model sees it and the history stays valid, and the step says which caps applied
+   (:attr:`ToolLoopStep.limited_by`, and a warning in the log).
 6. **Control.** ``close()`` (from any thread) and ``cancel()`` work across steps: the step
    streaming is cut (its finish is ``aborted``), calls not yet started are answered as not
    run, and no further request is made; a tool already running is not interrupted. With
@@ -90,17 +103,33 @@ ToolFunction: TypeAlias = Callable[..., Any]
 Approve: TypeAlias = Callable[[ToolCallBlock], bool]
 #: what happened to one call: ``ok`` ran and returned; ``raised`` ran and raised (or
 #: returned what JSON can't carry); ``abandoned`` was still running in the pool when the
-#: loop was cancelled (rule 6); the others were not run
+#: loop was cancelled (rule 6); ``withheld`` ran but its result was not sent (the step's
+#: result budget was spent, rule 7); the others were not run (``limited``: a per-step cap)
 ToolCallStatus: TypeAlias = Literal[
-    "ok", "raised", "abandoned", "truncated", "invalid_arguments", "unknown_tool", "vetoed", "skipped"
+    "ok",
+    "raised",
+    "abandoned",
+    "truncated",
+    "invalid_arguments",
+    "unknown_tool",
+    "vetoed",
+    "skipped",
+    "limited",
+    "withheld",
 ]
 StopReason: TypeAlias = Literal["done", "max_steps"]
+#: the per-step caps (rule 7), by the name of their setting
+StepLimit: TypeAlias = Literal["max_calls_per_step", "max_step_result_chars"]
 _Number = TypeVar("_Number", int, float)
 
 #: at most this many characters of a tool's exception text go to the model
 ERROR_TEXT_LIMIT = 2000
 #: the longest tool result sent back as it is (rule 2)
 DEFAULT_MAX_RESULT_CHARS = 100_000
+#: the most calls one step runs (rule 7)
+DEFAULT_MAX_CALLS_PER_STEP = 64
+#: the most characters of tool output one step sends back, all results together (rule 7)
+DEFAULT_MAX_STEP_RESULT_CHARS = 1_000_000
 _MAX_WORKERS = 32
 #: how often a loop waiting on its tool pool looks at the cancel event (seconds)
 CANCEL_POLL = 0.05
@@ -131,6 +160,8 @@ class ToolLoopStep:
     response: AssembledResponse
     message: Message
     outcomes: tuple[ToolOutcome, ...] = ()
+    #: the per-step caps that cut, withheld or refused some of this step's calls (rule 7)
+    limited_by: tuple[StepLimit, ...] = ()
 
     @property
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
@@ -207,6 +238,8 @@ def run_tools(
     approve: Approve | None = None,
     parallel: bool | int = False,
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    max_calls_per_step: int = DEFAULT_MAX_CALLS_PER_STEP,
+    max_step_result_chars: int = DEFAULT_MAX_STEP_RESULT_CHARS,
 ) -> ToolLoopStream:
     """Run the tool loop for ``options`` on ``service``; iterate the result for the chunks
     of every step, or call ``.result()``.
@@ -216,7 +249,9 @@ def run_tools(
     ``fn(**arguments)``). ``max_steps`` bounds the requests made; ``approve(call)`` must
     return ``True`` for a call to run; ``parallel`` runs a step's calls in a thread pool
     (``True``: one thread per call, an ``int``: that many threads); a result longer than
-    ``max_result_chars`` is cut there (rule 2). Raises
+    ``max_result_chars`` is cut there (rule 2); one step runs at most
+    ``max_calls_per_step`` calls and sends back at most ``max_step_result_chars``
+    characters of results (rule 7). Raises
     ``ConfigurationError`` at once for bad arguments (a spec without a function...); every
     other failure is a :class:`ToolLoopError` from iteration or ``result()``.
     """
@@ -232,6 +267,8 @@ def run_tools(
         )
     check_positive_int(max_steps, "run_tools: max_steps")
     check_positive_int(max_result_chars, "run_tools: max_result_chars")
+    check_positive_int(max_calls_per_step, "run_tools: max_calls_per_step")
+    check_positive_int(max_step_result_chars, "run_tools: max_step_result_chars")
     if approve is not None and not callable(approve):
         raise invalid(f"run_tools: approve must be a callable or None, got {describe(approve)}", wrong_type=True)
     return ToolLoopStream(
@@ -242,6 +279,8 @@ def run_tools(
         approve=approve,
         workers=_workers(parallel),
         max_result_chars=max_result_chars,
+        max_calls_per_step=max_calls_per_step,
+        max_step_result_chars=max_step_result_chars,
     )
 
 
@@ -285,6 +324,8 @@ class ToolLoopStream:
         approve: Approve | None,
         workers: int,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        max_calls_per_step: int = DEFAULT_MAX_CALLS_PER_STEP,
+        max_step_result_chars: int = DEFAULT_MAX_STEP_RESULT_CHARS,
     ) -> None:
         self._service = service
         self._options = options
@@ -293,6 +334,8 @@ class ToolLoopStream:
         self._approve = approve
         self._workers = workers
         self._max_result_chars = max_result_chars
+        self._max_calls = max_calls_per_step
+        self._max_step_chars = max_step_result_chars
         self._cancel: threading.Event = options.cancel if options.cancel is not None else threading.Event()
         self._start = len(options.messages)
         self._history: list[Message] = list(options.messages)
@@ -453,11 +496,11 @@ class ToolLoopStream:
                 self._result = self._finished(response, "done")
                 return
             last = number == self.max_steps
-            outcomes = self._answer(calls, skip="the tool loop reached max_steps" if last else None)
+            outcomes, limited_by = self._answer(calls, skip="the tool loop reached max_steps" if last else None)
             # the turn and its answers together: the history never holds an unanswered call
             self._history.append(message)
             self._history.extend(Message("tool", (outcome.result,)) for outcome in outcomes)
-            self._steps.append(ToolLoopStep(number, response, message, outcomes))
+            self._steps.append(ToolLoopStep(number, response, message, outcomes, limited_by))
             if last:
                 self._result = self._finished(response, "max_steps")
                 return
@@ -481,11 +524,25 @@ class ToolLoopStream:
             stream.close()
             self._partial = stream.partial()
 
-    def _answer(self, calls: Sequence[ToolCallBlock], skip: str | None) -> tuple[ToolOutcome, ...]:
-        """Every call's outcome, in call order: refused, skipped or run (maybe in a pool)."""
+    def _answer(
+        self, calls: Sequence[ToolCallBlock], skip: str | None
+    ) -> tuple[tuple[ToolOutcome, ...], tuple[StepLimit, ...]]:
+        """Every call's outcome, in call order: refused, skipped, limited or run (maybe in a
+        pool); and the per-step caps that applied (rule 7)."""
         outcomes: list[ToolOutcome | None] = []
         runnable: list[tuple[int, ToolCallBlock, ToolFunction, dict[str, Any]]] = []
-        for call in calls:
+        limited_by: list[StepLimit] = []
+        over = len(calls) - self._max_calls
+        if over > 0:
+            limited_by.append("max_calls_per_step")
+            log.warning(
+                "a step asked for %d tool calls; the %d past run_tools max_calls_per_step=%d are not run",
+                len(calls), over, self._max_calls,
+            )
+        for index, call in enumerate(calls):
+            if index >= self._max_calls:  # rule 7: answered, never run (nor even checked)
+                outcomes.append(_refused(call, "limited", _over_calls(len(calls), self._max_calls)))
+                continue
             checked = self._check(call, skip)
             if isinstance(checked, ToolOutcome):
                 outcomes.append(checked)
@@ -493,10 +550,17 @@ class ToolLoopStream:
                 runnable.append((len(outcomes), call, *checked))
                 outcomes.append(None)
         if runnable:
-            for position, outcome in self._execute_all(runnable):
+            budget = _ResultBudget(self._max_step_chars)
+            for position, outcome in self._execute_all(runnable, budget):
                 outcomes[position] = outcome
+            if budget.applied:
+                limited_by.append("max_step_result_chars")
+                log.warning(
+                    "the results of a step reached run_tools max_step_result_chars=%d; later ones are not sent",
+                    self._max_step_chars,
+                )
         assert all(outcome is not None for outcome in outcomes)
-        return tuple(outcome for outcome in outcomes if outcome is not None)
+        return tuple(outcome for outcome in outcomes if outcome is not None), tuple(limited_by)
 
     def _check(self, call: ToolCallBlock, skip: str | None) -> ToolOutcome | tuple[ToolFunction, dict[str, Any]]:
         """A refusal for ``call`` (or, with ``skip``, the reason it is not run), or the
@@ -537,12 +601,16 @@ class ToolLoopStream:
         return fn, arguments
 
     def _execute_all(
-        self, runnable: list[tuple[int, ToolCallBlock, ToolFunction, dict[str, Any]]]
+        self, runnable: list[tuple[int, ToolCallBlock, ToolFunction, dict[str, Any]]], budget: _ResultBudget
     ) -> Iterator[tuple[int, ToolOutcome]]:
+        """Run the calls, their results taken from ``budget`` in call order (rule 7)."""
         workers = self._workers or min(len(runnable), _MAX_WORKERS)
         if workers <= 1 or len(runnable) == 1:
             for position, call, fn, arguments in runnable:
-                yield position, self._run_one(call, fn, arguments)
+                if budget.spent:  # nothing of its result could be sent: don't run it
+                    yield position, budget.not_run(call)
+                else:
+                    yield position, budget.take(self._run_one(call, fn, arguments))
             return
         pool = ThreadPoolExecutor(max_workers=min(workers, len(runnable)), thread_name_prefix="dshstream-tool")
         try:
@@ -551,7 +619,10 @@ class ToolLoopStream:
                 for position, call, fn, arguments in runnable
             ]
             for (position, future), (_, call, _, _) in zip(futures, runnable):
-                yield position, self._outcome_of(call, future)
+                if budget.spent and future.cancel():  # not started yet: it never runs
+                    yield position, budget.not_run(call)
+                else:
+                    yield position, budget.take(self._outcome_of(call, future))
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -608,6 +679,59 @@ def _cut_short(call: ToolCallBlock) -> bool:
 
 def _refused(call: ToolCallBlock, status: ToolCallStatus, why: str) -> ToolOutcome:
     return ToolOutcome(call, ToolResultBlock(call_id=call.id, content=why, is_error=True), status)
+
+
+def _over_calls(asked: int, cap: int) -> str:
+    return (
+        f"Not run: this step asked for {asked} tool calls and the tool loop runs at most {cap} "
+        "per step (run_tools max_calls_per_step). Ask for the calls still needed in the next step."
+    )
+
+
+class _ResultBudget:
+    """The characters of tool output one step may still send back (rule 7), spent in call
+    order; the results of calls that ran count, the short refusals don't."""
+
+    __slots__ = ("applied", "limit", "left")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+        #: whether the budget cut, withheld or refused something
+        self.applied = False
+
+    @property
+    def spent(self) -> bool:
+        return self.left <= 0
+
+    def _why(self) -> str:
+        return (
+            f"the results of this step already reached {self.limit:,} characters "
+            "(run_tools max_step_result_chars)"
+        )
+
+    def not_run(self, call: ToolCallBlock) -> ToolOutcome:
+        self.applied = True
+        return _refused(call, "limited", f"Not run: {self._why()}. Ask for it in the next step if it is still needed.")
+
+    def take(self, outcome: ToolOutcome) -> ToolOutcome:
+        """``outcome`` as it may be sent: whole, cut to what is left, or withheld."""
+        if outcome.status not in ("ok", "raised"):
+            return outcome  # not run (or abandoned): a short note
+        content = outcome.result.content
+        if self.spent:
+            self.applied = True
+            why = f"Result withheld: the call to {_name(outcome.call)} ran, but {self._why()}."
+            result = ToolResultBlock(outcome.call.id, why, is_error=True)
+            return replace(outcome, result=result, status="withheld")
+        if len(content) <= self.left:
+            self.left -= len(content)
+            return outcome
+        self.applied = True
+        kept = self.left
+        self.left = 0
+        log.warning("tool %s returned %d characters; cut to the step's %d left", outcome.call.name, len(content), kept)
+        return replace(outcome, result=replace(outcome.result, content=truncate(content, kept)))
 
 
 def _execute(
