@@ -12,8 +12,9 @@ Without ``DSHSTREAM_TEST_SERVER`` the module is skipped; a set variable whose se
 answer fails the tests (``.ci/run`` must really run them). Before the first request the
 module waits, bounded (``DSHSTREAM_TEST_READY_TIMEOUT``, default 60 s), for every
 configured instance's ``/health`` to answer 200 (llama-server answers 503 while it loads
-the model). Every request is short (``max_tokens`` <= 64), greedy (temperature 0) and
-seeded, and goes through ``LlmService(check_contract=True)`` with the ``llamacpp`` dialect,
+the model). Every request is short (``max_tokens`` <= 64), greedy (temperature 0),
+seeded and sent with ``cache_prompt: false`` (the same cold evaluation on a fresh server and a
+warm one, on the native and the portable build), and goes through ``LlmService(check_contract=True)`` with the ``llamacpp`` dialect,
 so each stream is also checked against the adapter contract (a breach raises
 ``CONTRACT_VIOLATION`` while iterating).
 """
@@ -126,7 +127,11 @@ def options(
         tools=tuple(tools),
         max_tokens=max_tokens,
         temperature=0,
-        extra_body={"seed": SEED, **(extra_body or {})},
+        # cache_prompt off: every request is evaluated from a cold KV cache, so the answer is
+        # the same on the first request and on a repeat (a reused prompt cache changes the
+        # batch shapes, hence the logits, hence the greedy path: a cold server once gave
+        # reasoning only where a warm one answered).
+        extra_body={"seed": SEED, "cache_prompt": False, **(extra_body or {})},
         cancel=cancel,
         timeout=TIMEOUT,
         max_retries=max_retries,
@@ -284,7 +289,7 @@ def test_stop_sequence(service: LlmService) -> None:
             max_tokens=64,
             temperature=0,
             stop=("5,",),
-            extra_body={"seed": SEED},
+            extra_body={"seed": SEED, "cache_prompt": False},
             timeout=TIMEOUT,
         ),
     )
@@ -534,7 +539,7 @@ def sdk_stream(
     tools: Sequence[ToolSpec] = (),
 ) -> SdkRun:
     """The same request through the official SDK, deltas joined by hand."""
-    extra: dict[str, Any] = {"seed": SEED}
+    extra: dict[str, Any] = {"seed": SEED, "cache_prompt": False}
     if tools:
         extra["tools"] = [t.to_openai() for t in tools]
     stream = client.with_options(base_url=f"{base}/v1", timeout=TIMEOUT).chat.completions.create(
