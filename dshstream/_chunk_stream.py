@@ -6,7 +6,8 @@ set the request's cancel event. Closing releases the HTTP connection (directly w
 stream is idle, through the cancel event and the transport's watchdog when another thread
 is blocked reading). ``KeyboardInterrupt`` (the notebook stop button) closes the stream,
 keeps the partial result, and propagates. :meth:`result` never raises for provider
-failures: they are in ``result().finish``. A watched stream (``watch=``, see
+failures: they are in ``result().finish``. :meth:`display` renders the stream and returns
+``None``; ``result()`` then returns what it rendered. A watched stream (``watch=``, see
 :mod:`dshstream._observe`) reports its end exactly once, however it comes: its finish, a
 source that ends or raises, ``close()``, ``KeyboardInterrupt``, an ``until_done`` callback
 that raises (the stream is closed), or garbage collection of an unfinished stream.
@@ -262,8 +263,11 @@ class ChunkStream:
             raise
         return self._assembler.result()
 
-    def display(self, **options: Any) -> AssembledResponse:
-        """Render live in a notebook (plain text elsewhere); returns the result."""
+    def display(self, **options: Any) -> None:
+        """Render live in a notebook (plain text elsewhere); the assembled response is then
+        :meth:`result` (and :meth:`partial`). Returns ``None``, as IPython's own
+        ``display()`` does, so a cell ending in ``stream.display()`` shows the rendering
+        and nothing else. ``options``: see :func:`dshstream._notebook.display`."""
         from ._notebook import display
 
-        return display(self, **options)
+        display(self, **options)

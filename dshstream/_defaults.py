@@ -13,6 +13,20 @@ a region (``AWS_REGION``/``AWS_DEFAULT_REGION``) and either ``AWS_BEARER_TOKEN_B
 ``AWS_ACCESS_KEY_ID`` + ``AWS_SECRET_ACCESS_KEY`` are set. A cloud whose environment is
 unusable (a service-account file, which needs the google-auth recipe) is left out with a
 warning in the log, never an exception.
+
+Local servers (keyless) are always registered, each at the URL of its own variable when
+it is set, else at its default address (:data:`LOCAL_PROVIDERS`): ``OLLAMA_BASE_URL``, or
+``OLLAMA_HOST`` (Ollama's own variable: ``host:port``, scheme optional, ``/v1`` added);
+``LLAMACPP_BASE_URL``; ``VLLM_BASE_URL``; ``LMSTUDIO_BASE_URL``. A ``*_BASE_URL`` is the
+API root exactly as ``--base-url`` takes it (``http://gpu-box:8080/v1``). No key read from
+the environment goes to such a URL unless it is the provider's own default host (a
+``VLLM_API_KEY`` stays on ``127.0.0.1:8000``). A variable that is not a URL leaves that
+server out with a warning in the log.
+
+:func:`setup_hint` names, for a provider with no adapter, what would register one (the
+variables, never their values); the service's ``NO_ADAPTER`` message uses it.
+:func:`stream` rebuilds its cached service when the provider is missing from it, so a key
+set after the first call (in a notebook) is picked up.
 """
 
 from __future__ import annotations
@@ -43,8 +57,17 @@ KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("groq", ("GROQ_API_KEY",)),
     ("mistral", ("MISTRAL_API_KEY",)),
     ("xai", ("XAI_API_KEY",)),
+    ("together", ("TOGETHER_API_KEY",)),
 )
-LOCAL_PROVIDERS = ("ollama", "llamacpp", "vllm")
+#: (local provider id, the variables its server's URL is read from, first set wins). The
+#: one scheme: ``<PROVIDER>_BASE_URL``, plus Ollama's own ``OLLAMA_HOST``.
+LOCAL_URL_ENV: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ollama", ("OLLAMA_BASE_URL", "OLLAMA_HOST")),
+    ("llamacpp", ("LLAMACPP_BASE_URL",)),
+    ("vllm", ("VLLM_BASE_URL",)),
+    ("lmstudio", ("LMSTUDIO_BASE_URL",)),
+)
+LOCAL_PROVIDERS = tuple(provider for provider, _ in LOCAL_URL_ENV)
 #: cloud provider ids configured from their SDKs' environment (see the module docstring)
 CLOUD_PROVIDERS = ("azure", "vertex", "vertex-anthropic", "bedrock")
 
@@ -87,8 +110,117 @@ def default_service(**service_options: Any) -> LlmService:
             continue
         service.register_adapter([provider], adapter)
     for provider in LOCAL_PROVIDERS:
-        service.register_adapter([provider], OpenAIChatAdapter(dialect=provider))
+        try:
+            found = local_base_url(provider)
+        except LlmError as exc:
+            log.warning("%s: not registered (%s)", provider, exc.failure.message)
+            continue
+        # a URL from the environment is keyless: the adapter sends its dialect's key
+        # variable only to the dialect's own default host
+        url = found[0] if found is not None else None
+        service.register_adapter([provider], OpenAIChatAdapter(dialect=provider, base_url=url))
+    service._built_from_environment = True
     return service
+
+
+def local_url_variables(provider: str) -> tuple[str, ...]:
+    """The variables the local ``provider``'s server URL is read from (``()`` for any
+    other provider)."""
+    return dict(LOCAL_URL_ENV).get(provider, ())
+
+
+def local_base_url(provider: str) -> tuple[str, str] | None:
+    """``(url, variable)``: the local ``provider``'s server URL from the first of its
+    variables that is set, or ``None`` (its default address). Raises
+    :class:`~dshstream._core.errors.ConfigurationError` naming the variable when its value
+    is not an http(s) URL (the message shows it redacted)."""
+    from ._core.validate import check_base_url
+
+    for variable in local_url_variables(provider):
+        value = os.environ.get(variable, "").strip()
+        if not value:
+            continue
+        if variable == "OLLAMA_HOST":
+            return check_base_url(ollama_url(value), variable), variable
+        return check_base_url(value, variable).rstrip("/"), variable
+    return None
+
+
+def ollama_url(host: str) -> str:
+    """The OpenAI-compatible API root for an ``OLLAMA_HOST`` value, read as Ollama's own
+    clients read it: ``host``, ``host:port``, ``:port`` or a URL; the scheme defaults to
+    ``http``, the host to ``127.0.0.1``, the port to 11434 when no scheme is given; ``/v1``
+    is added. A value that cannot be read is returned as it is (the URL check names it)."""
+    from urllib.parse import urlsplit
+
+    value = host.strip()
+    schemed = "://" in value
+    try:
+        parts = urlsplit(value if schemed else f"http://{value}")
+        port = parts.port
+    except ValueError:
+        return value
+    hostname = parts.hostname or "127.0.0.1"
+    if ":" in hostname:  # an IPv6 literal
+        hostname = f"[{hostname}]"
+    if port is None and not schemed:
+        port = 11434
+    path = parts.path.rstrip("/")
+    if not path.endswith("/v1"):
+        path += "/v1"
+    return f"{parts.scheme}://{hostname}{f':{port}' if port is not None else ''}{path}"
+
+
+#: the constructor a ``register_adapter`` hint shows for each provider that is not an
+#: OpenAI-compatible dialect
+_ADAPTER_CLASS = {
+    "anthropic": "AnthropicAdapter(api_key=...)",
+    "gemini": "GeminiAdapter(api_key=...)",
+    "azure": "AzureOpenAIAdapter(endpoint=..., api_key=...)",
+    "vertex": "VertexGeminiAdapter(project=...)",
+    "vertex-anthropic": "VertexAnthropicAdapter(project=...)",
+    "bedrock": "BedrockAdapter(region=...)",
+}
+#: what :func:`default_service` needs set to register each cloud
+_CLOUD_SETUP = {
+    "azure": "AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY",
+    "vertex": "GOOGLE_CLOUD_PROJECT (with `gcloud auth application-default login`)",
+    "vertex-anthropic": "GOOGLE_CLOUD_PROJECT (with `gcloud auth application-default login`)",
+    "bedrock": "AWS_REGION and AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)",
+}
+
+
+def setup_hint(provider: str, *, from_environment: bool = False) -> str | None:
+    """How to get an adapter for ``provider``, or ``None`` for a provider dshstream does
+    not know. Names variables, never reads their values.
+
+    ``from_environment``: the service came from :func:`default_service`, where setting the
+    variable (and building the service again) is the fix; else registering an adapter
+    comes first, and :func:`default_service` second.
+    """
+    from ._core.dialects import DIALECTS
+
+    keyed = dict(KEYED_PROVIDERS)
+    constructor = _ADAPTER_CLASS.get(provider)
+    if constructor is None and provider in DIALECTS:
+        key = ", api_key=..." if provider in keyed else ""
+        constructor = f"OpenAIChatAdapter(dialect={provider!r}{key})"
+    if constructor is None:
+        return None
+    register = f"register one with service.register_adapter([{provider!r}], {constructor})"
+    if provider in keyed:
+        needed = " or ".join(keyed[provider])
+    elif provider in _CLOUD_SETUP:
+        needed = _CLOUD_SETUP[provider]
+    elif provider in LOCAL_PROVIDERS:
+        # default_service registers every local server: only a hand-built service lacks it
+        where = " or ".join(local_url_variables(provider))
+        return f"{register}, or use dshstream.default_service() (the server's URL from {where})"
+    else:  # a dialect default_service does not register (custom)
+        return register
+    if from_environment:
+        return f"set {needed} and build the service again (dshstream.stream() does that itself), or {register}"
+    return f"{register}, or set {needed} and use dshstream.default_service()"
 
 
 def cloud_configured(provider: str) -> bool:
@@ -132,10 +264,15 @@ _service: LlmService | None = None
 _lock = threading.Lock()
 
 
-def _shared_service() -> LlmService:
+def _shared_service(provider: str | None = None) -> LlmService:
+    """The process's cached default service, rebuilt when it has no route for
+    ``provider``: the environment may have gained the key since (a notebook cell that sets
+    it after a first failed call)."""
     global _service
     with _lock:
-        if _service is None:
+        if _service is None or (
+            provider is not None and all(info.id != provider for info in _service.list_providers())
+        ):
             _service = default_service()
         return _service
 
@@ -160,4 +297,4 @@ def stream(
     if system is not None:
         messages.insert(0, Message.system(system))
     request = GenerateOptions(provider=provider, model=model, messages=tuple(messages), **options)
-    return (service or _shared_service()).stream(request)
+    return (service or _shared_service(provider)).stream(request)

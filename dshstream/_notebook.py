@@ -11,6 +11,16 @@ output stays on screen, marked aborted, and stays available as ``stream.partial(
 and then propagates, so the cell stops (a cell looping over prompts needs one Stop, not
 one per stream). The plain-text fallback does the same. A failure is shown with the
 recovery tips for the owner of the ``credential`` (the user's own key by default).
+
+A cell shows the rendering and nothing else: ``ChunkStream.display()`` returns ``None``
+(the assembled response is ``stream.result()`` afterwards, as it stays available).
+Returning a value whose display hook is empty was the other choice: it keeps
+``r = stream.display()`` working, but a result that renders as nothing when the user does
+ask for it (``r`` alone in a cell) is a trap, and a plain Python prompt would still print
+its repr under the text rendering. A :class:`~dshstream._service.Registration` (what a
+setup cell's ``register_adapter`` returns) must stay the return value (``dispose`` and
+``replace`` need it), so it gets the empty display hook instead: it is a handle, not a
+result to look at, and ``print(registration)`` still describes it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 TTY, tool calls and usage summarized.
 
 Contract: writes to the given text streams only; colour only on a TTY and never when
-``NO_COLOR`` is set. Used by the command line (``replay``, ``chat``, ``demo``).
+``NO_COLOR`` is set — and turning colour off never removes text, only styling and the
+live status line. Used by the command line (``replay``, ``chat``, ``demo``).
 
 The answer is never overwritten. With ``status=True`` and a colour TTY on ``err``, a live
 status line (elapsed time, rate) is drawn on ``err`` by a ticker thread; when ``out`` is a
@@ -10,8 +11,10 @@ TTY too (the same screen, presumably) it is drawn only while the cursor is at th
 an empty line (before the first text, between blocks, after a newline) and is cleared
 before anything else is written, so it never erases a line of the answer. :meth:`close`
 (also called by :meth:`summary`) stops the ticker, clears the status line and ends a
-partly written line; :meth:`summary` then prints the final time and rate on ``err``.
-Piped output and ``NO_COLOR`` get no status line, no summary and no escape sequences.
+partly written line; :meth:`summary` then prints the final time and rate on ``err`` when
+``err`` is a TTY (plain, without escape sequences, under ``NO_COLOR``). Piped output gets
+no status line, no summary and no escape sequences; ``NO_COLOR`` gets no status line and
+no escape sequences, but the same text.
 Each tool call gets its own line, and so does each file the model produced
 (``[image/png, 123 KB]``: its media type and size, never its bytes). A text block that cites sources is followed by a
 ``sources:`` list (``[n] title — url``, each source once per stream, numbered in order of
@@ -165,7 +168,11 @@ class TextRenderer:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.color = use_color(self.out)
+        #: the live status line (redrawn in place: needs escape sequences, so colour)
         self.status = status and use_color(self.err)
+        #: the closing time/tokens line: text, so any terminal gets it, colour or not
+        self.summarize = status and _isatty(self.err)
+        self._err_color = use_color(self.err)
         #: ``out`` is a terminal: the status line may share its screen
         self._shared = _isatty(self.out)
         #: both streams are on a terminal: a failure shown on ``out`` is seen by the user
@@ -315,11 +322,11 @@ class TextRenderer:
                 pass
 
     def summary(self, result: AssembledResponse | None = None) -> None:
-        """Clear the status line (if any) and, with a status line, print the total time,
-        the output tokens and the rate on ``err``."""
+        """Clear the status line (if any) and, when a status was asked for and ``err`` is a
+        terminal, print the total time, the output tokens and the rate on ``err``."""
         was_closed = self._closed
         self.close()
-        if not self.status or was_closed:
+        if not self.summarize or was_closed:
             return
         elapsed = time.monotonic() - self._started
         usage = result.usage if result is not None and result.usage is not None else self._usage
@@ -329,5 +336,5 @@ class TextRenderer:
             tokens, approx = self._chars / 4, "~"
         rate = tokens / elapsed if elapsed > 0 else 0.0
         line = f"{elapsed:.1f}s · {approx}{tokens:.0f} tokens · {approx}{rate:.1f} tok/s"
-        self.err.write(f"{DIM}{line}{RESET}\n")
+        self.err.write(f"{DIM}{line}{RESET}\n" if self._err_color else f"{line}\n")
         self.err.flush()

@@ -3,7 +3,10 @@
 Contract:
 - ``register_adapter`` validates the whole route list before writing anything
   (``INVALID_ADAPTER``, ``DUPLICATE_ADAPTER``); a :class:`Registration` can ``replace``
-  its routes atomically or ``dispose`` of them.
+  its routes atomically or ``dispose`` of them, and shows nothing as a notebook cell's value.
+- ``NO_ADAPTER`` says what would register the provider: for one dshstream knows, the
+  variables ``default_service()`` reads for it (names, never values) and the adapter to
+  register; for any other name, the names that are registered.
 - Listeners wrap ``stream``: ``fn(options, next) -> Iterator[chunk]``; each may yield its
   own chunks, call ``next`` with a rewritten request, or observe. Adapter lookup happens
   at the end of the chain, so rerouting works.
@@ -78,6 +81,11 @@ class Registration:
     def __repr__(self) -> str:
         return f"Registration(providers={list(self.providers)!r}, disposed={self.disposed})"
 
+    def _ipython_display_(self) -> None:
+        """Show nothing in a notebook: ``service.register_adapter(...)`` as a setup cell's
+        last line is a statement, not a result to look at (``print(registration)`` and
+        ``repr`` still describe it)."""
+
 
 class LlmService:
     """The entry point: a registry of adapters by provider name, with listeners around
@@ -101,6 +109,9 @@ class LlmService:
         self._registrations: list[Registration] = []
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
+        #: set by ``default_service()``: the ``NO_ADAPTER`` message then says to set the
+        #: provider's variable first (else to register an adapter first)
+        self._built_from_environment = False
 
     def __repr__(self) -> str:
         return f"LlmService(providers={list(self._routes)!r})"
@@ -174,8 +185,23 @@ class LlmService:
         with self._lock:
             registration = self._routes.get(provider)
         if registration is None:
-            raise _config_error("NO_ADAPTER", f"no adapter registered for provider {provider!r}")
+            raise _config_error("NO_ADAPTER", self._no_adapter_message(provider))
         return registration.adapter
+
+    def _no_adapter_message(self, provider: str) -> str:
+        """``NO_ADAPTER``'s message: what would register ``provider`` (the variables that
+        ``default_service`` reads for it, never their values), or for a name dshstream does
+        not know, the providers that are registered (a typo shows)."""
+        from ._defaults import setup_hint  # _defaults builds on this module
+
+        message = f"no adapter registered for provider {provider!r}"
+        hint = setup_hint(provider, from_environment=self._built_from_environment)
+        if hint is not None:
+            return f"{message}: {hint}"
+        with self._lock:
+            known = list(self._routes)
+        listed = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") if known else "none"
+        return f"{message}: register one with service.register_adapter([{provider!r}], adapter) (registered: {listed})"
 
     def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
         """Models of ``provider`` (advisory), fetched within ``timeout`` seconds in all

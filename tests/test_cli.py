@@ -417,3 +417,195 @@ def test_a_bad_schema_file_is_one_line_and_exit_2(
     line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url",
                                    "http://127.0.0.1:9/v1", "--schema", str(path), "hi"))
     assert str(path) in line and says in line
+
+
+# --------------------------------------------------------------------------- a newcomer's first minutes
+
+LOCAL_URLS = {"OLLAMA_HOST", "OLLAMA_BASE_URL", "LLAMACPP_BASE_URL", "VLLM_BASE_URL", "LMSTUDIO_BASE_URL"}
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def failure_lines(proc: subprocess.CompletedProcess[str]) -> tuple[str, str, list[str]]:
+    """The ``error:`` headline, the ``cause:`` and the tips of a failed command (exit 1)."""
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("error: ") and lines[1].startswith("cause: "), proc.stderr
+    assert all(line.startswith("tip: ") for line in lines[2:]) and lines[2:], proc.stderr
+    return lines[0], lines[1].removeprefix("cause: "), [line.removeprefix("tip: ") for line in lines[2:]]
+
+
+def test_connection_refused_names_the_address_and_the_option_that_fixes_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = closed_port()
+    proc = run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url",
+                    f"http://user:sk-url-secret-0000@127.0.0.1:{port}/v1", "hi")
+    headline, cause, tips = failure_lines(proc)
+    assert "TRANSPORT" in headline
+    assert cause == f"connection refused by 127.0.0.1:{port}"
+    assert tips == [f"Start the server at 127.0.0.1:{port}, or point --base-url at the address it listens on."]
+    assert "sk-url-secret" not in proc.stderr + proc.stdout and "Errno" not in proc.stderr
+
+
+def test_models_of_a_local_server_say_which_variable_points_at_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = closed_port()
+    default = run_here(monkeypatch, capsys, "models", "-p", "llamacpp", drop=ALL_KEYS | LOCAL_URLS,
+                       env={"LLAMACPP_BASE_URL": f"http://127.0.0.1:{port}/v1"})
+    _, cause, tips = failure_lines(default)
+    assert cause == f"connection refused by 127.0.0.1:{port}"
+    assert tips == [f"Start the server at 127.0.0.1:{port}, or point LLAMACPP_BASE_URL or --base-url at the "
+                    "address it listens on."]
+
+
+def test_models_takes_base_url_and_the_local_variables(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dshstream._replay_server import ReplayServer, Route
+
+    listing = Route(body=b'{"object":"list","data":[{"id":"qwen"},{"id":"smollm2"}]}', content_type="application/json")
+    with ReplayServer({"/v1/models": listing}) as server:
+        flag = run_here(monkeypatch, capsys, "models", "-p", "llamacpp", "--base-url", f"{server.url}/v1")
+        assert (flag.returncode, flag.stdout, flag.stderr) == (0, "qwen\nsmollm2\n", "")
+        variable = run_here(monkeypatch, capsys, "models", "-p", "llamacpp", drop=ALL_KEYS | LOCAL_URLS,
+                            env={"LLAMACPP_BASE_URL": f"{server.url}/v1"})
+        assert (variable.returncode, variable.stdout) == (0, "qwen\nsmollm2\n"), variable.stderr
+        host = server.url.removeprefix("http://")
+        ollama = run_here(monkeypatch, capsys, "models", "-p", "ollama", drop=ALL_KEYS | LOCAL_URLS,
+                          env={"OLLAMA_HOST": host})  # Ollama's own form: host:port, no scheme
+        assert (ollama.returncode, ollama.stdout) == (0, "qwen\nsmollm2\n"), ollama.stderr
+        assert [r.path for r in server.requests] == ["/v1/models"] * 3
+
+
+def test_a_local_variable_that_is_not_a_url_is_a_usage_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "llamacpp", "-m", "m", "hi",
+                                   drop=ALL_KEYS | LOCAL_URLS, env={"LLAMACPP_BASE_URL": "box:8080"}))
+    assert "LLAMACPP_BASE_URL" in line and "not a valid URL" in line
+
+
+def test_a_local_variables_url_gets_no_environment_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dshstream._replay_server import ReplayServer
+
+    with ReplayServer({"/v1/": (FIXTURES / "openai/text_include_usage.sse").read_bytes()}) as server:
+        proc = run_here(monkeypatch, capsys, "chat", "-p", "vllm", "-m", "m", "hi", drop=ALL_KEYS | LOCAL_URLS,
+                        env={"VLLM_BASE_URL": f"{server.url}/v1", "VLLM_API_KEY": "sk-vllm-env-0000000000"})
+        assert proc.returncode == 0, proc.stderr
+        assert "authorization" not in server.requests[-1].headers
+
+
+def test_a_404_that_is_no_unknown_model_tips_the_base_url(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dshstream._replay_server import ReplayServer, Route
+
+    with ReplayServer({"/v1/": Route(body=b"x")}) as server:  # nothing under /api
+        proc = run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url", f"{server.url}/api", "hi")
+    _, cause, tips = failure_lines(proc)
+    assert cause == f"HTTP 404 from {server.url.removeprefix('http://')}: no such endpoint under /api"
+    assert tips == ["Check --base-url: the server has no such endpoint there (an OpenAI-compatible API root usually "
+                    "ends in /v1)."]
+    assert "request options" not in proc.stderr
+
+
+def test_an_unknown_model_404_still_tips_the_model(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dshstream._replay_server import ReplayServer, Route
+
+    body = b'{"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","code":"model_not_found"}}'
+    with ReplayServer({"/v1/": Route(body=body, status=404, content_type="application/json")}) as server:
+        proc = run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "nope", "--base-url", f"{server.url}/v1", "hi")
+    assert proc.returncode == 1
+    assert "MODEL_NOT_FOUND" in proc.stderr and "cause:" not in proc.stderr
+    assert "model name" in proc.stderr and "base URL" not in proc.stderr
+
+
+def test_replay_of_a_file_that_is_no_transcript_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: "os.PathLike[str]"
+) -> None:
+    from pathlib import Path
+
+    readme = Path(__file__).parent.parent / "README.rst"
+    line = one_error_line(run_here(monkeypatch, capsys, "replay", str(readme), drop=set()))
+    assert "README.rst: not a transcript" in line and "end-of-stream" not in line
+    page = Path(tmp_path) / "page.html"
+    page.write_bytes(b"<html><body>data: not an event</body></html>")
+    assert "not a transcript" in one_error_line(run_here(monkeypatch, capsys, "replay", str(page), drop=set()))
+    # a real transcript cut short is still a stream that ended early, not "not a transcript"
+    cut = Path(tmp_path) / "cut.sse"
+    cut.write_bytes((FIXTURES / "openai/text_include_usage.sse").read_bytes()[:300])
+    proc = run_here(monkeypatch, capsys, "replay", str(cut), drop=set())
+    assert proc.returncode == 1 and "end-of-stream marker" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ('{"name": 3}', 'tool 1: "name" must be a string, got a number'),
+        ('[{"name": ["f"]}]', 'tool 1: "name" must be a string, got an array'),
+        ('{"name": "  "}', 'tool 1: "name" must not be empty'),
+        ('{"description": "d"}', 'tool 1 has no "name"'),
+    ],
+)
+def test_a_tool_name_that_is_not_a_string_says_so(
+    content: str, says: str, tmp_path: "os.PathLike[str]", monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pathlib import Path
+
+    path = Path(tmp_path) / "tools.json"
+    path.write_text(content)
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url",
+                                   "http://127.0.0.1:9/v1", "--tools", str(path), "hi"))
+    assert says in line
+
+
+@pytest.mark.parametrize(
+    ("option", "flag"),
+    [(["--max-tokens", "-5"], "--max-tokens"), (["--max-tokens", "0"], "--max-tokens"),
+     (["--timeout", "-1"], "--timeout"), (["--idle-timeout", "0"], "--idle-timeout")],
+)
+def test_a_bad_option_value_names_the_flag(
+    option: list[str], flag: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url",
+                                   "http://127.0.0.1:9/v1", *option, "hi"))
+    assert line.startswith(f"error: {flag} ") and "GenerateOptions" not in line
+
+
+def test_piped_stdin_with_no_prompt_is_one_turn() -> None:
+    from dshstream._replay_server import ReplayServer
+
+    with ReplayServer({"/v1/": (FIXTURES / "openai/text_include_usage.sse").read_bytes()}) as server:
+        proc = run("chat", "-p", "local", "-m", "m", "--base-url", f"{server.url}/v1", stdin=b"Hi there\n")
+        assert proc.returncode == 0, proc.stderr
+        assert len(server.requests) == 1
+        assert server.requests[0].body["messages"] == [{"role": "user", "content": "Hi there\n"}]
+    assert "> " not in proc.stderr and "/exit" not in proc.stderr + proc.stdout
+
+
+def test_https_to_a_plain_http_server_says_to_use_http(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dshstream._replay_server import ReplayServer
+
+    with ReplayServer({"/v1/": (FIXTURES / "openai/text_include_usage.sse").read_bytes()}) as server:
+        where = server.url.removeprefix("http://")
+        proc = run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url", f"https://{where}/v1", "hi")
+    _, cause, tips = failure_lines(proc)
+    assert cause == f"{where} does not speak TLS (https://)"
+    assert tips == ["Use http:// in --base-url."]

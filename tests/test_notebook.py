@@ -138,6 +138,24 @@ def test_plain_text_fallback_outside_a_kernel(capsys: pytest.CaptureFixture[str]
     assert "word word" in capsys.readouterr().out
 
 
+def test_display_returns_nothing_and_the_result_stays_on_the_stream(capsys: pytest.CaptureFixture[str]) -> None:
+    # None, as IPython's own display() returns: a cell ending in it shows only the rendering
+    stream = open_stream(Scripted(many_chunks()))
+    shown: object = stream.display()  # type: ignore[func-returns-value]
+    assert shown is None
+    assert "word word" in capsys.readouterr().out
+    result = stream.result()  # the stream is done: its assembled response, as rendered
+    assert result.text.count("word") == 2000 and result.tool_calls[0].name == "get_weather"
+    assert stream.result() == result == stream.partial()
+
+
+def test_a_registration_has_an_empty_display_hook_but_a_repr() -> None:
+    service = LlmService()
+    registration = service.register_adapter(["p"], Scripted([]))
+    assert registration._ipython_display_() is None  # type: ignore[func-returns-value]
+    assert repr(registration) == "Registration(providers=['p'], disposed=False)"
+
+
 def execute_notebook(*cells: str, allow_errors: bool = False) -> Any:
     """Run ``cells`` in a real python3 kernel; returns the executed notebook."""
     nbformat = pytest.importorskip("nbformat")
@@ -179,15 +197,46 @@ def test_in_a_real_kernel() -> None:
         with ReplayServer({"/v1/": body}) as server:
             service = LlmService()
             service.register_adapter(["local"], OpenAIChatAdapter(api_key="k", base_url=server.url + "/v1"))
-            result = service.stream(GenerateOptions(provider="local", model="m",
-                                                    messages=(Message.user("hi"),))).display()
-        print("TEXT=" + result.text)
+            stream = service.stream(GenerateOptions(provider="local", model="m", messages=(Message.user("hi"),)))
+            stream.display()
+        print("TEXT=" + stream.result().text)
         """
     )
     notebook = execute_notebook(code)
     outputs = notebook.cells[0].outputs
     assert "TEXT=Hello from the kernel" in streams_of(outputs)
     assert any("Hello from the kernel" in m for m in markdown_of(outputs))
+
+
+def test_a_cell_shows_only_the_rendering() -> None:
+    # A setup cell ending in register_adapter(...), then a cell ending in stream.display():
+    # no Registration(...) line, no AssembledResponse repr; the result is on the stream.
+    setup = """
+        from dshstream import LlmService, OpenAIChatAdapter, GenerateOptions, Message
+        from dshstream._replay_server import ReplayServer
+        body = (b'data: {"id":"x","choices":[{"index":0,"delta":{"content":"Only this"}}]}\\n\\n'
+                b'data: {"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\\n\\n'
+                b'data: [DONE]\\n\\n')
+        server = ReplayServer({"/v1/": body}).start()
+        service = LlmService()
+        service.register_adapter(["local"], OpenAIChatAdapter(api_key="k", base_url=server.url + "/v1"))
+        """
+    show = """
+        stream = service.stream(GenerateOptions(provider="local", model="m", messages=(Message.user("hi"),)))
+        stream.display()
+        """
+    after = """
+        print("TEXT=" + stream.result().text)
+        server.stop()
+        """
+    notebook = execute_notebook(setup, show, after)
+    assert notebook.cells[0].outputs == []
+    outputs = notebook.cells[1].outputs
+    assert outputs and all(o["output_type"] in ("display_data", "update_display_data") for o in outputs), outputs
+    assert all(set(o["data"]) == {"text/markdown", "text/plain"} for o in outputs), outputs
+    assert "Only this" in markdown_of(outputs)[-1]
+    assert not any("AssembledResponse" in str(o) or "Registration" in str(o) for o in outputs)
+    assert streams_of(notebook.cells[2].outputs) == "TEXT=Only this\n"
 
 
 def test_stop_in_a_real_kernel_stops_the_cell_not_just_the_stream() -> None:

@@ -252,3 +252,100 @@ def test_service_reporter_hears_each_failed_stream_once() -> None:
     service.stream(options("ok")).result()
     service.stream(options("missing")).result()
     assert reports == ["SERVER", "NO_ADAPTER"]
+
+
+# ---------------------------------------------------------------- a newcomer's first minutes
+
+
+def _no_adapter_message(service: LlmService, provider: str) -> str:
+    finish = list(service.stream(options(provider)))[-1]
+    assert isinstance(finish, Finish) and finish.reason.failure is not None
+    assert finish.reason.failure.code == "NO_ADAPTER"
+    return finish.reason.failure.message
+
+
+@pytest.mark.parametrize(
+    ("provider", "says"),
+    [
+        ("openai", "OPENAI_API_KEY"),
+        ("gemini", "GEMINI_API_KEY or GOOGLE_API_KEY"),
+        ("together", "TOGETHER_API_KEY"),
+        ("azure", "AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY"),
+        ("bedrock", "AWS_REGION"),
+        ("vertex", "GOOGLE_CLOUD_PROJECT"),
+    ],
+)
+def test_no_adapter_for_a_known_provider_names_the_variables_that_register_it(
+    provider: str, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dshstream._defaults import default_service
+
+    secret = "sk-test-NOT-IN-MESSAGES-000000000000"  # CANARY: a fake key set for another provider
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    for variable in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "TOGETHER_API_KEY", "AZURE_OPENAI_ENDPOINT",
+                     "AZURE_OPENAI_API_KEY", "AWS_REGION", "AWS_DEFAULT_REGION", "GOOGLE_CLOUD_PROJECT"):
+        monkeypatch.delenv(variable, raising=False)
+    by_hand = _no_adapter_message(LlmService(), provider)
+    assert by_hand.startswith(f"no adapter registered for provider {provider!r}: register one with ")
+    assert f"service.register_adapter([{provider!r}], " in by_hand and says in by_hand
+    assert "default_service()" in by_hand
+    # from the environment: setting the variable is the fix, said first
+    from_env = _no_adapter_message(default_service(), provider)
+    assert from_env.startswith(f"no adapter registered for provider {provider!r}: set ")
+    assert says in from_env and "register_adapter" in from_env
+    assert secret not in by_hand + from_env and "CANARY" not in by_hand + from_env
+
+
+def test_no_adapter_for_a_local_server_or_an_unknown_name() -> None:
+    local = _no_adapter_message(LlmService(), "llamacpp")
+    assert "OpenAIChatAdapter(dialect='llamacpp')" in local and "LLAMACPP_BASE_URL" in local
+    service = LlmService()
+    service.register_adapter(["openai"], FakeAdapter())
+    typo = _no_adapter_message(service, "opanai")  # the registered names show the typo
+    assert typo == (
+        "no adapter registered for provider 'opanai': register one with "
+        "service.register_adapter(['opanai'], adapter) (registered: openai)"
+    )
+    assert _no_adapter_message(LlmService(), "x").endswith("(registered: none)")
+
+
+def test_the_one_liner_picks_up_a_key_set_after_its_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dshstream import _defaults
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(_defaults, "_service", None)
+    first = _defaults._shared_service("openai")
+    assert "openai" not in [p.id for p in first.list_providers()]
+    assert _defaults._shared_service("ollama") is first  # a provider it has: no rebuild
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000")  # CANARY: a fake key for the test
+    again = _defaults._shared_service("openai")  # a notebook cell set the key, then retried
+    assert again is not first and "openai" in [p.id for p in again.list_providers()]
+
+
+def test_a_registration_shows_nothing_in_a_notebook() -> None:
+    registration = LlmService().register_adapter(["p"], FakeAdapter())
+    assert hasattr(registration, "_ipython_display_")
+    assert registration._ipython_display_() is None  # type: ignore[func-returns-value]
+    assert repr(registration) == "Registration(providers=['p'], disposed=False)"
+
+
+def test_the_callers_own_cancel_is_logged_below_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # cancel() (Ctrl-C in the command line, Stop in a notebook) is not a provider failure
+    import logging
+
+    from dshstream import OpenAIChatAdapter
+    from dshstream._replay_server import ReplayServer, Route
+
+    event = b'data: {"id":"x","choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    with ReplayServer({"/v1/": Route(body=b"", script=[event, 10.0, event])}) as server:
+        service = LlmService()
+        service.register_adapter(["local"], OpenAIChatAdapter(base_url=f"{server.url}/v1", dialect="llamacpp"))
+        stream = service.stream(options("local"))
+        with caplog.at_level(logging.DEBUG, logger="dshstream"):
+            for chunk in stream:
+                if isinstance(chunk, TextDelta):
+                    threading.Timer(0.1, stream.cancel).start()
+        assert stream.result().finish.kind == "aborted"
+    ours = [r for r in caplog.records if r.name.startswith("dshstream")]
+    assert any("cancelled by the caller" in r.getMessage() for r in ours), ours
+    assert all(r.levelno < logging.WARNING for r in ours), [(r.levelname, r.getMessage()) for r in ours]

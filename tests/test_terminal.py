@@ -266,7 +266,10 @@ def test_no_color_on_a_terminal_is_plain() -> None:
     assert run.returncode == 0, run.text
     assert b"\x1b" not in run.raw
     assert run.shows("[reasoning] " + reasoning + text), run.text
-    assert "tok/s" not in run.text
+    # colour off drops styling and the live status line, never text: the closing line stays
+    lines = [line.rstrip() for line in run.screen_lines if line.strip()]
+    assert lines[-2:-1] == ["finish: stop (stop)"], run.text
+    assert re.fullmatch(r"\d+\.\ds · 212 tokens · \d+\.\d tok/s", lines[-1]), run.text
 
 
 def test_piped_output_is_plain() -> None:
@@ -285,3 +288,154 @@ def test_piped_output_is_plain() -> None:
     out = proc.stdout.decode()
     assert out == f"[reasoning] {reasoning}\n{text}\nusage: in 6 · out 212 (198 reasoning)\nfinish: stop (stop)\n"
     assert proc.stderr == b""
+
+
+# --------------------------------------------------------------------------- a conversation
+
+Step = tuple[Callable[[Any], bool], Callable[[int, "subprocess.Popen[bytes]"], object]]
+
+
+def converse(args: Sequence[str], steps: Sequence[Step], *, timeout: float = 30.0) -> Run:
+    """Run ``python -m dshstream ARGS`` on a pty (stdin a terminal: no prompt means a
+    conversation) and play ``steps``: when each ``until(screen)`` first holds, in order,
+    call ``act(master, process)`` (type a line, send a signal)."""
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "OPENAI_API_KEY")}
+    environment.update({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(LINES)})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dshstream", *args], stdin=slave, stdout=slave, stderr=slave, env=environment,
+        close_fds=True,
+    )
+    os.close(slave)
+    screen = pyte.Screen(COLUMNS, LINES)
+    feed = pyte.ByteStream(screen)
+    raw = bytearray()
+    pending = list(steps)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: every writer closed the slave
+                    data = b""
+                if not data:
+                    break
+                raw += data
+                feed.feed(data)
+            if pending and pending[0][0](screen):
+                pending.pop(0)[1](master, process)
+        returncode = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+    shown = "\n".join(screen.display).rstrip()
+    assert not pending, f"{len(pending)} step(s) never reached:\n{shown}"
+    return Run(list(screen.display), bytes(raw), returncode)
+
+
+def prompts(count: int) -> Callable[[Any], bool]:
+    """The screen shows ``count`` prompt markers (``> `` at the start of a line)."""
+    return lambda screen: sum(line.startswith("> ") or line.rstrip() == ">" for line in screen.display) >= count
+
+
+def showing(text: str) -> Callable[[Any], bool]:
+    return lambda screen: _squash(text) in _squash("".join(screen.display))
+
+
+def type_line(text: str) -> Callable[[int, "subprocess.Popen[bytes]"], object]:
+    return lambda master, process: os.write(master, text.encode() + b"\r")  # Enter, as a terminal sends it
+
+
+def conversation(server: ReplayServer) -> list[str]:
+    return ["chat", "-p", "local", "-m", "m", "--base-url", f"{server.url}/v1"]
+
+
+def test_chat_on_a_terminal_without_a_prompt_is_a_conversation_with_history() -> None:
+    first_fixture, second_fixture = "openai/text_include_usage.sse", "deepseek/reasoner_reasoning_content_then_content.sse"
+    first, _ = expected(first_fixture, "openai-chat")
+    second, _ = expected(second_fixture, "deepseek")
+    answers = [paced((FIXTURES / fixture).read_bytes(), 0.002) for fixture in (first_fixture, second_fixture)]
+    with ReplayServer({"/v1/": answers}) as server:
+        run = converse(
+            conversation(server),
+            [
+                (prompts(1), type_line("What is up?")),
+                (prompts(2), type_line("And then?")),
+                (prompts(3), type_line("/exit")),
+            ],
+        )
+        sent = [request.body["messages"] for request in server.requests]
+    assert run.returncode == 0, run.text
+    assert "/exit or Ctrl-D" in run.text  # how to leave, said once at the start
+    assert run.shows(first) and run.shows(second), run.text
+    assert re.search(r"\d+\.\ds · 30 tokens · [\d.]+ tok/s", run.text), run.text  # each turn's summary
+    assert len(sent) == 2
+    assert sent[0] == [{"role": "user", "content": "What is up?"}]
+    # the second request carries the first turn: the question, the reply as returned
+    assert [m["role"] for m in sent[1]] == ["user", "assistant", "user"]
+    assert sent[1][0] == sent[0][0] and sent[1][2] == {"role": "user", "content": "And then?"}
+    assert sent[1][1]["content"] == first
+    assert "Traceback" not in run.text
+    assert_no_status(run)
+
+
+def test_ctrl_c_stops_the_answer_not_the_conversation_and_ctrl_d_leaves() -> None:
+    fixture = "llamacpp/llamaserver_smollm2_long_256tok.sse"
+    body = (FIXTURES / fixture).read_bytes()
+    partial = assemble(decode(b"".join(events(body)[:40]), wire="llamacpp")).text
+    stalled = paced(body, 0.002, stall_after=40, stall=10.0)
+    short = (FIXTURES / "openai/text_include_usage.sse").read_bytes()
+    answer, _ = expected("openai/text_include_usage.sse", "openai-chat")
+
+    def interrupt(master: int, process: "subprocess.Popen[bytes]") -> None:
+        time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+
+    started = time.monotonic()
+    with ReplayServer({"/v1/": [stalled, Route(body=short)]}) as server:
+        run = converse(
+            conversation(server),
+            [
+                (prompts(1), type_line("Tell me a story")),
+                (showing(partial), interrupt),
+                (lambda screen: prompts(2)(screen) and showing("interrupted")(screen), type_line("Go on")),
+                (prompts(3), lambda master, process: os.write(master, b"\x04")),  # Ctrl-D
+            ],
+        )
+        sent = [request.body["messages"] for request in server.requests]
+    assert time.monotonic() - started < 9  # the stalled answer was cancelled, not waited out
+    assert run.returncode == 0, run.text
+    assert run.shows(partial) and run.shows(answer), run.text
+    lines = [line.rstrip() for line in run.screen_lines]
+    assert "interrupted" in lines, run.text
+    assert not any(line.startswith("finish: aborted") for line in lines), run.text  # the user's stop: no failure
+    assert "Traceback" not in run.text
+    assert len(sent) == 2
+    assert [m["role"] for m in sent[1]] == ["user", "assistant", "user"]
+    assert _squash(sent[1][1]["content"]) == _squash(partial)  # what was shown stays in the history
+    assert sent[1][2] == {"role": "user", "content": "Go on"}
+    assert_no_status(run)
+
+
+def test_a_failed_turn_is_dropped_and_the_conversation_goes_on() -> None:
+    failing = Route(body=b'{"error":{"message":"overloaded"}}', status=400, content_type="application/json")
+    short = (FIXTURES / "openai/text_include_usage.sse").read_bytes()
+    answer, _ = expected("openai/text_include_usage.sse", "openai-chat")
+    with ReplayServer({"/v1/": [failing, Route(body=short)]}) as server:
+        run = converse(
+            conversation(server),
+            [(prompts(1), type_line("first")), (prompts(2), type_line("second")), (prompts(3), type_line("/exit"))],
+        )
+        sent = [request.body["messages"] for request in server.requests]
+    assert run.returncode == 0, run.text
+    assert any(line.startswith("finish: error") for line in run.screen_lines), run.text
+    assert run.shows(answer), run.text
+    assert sent[1] == [{"role": "user", "content": "second"}]  # the failed turn is not history

@@ -12,7 +12,8 @@ Contract:
    (an empty reply's ``finish_raw``, token counts, ``max_tokens``...).
 3. A reporter that raises is logged and ignored: it never breaks the stream.
 4. Failures that point at a defect (ours or the provider's wire) log at ERROR; expected
-   outcomes (rate limits, timeouts) at WARNING.
+   outcomes (rate limits, timeouts) at WARNING; the caller's own cancel (``ABORTED``) at
+   INFO — it is no failure of the provider.
 5. The same report ends the attempt for the stream's watch (:mod:`dshstream._observe`):
    observers hear one ``AttemptRecord`` per failed attempt, from here.
 """
@@ -65,8 +66,12 @@ def report_failure(
 ) -> LlmFailure:
     """Log one failed attempt, hand its record to ``reporter`` and end the attempt for
     ``watch``; return the failure carrying the record as its ``diagnostics`` (rules 1-5)."""
-    level = log.error if failure.code in _DEFECT_CODES else log.warning
-    level("%s: attempt %d failed: %s", provider, attempt, failure.code)
+    if failure.code == "ABORTED":
+        # the caller's own stop (cancel(), close(), Ctrl-C): not a failure of the provider
+        log.info("%s: attempt %d ended: cancelled by the caller (ABORTED)", provider, attempt)
+    else:
+        level = log.error if failure.code in _DEFECT_CODES else log.warning
+        level("%s: attempt %d failed: %s", provider, attempt, failure.code)
     # the translator's own facts (an empty reply's token counts...) stay beside the record
     failure = replace(failure, diagnostics={**failure.diagnostics, **record} if failure.diagnostics else record)
     if reporter is not None:

@@ -21,6 +21,9 @@ Rules:
 * Every code has a stable answer for every credential source: the codes of
   :data:`~dshstream._core.errors.CODE_DEFAULTS` have their own entries; any other code
   (``HTTP_418``, a provider's own) is answered by its category, then its status.
+* An HTTP 404 that is not a model the provider does not know (``HTTP_404``, or
+  ``INVALID_REQUEST`` with status 404) is a wrong address: its tips point at the base URL
+  (and name the ``base_url_option`` where given), not at the request's options.
 * A tip never contains the failure's ``message``, ``detail`` or any other upstream text:
   tips are fixed sentences, filled only with what the caller passes (``key_env``, the
   names of variables; ``base_url_option``, the name of an option), both checked to be
@@ -62,6 +65,9 @@ _NOT_ON_PLAN: tuple[str, ...] = ("Choose another provider or model: this one is 
 _DENIALS = frozenset({"AUTH", "QUOTA", "CREDIT_LIMIT"})
 
 _SWITCH_BACK = "Or switch back to the shared key."
+#: the entry of an HTTP 404 that is no model-not-found (not a failure code: never a key of
+#: CODE_DEFAULTS)
+_NOT_FOUND = "(http-404)"
 #: personal failures the shared key would avoid: the key's own trouble, not the request's
 _SWITCHABLE = frozenset({"AUTH", "QUOTA", "CREDIT_LIMIT", "RATE_LIMIT", "MODEL_NOT_FOUND", "NO_ADAPTER"})
 _FALLBACK = "Configure a fallback provider or model so requests keep working meanwhile."
@@ -114,6 +120,12 @@ _TIPS: dict[str, _Entry] = {
         ("Check the request options (model, max_tokens, tools, messages) for a value this provider refuses.",),
         (),
         (),
+    ),
+    # not a code: an HTTP 404 that is no model-not-found (see _code_for): a wrong address
+    _NOT_FOUND: (
+        (),
+        ("Check the configured base URL: the server has no such endpoint (HTTP 404).",),
+        ("Check the base URL you configured: the server has no such endpoint (HTTP 404).",),
     ),
     "CONTENT_FILTER": (
         ("Rephrase the request: the provider's safety filter blocked it.",),
@@ -230,6 +242,8 @@ _BY_CATEGORY: dict[str, str] = {
 def _code_for(failure: LlmFailure) -> str:
     """The code whose tips ``failure`` gets: its own, or one chosen by category/status."""
     code = failure.code
+    if failure.status == 404 and code in ("INVALID_REQUEST", "HTTP_404"):
+        return _NOT_FOUND  # nothing there: the address is wrong, not the request
     if code in _TIPS:
         return code
     by_category = _BY_CATEGORY.get(failure.category)
@@ -245,6 +259,8 @@ def _code_for(failure: LlmFailure) -> str:
             return "AUTH"
         if status == 402:
             return "QUOTA"
+        if status == 404:
+            return _NOT_FOUND
         if status >= 400:
             return "INVALID_REQUEST"
     return "UNKNOWN"
@@ -298,7 +314,7 @@ def recovery_tips(
     credential: CredentialSource = "server",
     *,
     key_env: str | Sequence[str] | None = None,
-    base_url_option: str | None = None,
+    base_url_option: str | Sequence[str] | None = None,
     shared_key: bool = True,
 ) -> tuple[str, ...]:
     """Short, actionable tips for ``failure`` as seen by the owner of a ``credential``.
@@ -306,8 +322,8 @@ def recovery_tips(
     ``credential`` is ``"server"`` (an operator's key), ``"personal"`` (the user's own) or
     ``"subscription"`` (a paid plan); see the module docstring for what each gets.
     ``key_env`` names the variable(s) the personal key is read from (``"OPENAI_API_KEY"``),
-    ``base_url_option`` how the user points at another server (``"--base-url"``); both only
-    refine the personal tips. ``shared_key=False`` says there is no shared key to switch
+    ``base_url_option`` how the user points at another server (``"--base-url"``, or several
+    ways: ``("--base-url", "LLAMACPP_BASE_URL")``); both only refine the personal tips. ``shared_key=False`` says there is no shared key to switch
     back to (a command line, a notebook). The tips never contain upstream text.
     """
     source = _failure_of(failure)
@@ -323,16 +339,22 @@ def recovery_tips(
         return BILLING if code in _DENIALS else neutral or _NOT_ON_PLAN
     if credential == "server":
         return neutral + server
-    return neutral + _personal(code, personal, variables, options[0] if options else None, shared_key)
+    return neutral + _personal(code, personal, variables, options, shared_key)
 
 
 def _personal(
-    code: str, tips: tuple[str, ...], variables: tuple[str, ...], option: str | None, shared_key: bool
+    code: str, tips: tuple[str, ...], variables: tuple[str, ...], options: tuple[str, ...], shared_key: bool
 ) -> tuple[str, ...]:
-    """The personal tips of ``code``, naming the key's variable and the base URL option
+    """The personal tips of ``code``, naming the key's variable and the base URL option(s)
     where the caller gave them."""
     named = " or ".join(variables)
-    if code == "NO_ADAPTER" and named:
+    option = options[0] if options else None
+    if code == _NOT_FOUND and options:
+        tips = (
+            f"Check {' or '.join(options)}: the server has no such endpoint there "
+            "(an OpenAI-compatible API root usually ends in /v1).",
+        )
+    elif code == "NO_ADAPTER" and named:
         also = f", or pass {option} to use an OpenAI-compatible server" if option else ""
         tips = (f"Set {named} to your API key{also}.",)
     elif code == "NO_ADAPTER" and option:
