@@ -9,6 +9,7 @@ A real terminal (pseudo-terminal plus emulator) is tests/test_terminal.py;
 from __future__ import annotations
 
 import io
+import re
 import time
 
 import pytest
@@ -226,7 +227,11 @@ def test_colour_on_a_terminal() -> None:
 def test_no_color_on_a_terminal_is_plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     out, err = FakeTTY(), FakeTTY()
-    assert render(REASONED, out, err, status=True) == (REASONED_TEXT, "")
+    text, closing = render(REASONED, out, err, status=True)
+    assert text == REASONED_TEXT
+    # colour off drops escapes and the live status line, never text: the closing line stays
+    assert "\x1b" not in closing
+    assert re.fullmatch(r"\d+\.\ds · 2 tokens · [\d.]+ tok/s\n", closing), closing
 
 
 def test_a_partly_written_line_is_ended_on_a_terminal() -> None:
