@@ -1126,14 +1126,16 @@ def test_an_environment_key_never_reaches_a_custom_base_url_without_opt_in(
     adapters = [
         LiteLLMAdapter(model_prefix=prefix, base_url=root),
         LiteLLMAdapter(model_prefix=prefix, completion_kwargs={"api_base": root}),
-        LiteLLMAdapter(model_prefix=prefix),  # the base arrives with the request
     ]
     assert "not sent to" in caplog.text and ENV_KEY not in caplog.text
     for adapter in adapters:
-        extra: dict[str, Any] = {"extra_body": {"api_base": root}} if adapter.base_url is None and not adapter.completion_kwargs else {}
-        assert service_with(adapter).stream(ask(model, **extra)).result().finish.kind == "stop"
+        assert service_with(adapter).stream(ask(model)).result().finish.kind == "stop"
+    # a request can't bring its own host (rule 7): refused before anything is sent
+    refused = service_with(LiteLLMAdapter(model_prefix=prefix)).stream(ask(model, extra_body={"api_base": root})).result()
+    assert refused.failure is not None and refused.failure.code == "INVALID_OPTIONS"
+    assert "extra_body['api_base']" in refused.failure.message
     sent = [r.headers.get("x-api-key") if anthropic else r.headers.get("authorization") for r in server.requests]
-    assert sent == (["no-key"] * 3 if anthropic else ["Bearer no-key"] * 3)
+    assert sent == (["no-key"] * 2 if anthropic else ["Bearer no-key"] * 2)
     assert all(ENV_KEY not in json.dumps(r.headers) + json.dumps(r.body) for r in server.requests)
 
 

@@ -6,12 +6,20 @@ owns the HTTP, the provider's wire and its own exceptions; dshstream translates 
 OpenAI-shaped chunks (:mod:`~dshstream._core.wires.litellm`) and keeps every other promise
 of an adapter. Contract:
 
-1. **Optional.** LiteLLM is the ``litellm`` extra (``pip install 'dshstream[litellm]'``),
-   imported on the first stream (its import takes seconds), never by ``import dshstream``
-   nor by building the adapter; building one without LiteLLM installed is a
-   ``ConfigurationError`` naming the extra. dshstream changes none of LiteLLM's module
-   settings (callbacks, telemetry, its downloads: set ``LITELLM_LOCAL_MODEL_COST_MAP=True``
-   and ``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS=True`` to keep it offline).
+1. **Optional, and offline.** LiteLLM is the ``litellm`` extra (``pip install
+   'dshstream[litellm]'``), imported on the first stream (its import takes seconds), never
+   by ``import dshstream`` nor by building the adapter; building one without LiteLLM
+   installed is a ``ConfigurationError`` naming the extra. The only network call the
+   adapter makes is the provider request: before LiteLLM is first loaded it sets
+   :data:`OFFLINE_SWITCHES` to ``True`` in the environment, each only where the caller
+   has not set it — ``LITELLM_LOCAL_MODEL_COST_MAP`` (else its import downloads the price
+   map from GitHub), ``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS`` (else the first request with
+   an ``anthropic-beta`` header downloads the beta-header table) and
+   ``LITELLM_OFFLINE_MODE`` (else a stream without usage from a model LiteLLM counts with
+   a Hugging Face tokenizer, ``llama-3...``, downloads it from huggingface.co); LiteLLM
+   then uses its bundled copies. Set one to ``False`` first to let LiteLLM fetch. Beyond
+   these, the redirect guard (rule 9) and ``suppress_debug_info`` (LiteLLM's banner on
+   stdout), dshstream changes none of LiteLLM's settings (callbacks, telemetry...).
 2. **Request.** :meth:`LiteLLMAdapter.call_kwargs`: ``model`` is ``model_prefix`` +
    ``options.model`` (a LiteLLM model string such as ``bedrock/anthropic.claude-3-haiku-...``);
    messages in chat-completions form (an assistant turn sends back its thinking blocks with
@@ -66,9 +74,19 @@ of an adapter. Contract:
    every failure's detail; messages never carry upstream text.
 7. **A key from the environment goes only to its provider's own host** (as every HTTP
    adapter's, :func:`~dshstream._adapters.settings.resolve_api_key`). Without ``base_url``
-   (or an ``api_base``/``base_url`` argument in ``completion_kwargs`` or ``extra_body``)
+   (or an ``api_base``/``base_url`` argument in ``completion_kwargs``)
    LiteLLM sends the request to the provider it names and reads that provider's key from
-   its own environment variables. With one and no ``api_key``, the adapter sends the
+   its own environment variables. **Request options never choose the destination** (as
+   with the HTTP adapters, whose ``extra_body`` is only ever JSON body): an
+   ``options.extra_body`` entry that would send the request, and the adapter's
+   credentials, elsewhere is a ``ConfigurationError`` naming it, and nothing is sent —
+   ``api_base``/``base_url`` other than the adapter's own (same scheme, host and port),
+   another provider or model (``custom_llm_provider``, ``model``, ``model_list``,
+   ``fallbacks``...), a client or session of the caller's, any ``*_endpoint``, ``*_host``,
+   ``*_url`` or ``*_base`` setting, and a ``Host``-like header (``Host``,
+   ``X-Forwarded-Host``, ``Forwarded``...) in ``extra_headers``/``headers``. Such settings
+   belong on the adapter (``base_url=``, ``completion_kwargs=``), where the caller points
+   them. With one and no ``api_key``, the adapter sends the
    placeholder :data:`NO_KEY` instead, so LiteLLM never sends ``OPENAI_API_KEY`` and its
    like to that host, unless the caller opted in: ``key_env="VAR"`` reads that variable
    and sends it to any host, ``key_any_host=True`` lets LiteLLM's own lookup (keys, and
@@ -80,10 +98,25 @@ of an adapter. Contract:
    call (``ok``, ``failed`` or ``aborted``, towards ``api_base`` or the root LiteLLM
    reports), one ``StreamFinished`` per stream with its usage and time to first chunk,
    however the stream ends.
+9. **No redirects.** Whatever client LiteLLM sends with — the OpenAI SDK's, the Anthropic
+   SDK's, its own ``HTTPHandler``, an ``httpx.AsyncClient`` over its aiohttp transport —
+   it is an ``httpx`` client, and every request goes through ``httpx.Client.send`` (or
+   ``httpx.AsyncClient.send``). When LiteLLM is first loaded the adapter wraps those two
+   methods once with a guard that acts only inside the adapter's own LiteLLM calls (a
+   context variable its worker thread sets; everywhere else it passes the call through
+   untouched): there it sends with ``follow_redirects=False`` and refuses any 3xx
+   answer before a second request is built. So the key and the prompt go to no other
+   host, and the stream ends with the same ``REDIRECT`` failure as an HTTP adapter's
+   (``api_error``, not retryable, the ``Location``, redacted, in ``detail``) — never
+   with another host's answer. LiteLLM's ``client_session``, its per-call ``client=`` and
+   its cached clients are all ``httpx`` clients and covered alike; nothing else of the
+   caller's ``httpx`` changes.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import importlib
 import importlib.util
 import os
@@ -131,7 +164,7 @@ from .credentials import CredentialSource
 from .http import check_media_parts
 from .openai_chat import chat_plain_turn, chat_tool_call, reasoning_text
 from .reporting import report_attempt, request_summary
-from .settings import FailureReporter, checked_base_url, resolve_api_key
+from .settings import FailureReporter, checked_base_url, resolve_api_key, same_host
 from .structured_output import chat_response_format
 
 log = get_logger("dshstream.adapters")
@@ -158,13 +191,51 @@ NO_KEY = "no-key"
 #: the ``litellm.completion`` arguments that send a request somewhere else than the
 #: provider's own host
 _BASE_ARGS = ("api_base", "base_url")
+#: the environment switches that keep LiteLLM from downloading on its own (rule 1)
+OFFLINE_SWITCHES = ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "LITELLM_OFFLINE_MODE")
+#: ``extra_body`` entries that choose where LiteLLM sends the request, or with what client
+#: (rule 7): never from a request
+_ROUTING_OPTIONS = frozenset(
+    {
+        "custom_llm_provider",
+        "model",
+        "model_list",
+        "fallbacks",
+        "context_window_fallback_dict",
+        "model_alias_map",
+        "use_litellm_proxy",
+        "litellm_credential_name",
+        "client",
+        "shared_session",
+        "azure_ad_token_provider",
+    }
+)
+#: name endings of ``extra_body`` entries that name a host (``aws_bedrock_runtime_endpoint``,
+#: ``s3_endpoint_url``, ``langfuse_host``...)
+_ROUTING_ENDINGS = ("_endpoint", "_url", "_host", "_base")
+#: headers that make a proxy or gateway forward the request to another host (rule 7)
+_HOST_HEADERS = frozenset(
+    {
+        "host",
+        "x-forwarded-host",
+        "forwarded",
+        "x-forwarded-server",
+        "x-original-host",
+        "x-original-url",
+        "x-rewrite-url",
+        ":authority",
+    }
+)
 
 # what the worker hands the consumer: (kind, value)
 _OPENED, _CHUNK, _END, _ERROR = range(4)
 
 
 def _load_litellm() -> Any:
-    """The ``litellm`` module, imported on first use (rule 1)."""
+    """The ``litellm`` module, imported on first use, offline (rule 1) and with the
+    redirect guard in place (rule 9)."""
+    for name in OFFLINE_SWITCHES:  # before the import: it fetches the price map
+        os.environ.setdefault(name, "True")
     try:
         module: Any = importlib.import_module("litellm")
     except ImportError as exc:  # pragma: no cover - the constructor checked it is installed
@@ -172,7 +243,147 @@ def _load_litellm() -> Any:
     # LiteLLM prints a "Give Feedback / Get Help" banner to stdout on every failed call,
     # into the caller's own output; failures reach the caller as finishes instead.
     module.suppress_debug_info = True
+    _install_redirect_guard()
     return module
+
+
+# --------------------------------------------------------------------------- redirects (rule 9)
+
+
+class _Redirects:
+    """What the redirect guard refused during one LiteLLM call (the first refusal)."""
+
+    __slots__ = ("location", "status")
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.location: str | None = None
+
+
+class RedirectRefused(Exception):
+    """Raised inside LiteLLM's HTTP client for a 3xx answer (rule 9); the adapter reads
+    the call's :class:`_Redirects`, not this exception (LiteLLM wraps it its own way)."""
+
+
+#: the current LiteLLM call's redirect record: set only on the adapter's worker threads
+_REDIRECTS: contextvars.ContextVar[_Redirects | None] = contextvars.ContextVar(
+    "dshstream_litellm_redirects", default=None
+)
+#: one mark per copy of this module (a vendored dshstream installs its own guard on top)
+_GUARD_MARK = "__dshstream_redirect_guard_" + __name__.replace(".", "_")
+_guard_lock = threading.Lock()
+
+
+def _redirect_refusal(response: Any, redirects: _Redirects) -> RedirectRefused | None:
+    """The refusal for ``response`` if it is a redirect (recorded in ``redirects``)."""
+    status = getattr(response, "status_code", None)
+    if not isinstance(status, int) or not 300 <= status <= 399:
+        return None
+    if redirects.status is None:
+        redirects.status = status
+        headers = getattr(response, "headers", None)
+        location = headers.get("location") if headers is not None else None
+        redirects.location = str(location) if location else None
+    try:
+        response.next_request = None  # nobody may follow it by hand either
+    except Exception:  # noqa: BLE001 - an unknown response class
+        pass
+    return RedirectRefused(f"HTTP {status}: redirects are not followed")
+
+
+def _install_redirect_guard() -> None:
+    """Wrap ``httpx.Client.send`` and ``httpx.AsyncClient.send`` once (rule 9)."""
+    try:
+        httpx: Any = importlib.import_module("httpx")
+    except ImportError:  # pragma: no cover - LiteLLM depends on httpx
+        return
+    with _guard_lock:
+        sync_send = httpx.Client.send
+        if not getattr(sync_send, _GUARD_MARK, False):
+
+            @functools.wraps(sync_send)
+            def send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+                redirects = _REDIRECTS.get()
+                if redirects is None:  # not a dshstream LiteLLM call: untouched
+                    return sync_send(self, request, *args, **kwargs)
+                kwargs["follow_redirects"] = False
+                response = sync_send(self, request, *args, **kwargs)
+                refusal = _redirect_refusal(response, redirects)
+                if refusal is not None:
+                    response.close()
+                    raise refusal
+                return response
+
+            setattr(send, _GUARD_MARK, True)
+            httpx.Client.send = send
+        async_send = httpx.AsyncClient.send
+        if not getattr(async_send, _GUARD_MARK, False):
+
+            @functools.wraps(async_send)
+            async def asend(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+                redirects = _REDIRECTS.get()
+                if redirects is None:
+                    return await async_send(self, request, *args, **kwargs)
+                kwargs["follow_redirects"] = False
+                response = await async_send(self, request, *args, **kwargs)
+                refusal = _redirect_refusal(response, redirects)
+                if refusal is not None:
+                    await response.aclose()
+                    raise refusal
+                return response
+
+            setattr(asend, _GUARD_MARK, True)
+            httpx.AsyncClient.send = asend
+
+
+def _redirect_failure(redirects: _Redirects, provider: str, secrets: tuple[str, ...]) -> LlmFailure:
+    """The ``REDIRECT`` failure of a refused redirect, as the HTTP transport words it."""
+    location = redirects.location
+    detail = redact(f"Location: {location}", secrets, limit=1900) if location else None
+    log.warning(
+        "%s: the endpoint answered HTTP %s; the redirect was not followed (REDIRECT)", provider, redirects.status
+    )
+    return make_failure(
+        "REDIRECT",
+        f"{provider}: the endpoint answered HTTP {redirects.status} (moved); redirects are not followed — "
+        "check base_url (REDIRECT)",
+        category="api_error",
+        retryable=False,
+        status=redirects.status,
+        provider=provider,
+        detail=detail,
+    )
+
+
+# --------------------------------------------------------------------------- request options (rule 7)
+
+
+def _routing_option(name: str) -> bool:
+    plain = name.lower()
+    return plain in _ROUTING_OPTIONS or plain.endswith(_ROUTING_ENDINGS)
+
+
+def _check_request_options(extra: Mapping[str, Any], destination: str | None) -> None:
+    """Refuse an ``options.extra_body`` that would move the request, and the adapter's
+    credentials, to another host (rule 7): a ``ConfigurationError`` naming the entry."""
+    field = "GenerateOptions.extra_body"
+    fix = "request options can't choose where the request goes; set it on the adapter (base_url=, completion_kwargs=)"
+    for key, value in extra.items():
+        name = str(key)
+        if name in _BASE_ARGS:
+            if isinstance(value, str) and destination and same_host(value, destination):
+                continue
+            where = "another host than the adapter's base_url" if destination else "a host the adapter was not given"
+            raise invalid(f"{field}[{name!r}] would send the request and its credentials to {where}; {fix}")
+        if _routing_option(name):
+            raise invalid(f"{field}[{name!r}] would choose another destination or client for the request; {fix}")
+        if name in ("extra_headers", "headers") and isinstance(value, Mapping):
+            for header in value:
+                if str(header).lower() in _HOST_HEADERS:
+                    raise invalid(
+                        f"{field}[{name!r}] sets {str(header)!r}, which routes the request to another host "
+                        f"through a proxy; {fix}"
+                    )
 
 
 def _secret_name(name: str) -> bool:
@@ -446,6 +657,8 @@ class _Call:
         self._stop = threading.Event()
         self._wrapper: Any = None
         self._lock = threading.Lock()
+        #: what the redirect guard refused during this call (rule 9)
+        self.redirects = _Redirects()
         self._thread = threading.Thread(target=self._run, name="dshstream-litellm", daemon=True)
 
     def start(self) -> _Call:
@@ -463,6 +676,7 @@ class _Call:
 
     def _run(self) -> None:
         wrapper: Any = None
+        _REDIRECTS.set(self.redirects)  # this thread's own context: the guard acts here only
         try:
             wrapper = self._completion(**self._kwargs)
             with self._lock:
@@ -625,6 +839,7 @@ class LiteLLMAdapter(LlmAdapter):
             kwargs["reasoning_effort"] = "high" if options.reasoning_effort == "max" else options.reasoning_effort
         kwargs.update(self.completion_kwargs)
         if options.extra_body:
+            _check_request_options(options.extra_body, _custom_base(kwargs))  # rule 7
             kwargs.update(options.extra_body)
         if not kwargs.get("api_key") and not self.key_any_host and _custom_base(kwargs):
             kwargs["api_key"] = NO_KEY  # rule 7: LiteLLM would read the provider's key from the environment
@@ -859,7 +1074,12 @@ class _Run:
                 if item[0] != _ERROR:
                     continue
                 opened = translator is not None
-                failure = failure_from_exception(item[1], provider=self.provider, secrets=secrets, mid_stream=opened)
+                if call.redirects.status is not None:  # rule 9: refused, whatever LiteLLM made of it
+                    failure = _redirect_failure(call.redirects, self.provider, secrets)
+                else:
+                    failure = failure_from_exception(
+                        item[1], provider=self.provider, secrets=secrets, mid_stream=opened
+                    )
                 failure = adapter._report(failure, options, attempt, produced, self.started, watch)
                 if not opened:
                     retry = self._retry(policy, failure, attempt, refreshed)
