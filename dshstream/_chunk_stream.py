@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._core.assembler import AssembledResponse, BlockAssembler
-from ._core.errors import make_failure
+from ._core.errors import aborted_failure
 from ._core.types import Finish, FinishReason, StreamChunk, TextDelta
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ class ChunkStream:
             pass
         if not self._assembler.finished:
             provider = self.options.provider if self.options is not None else "stream"
-            failure = make_failure("ABORTED", f"{provider}: {why}", provider=provider)
+            failure = aborted_failure(provider, why)
             self._assembler.push(Finish(reason=FinishReason(kind="aborted", failure=failure)))
         if self._watch is not None:
             self._watch.finish()

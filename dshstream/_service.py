@@ -42,7 +42,7 @@ from dataclasses import replace
 
 from ._adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
 from ._core.contract import check_contract as _check_contract
-from ._core.errors import LlmError, error_for, make_failure
+from ._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from ._core.log import get_logger
 from ._core.redact import redact
 from ._core.request import GenerateOptions, Message, check_options
@@ -311,7 +311,7 @@ class LlmService:
             adapter = self.adapter_for(options.provider)
             options = self._route_replay(options, adapter)
             if _cancelled(options):
-                raise _config_error("ABORTED", f"{options.provider}: stream cancelled by the caller")
+                raise error_for(cancelled_failure(options.provider))
             source = adapter.stream_batches(options)
             try:
                 batches = source if watch is None else linked_start(watch, source)
@@ -352,7 +352,7 @@ class LlmService:
         failure = _failure_of(exc, provider, who)
         cancelled = _cancelled(options)
         if cancelled and failure.code != "ABORTED":
-            failure = make_failure("ABORTED", f"{provider}: stream cancelled by the caller", provider=provider)
+            failure = cancelled_failure(provider)
         kind: FinishKind = "aborted" if cancelled or failure.code == "ABORTED" else "error"
         if not isinstance(exc, LlmError):
             log.error("%s: %s raised %s", provider, who, type(exc).__name__)

@@ -10,7 +10,8 @@ Contract: no sockets of its own — the body is anything with the small
    produced chunks; keep-alive comments and pings do not count.
 3. When the decoder has seen the wire's terminal marker, the connection is released for
    reuse *before* the last list is handed out (the consumer may stop right there).
-4. A cancel event seen between reads aborts the body and raises ``ABORTED``.
+4. A cancel event seen between reads aborts the body and raises ``ABORTED``, with the one
+   cancel message (:func:`~dshstream._core.errors.cancelled_message`).
 5. At EOF the decoder is closed: a stream cut before its terminal marker ends with the
    decoder's own failure (``STREAM_CLOSED``), never a fabricated stop.
 """
@@ -22,6 +23,7 @@ from collections.abc import Generator, Iterator
 from typing import Protocol
 
 from .decode import StreamDecoder
+from .errors import cancelled_message
 from .types import Finish, StreamChunk
 
 __all__ = ["Body", "pump"]
@@ -69,7 +71,7 @@ def pump(
                 return
             yield chunks
         if cancelled is not None and cancelled():
-            body.abort("ABORTED", f"{provider}: stream cancelled by the caller")
+            body.abort("ABORTED", cancelled_message(provider))
             body.raise_if_aborted()
     chunks = decoder.close()
     if chunks:
