@@ -66,7 +66,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._core.assembler import BlockAssembler
-from ._core.errors import LlmError, make_failure
+from ._core.errors import LlmError, aborted_failure, cancelled_failure, make_failure
 from ._core.log import get_logger
 from ._core.redact import known_secrets, redact
 from ._core.records import (
@@ -627,13 +627,9 @@ def _reason_for(error: BaseException | None, provider: str, cancelled: bool) -> 
         if failure.provider is None:
             failure = replace(failure, provider=provider)
     elif isinstance(error, GeneratorExit):
-        failure = make_failure(
-            "ABORTED", f"{provider}: stream closed by the consumer", provider=provider
-        )
+        failure = aborted_failure(provider, "stream closed by the consumer")
     elif isinstance(error, KeyboardInterrupt):
-        failure = make_failure(
-            "ABORTED", f"{provider}: interrupted (KeyboardInterrupt)", provider=provider
-        )
+        failure = aborted_failure(provider, "interrupted (KeyboardInterrupt)")
     elif error is None:
         failure = make_failure(
             "STREAM_CLOSED",
@@ -647,9 +643,7 @@ def _reason_for(error: BaseException | None, provider: str, cancelled: bool) -> 
             provider=provider,
         )
     if cancelled and failure.code != "ABORTED":
-        failure = make_failure(
-            "ABORTED", f"{provider}: stream cancelled by the caller", provider=provider
-        )
+        failure = cancelled_failure(provider)
     return FinishReason(kind="aborted" if failure.code == "ABORTED" else "error", failure=failure)
 
 

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from ._core.assembler import AssembledResponse
-from ._core.errors import LlmError, ToolArgumentsError, error_for, make_failure
+from ._core.errors import LlmError, ToolArgumentsError, aborted_failure, error_for
 from ._core.filters.json_repair import (
     DEFAULT_MAX_REPAIR_CHARS,
     parse_tool_arguments,
@@ -449,7 +449,7 @@ class ToolLoopStream:
     def _set_aborted(self, why: str) -> None:
         if self._result is None and self._error is None:
             provider = self._options.provider
-            failure = make_failure("ABORTED", f"{provider}: {why}", provider=provider)
+            failure = aborted_failure(provider, why)
             self._error = self._failed(failure, self._partial)
 
     # ------------------------------------------------------------------ results

@@ -131,7 +131,7 @@ from typing import Any
 
 from .._core.attribution import AppIdentity, merge_headers
 from .._core.classify import classify_error_payload, classify_http_error
-from .._core.errors import LlmError, make_failure
+from .._core.errors import LlmError, cancelled_failure, make_failure
 from .._core.log import get_logger
 from .._core.media_support import OPENAI_CHAT, MediaSupport
 from .._core.records import Observer
@@ -965,7 +965,7 @@ class _Run:
         """Cancel, or an expired clock (checked before every wait)."""
         options = self.options
         if options.cancel is not None and options.cancel.is_set():
-            return make_failure("ABORTED", f"{self.provider}: stream cancelled by the caller", provider=self.provider)
+            return cancelled_failure(self.provider)
         now = time.monotonic()
         if self.deadline is not None and now >= self.deadline:
             return make_failure("TIMEOUT", f"{self.provider}: total timeout expired (TIMEOUT)", provider=self.provider)

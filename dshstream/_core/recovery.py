@@ -127,6 +127,11 @@ _TIPS: dict[str, _Entry] = {
         ("Check the configured base URL: the server has no such endpoint (HTTP 404).",),
         ("Check the base URL you configured: the server has no such endpoint (HTTP 404).",),
     ),
+    "REDIRECT": (
+        (),
+        ("Point the configured base URL at the API itself: it answered with a redirect, which is never followed.",),
+        ("Point the base URL you configured at the API itself: it answered with a redirect, never followed.",),
+    ),
     "CONTENT_FILTER": (
         ("Rephrase the request: the provider's safety filter blocked it.",),
         (),
