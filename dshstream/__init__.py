@@ -180,10 +180,11 @@ if TYPE_CHECKING:
     )
     from ._core.wires.anthropic import AnthropicTranslator as AnthropicTranslator
     from ._core.wires.bedrock import BedrockConverseTranslator as BedrockConverseTranslator
-    from ._core.wires.base import ChunkWriter as ChunkWriter, Translator as Translator
     from ._core.wires.gemini import GeminiTranslator as GeminiTranslator
     from ._core.wires.openai_chat import OpenAIChatTranslator as OpenAIChatTranslator
     from ._core.wires.openai_responses import OpenAIResponsesTranslator as OpenAIResponsesTranslator
+    from ._core.wires.translator import Translator as Translator
+    from ._core.wires.writer import ChunkWriter as ChunkWriter
     from ._defaults import default_service as default_service, stream as stream
     from ._render import format_error_code_for_display as format_error_code_for_display
     from ._replay_server import ReplayServer as ReplayServer, Route as Route
@@ -214,7 +215,7 @@ _EXPORTS: dict[str, str] = {
     "BlockEnd": "._core.types",
     "BlockStart": "._core.types",
     "ChunkStream": "._chunk_stream",
-    "ChunkWriter": "._core.wires.base",
+    "ChunkWriter": "._core.wires.writer",
     "Citation": "._core.types",
     "CredentialSource": "._core.recovery",
     "ConfigurationError": "._core.errors",
@@ -300,7 +301,7 @@ _EXPORTS: dict[str, str] = {
     "ToolOutcome": "._tool_loop",
     "ToolResultBlock": "._core.types",
     "ToolSpec": "._core.request",
-    "Translator": "._core.wires.base",
+    "Translator": "._core.wires.translator",
     "TransportError": "._core.errors",
     "UsageChunk": "._core.types",
     "VerbatimToolCallParser": "._core.filters.verbatim_tools",

@@ -37,7 +37,7 @@ from dshstream._core.types import (
     TextDelta,
     ToolCallDelta,
 )
-from dshstream._core.wires.base import (
+from dshstream._core.wires.deltas import (
     _delta_maker,
     reasoning_delta,
     text_delta,

@@ -1,5 +1,6 @@
-"""dshstream._core.wires.base: the ending protocol every wire shares — one failure path with one
-back-fill rule, one replay hook asked once whichever way the stream ends."""
+"""dshstream._core.wires.translator and .writer: the ending protocol every wire shares —
+one failure path with one back-fill rule, one replay hook asked once whichever way the
+stream ends."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from dshstream._core.decode import decode
 from dshstream._core.sse import ServerSentEvent
 from dshstream._core.strict_json import loads_event
 from dshstream._core.types import Finish, LlmFailure, StreamChunk
-from dshstream._core.wires.base import ChunkWriter, Translator
+from dshstream._core.wires.translator import Translator
+from dshstream._core.wires.writer import ChunkWriter
 
 
 def sse(*payloads: object, event: str | None = None) -> bytes:
@@ -153,3 +155,56 @@ def test_writer_identify_first_id_latest_model() -> None:
 def test_writer_stop_failure_code() -> None:
     failure = ChunkWriter(provider="p").stop_failure("weird-reason!")
     assert failure.code == "WEIRD_REASON_" and failure.message == "p: model stopped: weird_reason_"
+
+
+def test_writer_state_open_finishing_finished() -> None:
+    """The writer's rule 2: a finish reason makes it ``finishing`` (EOF then completes),
+    the Finish chunk ``finished``, which is final: later endings and reasons change nothing."""
+    writer = ChunkWriter(provider="p")
+    assert writer.state == "open" and not writer.finished
+    writer.text("t", "hi")
+    writer.set_finish("stop", "end")
+    assert writer.state == "finishing" and not writer.finished
+    writer.set_finish("max-tokens", "length")  # last one wins; still finishing
+    assert writer.state == "finishing"
+    writer.cut()
+    assert writer.state == "finished" and writer.finished
+    chunks = writer.take()
+    assert finish_of(chunks).reason.kind == "max-tokens"
+    writer.complete()
+    writer.fail(writer.failure("SERVER", "p: late"))
+    writer.cut()
+    writer.set_finish("stop")
+    assert writer.state == "finished" and writer.take() == []
+
+
+def test_writer_cut_while_open_is_stream_closed_and_final() -> None:
+    writer = ChunkWriter(provider="p")
+    writer.cut()
+    assert writer.state == "finished"
+    assert failure_of(writer.take()).code == "STREAM_CLOSED"
+
+
+def test_a_translator_feeds_nothing_once_its_writer_is_finished() -> None:
+    echo = Echo()
+    chunks = feed(echo, ("message", "hi"), ("message", "done"), ("message", "late"))
+    assert echo.done and echo.writer.state == "finished"
+    assert [type(c).__name__ for c in chunks].count("TextDelta") == 1
+
+
+def test_the_old_base_module_re_exports_the_home_objects() -> None:
+    """wires/base.py defines nothing (its rule 1), and nothing in ``_core`` imports it (rule 2)."""
+    import ast
+    from pathlib import Path
+
+    from dshstream._core.wires import base, deltas, json_values, translator, usage, writer
+
+    homes = (deltas, json_values, translator, usage, writer)
+    for name in base.__all__:
+        assert any(getattr(home, name, None) is getattr(base, name) for home in homes), name
+    core = Path(base.__file__).parents[1]
+    for path in core.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and path != Path(base.__file__):
+                assert not (node.module or "").endswith("wires.base"), path
+                assert not (path.parent.name == "wires" and node.level == 1 and node.module == "base"), path

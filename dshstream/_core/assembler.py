@@ -18,8 +18,8 @@ an unhandled variant.
 The assembler keeps its own per-block accumulator (``_Partial``) rather than sharing the
 wire writer's: it folds chunks from any source (listeners, recorded or deserialized
 streams, custom adapters), never a translator's internals, and must rebuild the blocks of
-a stream cut before their ``BlockEnd``; see :mod:`dshstream._core.wires.base` for the writer's
-side of that argument.
+a stream cut before their ``BlockEnd``; see :mod:`dshstream._core.wires.writer` for the
+writer's side of that argument.
 """
 
 from __future__ import annotations

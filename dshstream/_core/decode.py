@@ -20,7 +20,7 @@ from .dialects import DIALECTS
 from .eventstream import PRELUDE_SIZE, EventStreamDecoder
 from .sse import SSEDecoder
 from .types import StreamChunk
-from .wires.base import Translator
+from .wires.translator import Translator
 
 
 def _openai_chat(dialect: str) -> Callable[..., Translator]:

@@ -1,5 +1,9 @@
 """Wire translators (sans-IO): one per provider stream format. Each turns decoded SSE
 events into dshstream chunks and obeys the adapter contract (DESIGN §2); what they share
-(block index allocation, deferring usage and finish to the end, truncation marking, the
-one failure path and the replay hook every ending asks) lives once, in
-:mod:`dshstream._core.wires.base`."""
+lives once, one concern per module: the translator base (the one failure path, the
+endings) in :mod:`dshstream._core.wires.translator`; the chunk writer (block index
+allocation, deferring usage and finish to the end, truncation marking, the replay hook
+every ending asks) in :mod:`dshstream._core.wires.writer`; the fast delta constructors in
+:mod:`dshstream._core.wires.deltas`; typed reads of wire JSON in
+:mod:`dshstream._core.wires.json_values`; usage records in
+:mod:`dshstream._core.wires.usage`."""

@@ -36,7 +36,7 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
    data, tool_use with its parsed input, text with its citations, server tool blocks),
    in wire order; empty text blocks, which the API refuses in a request, are left out.
    A tool call written as text (a forced tool's structured-output answer,
-   :meth:`~dshstream._core.wires.base.Translator.unwrap_tool_call`) is a text block.
+   :meth:`~dshstream._core.wires.translator.Translator.unwrap_tool_call`) is a text block.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ from ..types import (
     TokenUsage,
     ToolCallBlock,
 )
-from .base import Translator, dict_or_empty, first_str, int_or_none, split_iterations
+from .json_values import dict_or_empty, first_str, int_or_none
+from .translator import Translator
+from .usage import split_iterations
 
 WIRE = "anthropic"
 

@@ -53,7 +53,9 @@ from ..eventstream import EventStreamMessage
 from ..redact import redact
 from ..strict_json import EventJsonError, loads_event, parse_json_object
 from ..types import Citation, FinishKind, LlmFailure, ReasoningBlock, StreamChunk, TextBlock, TokenUsage, ToolCallBlock
-from .base import ChunkWriter, Translator, dict_or_empty, first_str, int_or_none
+from .json_values import dict_or_empty, first_str, int_or_none
+from .translator import Translator
+from .writer import ChunkWriter
 
 WIRE = "bedrock-converse"
 

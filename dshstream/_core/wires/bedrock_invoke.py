@@ -6,7 +6,7 @@ Contract (sans-IO; fed :class:`~dshstream._core.eventstream.EventStreamMessage` 
 1. Every event message is a ``chunk`` whose JSON payload is ``{"bytes": "<base64>"}`` (plus
    the ``"p"`` padding, ignored); the base64 decodes to the model family's own JSON event.
    The translator owns one inner translator and forwards each decoded event to its
-   :meth:`~dshstream._core.wires.base.Translator.on_payload`; the inner one writes the
+   :meth:`~dshstream._core.wires.translator.Translator.on_payload`; the inner one writes the
    chunks, decides the finish and keeps the replay state (no logic is copied here).
 2. The family is chosen by the first decoded event: an object with a string ``type``
    (``message_start`` ...) is Anthropic Messages (``AnthropicTranslator``); an object with
@@ -35,7 +35,8 @@ from ..eventstream import EventStreamMessage
 from ..sse import ServerSentEvent
 from ..strict_json import EventJsonError, loads_event
 from ..types import StreamChunk, TokenUsage
-from .base import Translator, int_or_none
+from .json_values import int_or_none
+from .translator import Translator
 from .bedrock import exception_failure, exception_of
 
 WIRE = "bedrock-invoke"

@@ -54,7 +54,9 @@ from ..redact import redact
 from ..sse import ServerSentEvent
 from ..strict_json import dump_json, loads_event
 from ..types import Citation, FinishKind, LlmFailure, TokenUsage
-from .base import ChunkWriter, Translator, dict_or_empty, first_str, int_or_none, list_or_empty
+from .json_values import dict_or_empty, first_str, int_or_none, list_or_empty
+from .translator import Translator
+from .writer import ChunkWriter
 
 WIRE = "gemini"
 

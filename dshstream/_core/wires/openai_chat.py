@@ -48,7 +48,9 @@ from ..dialects import get_dialect
 from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
 from ..strict_json import dump_json
 from ..types import Citation, FinishKind, TokenUsage
-from .base import Translator, cost_or_none, dict_or_empty, first_str, int_or_none, split_iterations
+from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none
+from .translator import Translator
+from .usage import split_iterations
 from .gemini import GEMINI_FAILURE_WORDS, gemini_finish_failure
 
 _FINISH_KINDS: dict[str, FinishKind] = {

@@ -56,15 +56,9 @@ from ..parts import decode_base64, sniff_media_type
 from ..sse import ServerSentEvent
 from ..strict_json import dump_json, loads_event
 from ..types import Citation, TokenUsage
-from .base import (
-    Translator,
-    cost_or_none,
-    dict_or_empty,
-    first_str,
-    int_or_none,
-    list_or_empty,
-    split_iterations,
-)
+from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none, list_or_empty
+from .translator import Translator
+from .usage import split_iterations
 
 WIRE = "openai-responses"
 _MAX_TOKENS_REASONS = frozenset({"max_output_tokens", "max_tokens", "length"})

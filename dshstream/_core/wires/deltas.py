@@ -1,0 +1,68 @@
+"""The delta chunks, built for the hot path: one is made for almost every event.
+
+Contract (sans-IO, stdlib + ``types`` only):
+
+1. :func:`text_delta`, :func:`reasoning_delta` and :func:`tool_call_delta` take their
+   class's fields positionally, in declaration order (``TextDelta(index, text)``,
+   ``ReasoningDelta(index, text)``, ``ToolCallDelta(index, id, name, arguments_delta)``),
+   and return an object equal to the one the class itself builds, with every field the
+   same; ``tests/test_hot_paths.py`` checks the equivalence for every field.
+2. They cost about two thirds of the dataclass ``__init__``: the instance is allocated
+   with ``object.__new__`` and its slots filled through their descriptors, once per field,
+   without ``object.__setattr__`` (the frozen dataclass's only way in).
+3. Only a plain slotted frozen dataclass qualifies (no ``__post_init__``, its
+   ``__slots__`` exactly its fields, two or four of them): :func:`_delta_maker` refuses
+   any other class with ``TypeError`` when the module is imported, so a change to a delta
+   class that would make the shortcut wrong fails at once, never silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any, TypeVar
+
+from ..types import ReasoningDelta, TextDelta, ToolCallDelta
+
+__all__ = ["reasoning_delta", "text_delta", "tool_call_delta"]
+
+_D = TypeVar("_D", TextDelta, ReasoningDelta, ToolCallDelta)
+
+
+def _delta_maker(cls: type[_D]) -> Callable[..., _D]:
+    """A constructor for the delta chunk class ``cls`` that fills its slots through their
+    descriptors (rule 2); ``TypeError`` for a class the shortcut would get wrong (rule 3)."""
+    names = [f.name for f in fields(cls)]
+    plain = not hasattr(cls, "__post_init__") and getattr(cls, "__slots__", None) == tuple(names)
+    if not plain or len(names) not in (2, 4):
+        raise TypeError(f"{cls.__name__} is not a plain slotted dataclass")
+    new = object.__new__
+    setters = [cls.__dict__[name].__set__ for name in names]
+    if len(setters) == 2:
+        set_a, set_b = setters
+
+        def make2(a: Any, b: Any) -> _D:
+            chunk = new(cls)
+            set_a(chunk, a)
+            set_b(chunk, b)
+            return chunk
+
+        return make2
+    set_a, set_b, set_c, set_d = setters
+
+    def make4(a: Any, b: Any, c: Any, d: Any) -> _D:
+        chunk = new(cls)
+        set_a(chunk, a)
+        set_b(chunk, b)
+        set_c(chunk, c)
+        set_d(chunk, d)
+        return chunk
+
+    return make4
+
+
+#: ``TextDelta(index, text)``, ``ReasoningDelta(index, text)`` and
+#: ``ToolCallDelta(index, id, name, arguments_delta)``, made for the hot path (rule 1)
+text_delta: Callable[[int, str], TextDelta] = _delta_maker(TextDelta)
+reasoning_delta: Callable[[int, str], ReasoningDelta] = _delta_maker(ReasoningDelta)
+tool_call_delta: Callable[[int, str, str | None, str], ToolCallDelta] = _delta_maker(ToolCallDelta)

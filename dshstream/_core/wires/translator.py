@@ -1,0 +1,225 @@
+"""Translator: the base of every wire translator, SSE events in, chunks out.
+
+Contract (sans-IO: no sockets, time, threads or environment):
+
+1. **Input.** A translator is fed one SSE event at a time (:meth:`Translator.feed`) or a
+   batch of decoder output (:meth:`Translator.feed_events`, the hot path), and told about
+   the end of the input (:meth:`Translator.close`); each returns the chunks produced so
+   far. Nothing is fed once its writer is ``"finished"`` (the writer's rule 2: one
+   attribute read per event).
+2. **Default dispatch.** The default :meth:`Translator.on_event` completes the stream on
+   the wire's :attr:`Translator.terminal_data` and hands every other event's parsed data,
+   with its type, to :meth:`Translator.on_payload`; :meth:`Translator.feed_events` runs it
+   inlined (one call less per event). Wires that need more override ``on_event``.
+3. **JSON.** Payloads are parsed with :func:`~dshstream._core.strict_json.loads_event`,
+   called directly (it runs once per event): lone surrogate escapes become U+FFFD, so
+   every text a translator emits is valid UTF-8, and the ``EventJsonError`` of a payload
+   that is not JSON leaves ``feed`` and ``feed_events`` as ``MALFORMED_RESPONSE`` (its
+   ``detail`` a redacted excerpt).
+4. **Endings.** The ways a stream ends live here once: :meth:`Translator.complete` (the
+   wire's terminal marker), :meth:`Translator.fail_with` (an in-band error payload) and
+   :meth:`Translator.end_input` (EOF, or a marker that only ends the input). Each flushes
+   the subclass's held state first (``flush(cut=...)``: ``cut`` when no finish reason
+   arrived), then ends the writer (the writer's rule 3).
+5. **One failure path.** ``fail_with`` classifies an error payload once for every wire
+   (:meth:`Translator.classify_error`): the wire's :attr:`Translator.forced_error_codes`
+   first (retryable), then the stream's serving provider and request id back-filled where
+   the payload names none.
+6. **Hooks.** A subclass implements ``on_payload`` (or ``on_event``) and, where it holds
+   state, ``flush``, ``replay_state`` (asked once, as the finish is emitted) and
+   ``token_counts`` (asked only to explain an empty reply). ``max_tokens`` (the output
+   limit the adapter requested) is a constructor argument of every translator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from ..classify import classify_error_payload
+from ..errors import error_for
+from ..redact import redact
+from ..sse import ServerSentEvent
+from ..strict_json import EventJsonError, loads_event
+from ..types import FailureCategory, LlmFailure, StreamChunk
+from .json_values import dict_or_empty, int_or_none
+from .writer import ChunkWriter
+
+__all__ = ["Translator"]
+
+
+class Translator:
+    """Base of every wire translator: SSE events in, chunks out (module rules).
+
+    A subclass implements :meth:`on_payload` (or :meth:`on_event`) and, where it holds
+    state, the end-of-stream hooks: :meth:`flush` (release what it holds),
+    :meth:`replay_state` and :meth:`token_counts` (rule 6). The ways a stream ends live
+    here once (rule 4).
+    """
+
+    wire = "base"
+    #: the body's framing: ``"sse"``, or ``"eventstream"`` (AWS event-stream messages are
+    #: fed to :meth:`feed_events` instead of SSE events)
+    framing: ClassVar[str] = "sse"
+    #: in-band error ``error.type`` values whose code is fixed whatever their wording says:
+    #: type -> (code, category, headline); such a failure is retryable
+    forced_error_codes: ClassVar[Mapping[str, tuple[str, FailureCategory, str]]] = {}
+    #: the ``data`` of the event that is the wire's terminal marker (``"[DONE]"`` on the
+    #: chat wire) for the default :meth:`on_event`; ``None``: the marker is a payload
+    terminal_data: ClassVar[str | None] = None
+
+    def __init__(
+        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+    ) -> None:
+        self.writer = ChunkWriter(
+            provider=provider or self.wire,
+            request_id=request_id,
+            replay_state=self.replay_state,
+            token_counts=self.token_counts,
+            max_tokens=max_tokens,
+        )
+        self._default_on_event = type(self).on_event is Translator.on_event
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream has ended (nothing more will be produced)."""
+        return self.writer.state == "finished"
+
+    def feed(self, event: ServerSentEvent) -> list[StreamChunk]:
+        """Translate one SSE event (rule 1)."""
+        if self.writer.state != "finished":
+            try:
+                self.on_event(event)
+            except EventJsonError as exc:
+                raise self._malformed(exc.text) from None
+        return self.writer.take()
+
+    def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
+        """Translate a batch of decoder output (comments are skipped); the hot path.
+
+        With the default :meth:`on_event` its body runs here, inlined (rule 2): one call
+        less per event (with one event per read, every call counts)."""
+        writer = self.writer
+        try:
+            if self._default_on_event:
+                on_payload = self.on_payload
+                terminal = self.terminal_data
+                for item in items:
+                    if type(item) is ServerSentEvent and writer.state != "finished":
+                        data = item.data
+                        if data == terminal:
+                            self.complete()
+                        else:
+                            on_payload(item.event, loads_event(data))
+            else:
+                on_event = self.on_event
+                for item in items:
+                    if type(item) is ServerSentEvent and writer.state != "finished":
+                        on_event(item)
+        except EventJsonError as exc:  # from loads_event, anywhere in on_event
+            raise self._malformed(exc.text) from None
+        return writer.take()
+
+    def unwrap_tool_call(self, name: str) -> None:
+        """Write the tool call named ``name`` as text (the writer's rule 5): the JSON answer
+        of a forced tool call, seen by the caller as on the native structured-output path."""
+        self.writer.unwrap_tool = name
+
+    def close(self) -> list[StreamChunk]:
+        """End of input: finish the stream (``STREAM_CLOSED`` if cut short; rule 4)."""
+        if self.writer.state != "finished":
+            self.end_input()
+        return self.writer.take()
+
+    # ------------------------------------------------------------------ subclass hooks
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        """Handle one event. The default (rules 2 and 3): the :attr:`terminal_data` event
+        completes the stream, any other event's data is parsed with ``loads_event`` and
+        handed to :meth:`on_payload` with its type. Wires that need more override it."""
+        data = event.data
+        if data == self.terminal_data:
+            self.complete()
+            return
+        self.on_payload(event.event, loads_event(data))
+
+    def on_payload(self, event: str, payload: Any) -> None:
+        """Handle one event already parsed: its type (the SSE ``event:`` field or the
+        event-stream ``:event-type``) and its JSON payload. Wires whose events can arrive
+        wrapped in another wire (Bedrock InvokeModel carries Anthropic and Converse events
+        base64-encoded) implement it (subclasses)."""
+        raise NotImplementedError
+
+    def flush(self, *, cut: bool) -> None:
+        """Release held state (filters, open wire blocks) before the writer ends the
+        stream; ``cut``: the stream ended without its finish (subclasses)."""
+
+    def replay_state(self) -> Any:
+        """The replay state the finish carries; the writer asks once, as it emits the
+        finish, whichever way the stream ends (subclasses; ``None``: nothing to replay)."""
+        return None
+
+    def token_counts(self) -> tuple[int | None, int | None]:
+        """The provider's own input and output token counts, as it reported them (each
+        ``None`` when it reported none valid); asked only to explain an empty reply. The
+        default reads the deferred usage record's chat-completions fields (subclasses)."""
+        raw = self.writer.raw_usage
+        if raw is None:
+            return (None, None)
+        return (int_or_none(raw.get("prompt_tokens")), int_or_none(raw.get("completion_tokens")))
+
+    # ------------------------------------------------------------------ endings
+
+    def complete(self) -> None:
+        """The wire's terminal marker arrived: flush, close blocks, emit usage and finish
+        (rule 4)."""
+        self.flush(cut=False)
+        self.writer.complete()
+
+    def end_input(self) -> None:
+        """No more input: complete if a finish reason arrived (the writer is
+        ``"finishing"``), else ``STREAM_CLOSED`` (rule 4)."""
+        self.flush(cut=self.writer.state == "open")
+        self.writer.cut()
+
+    def fail_with(self, payload: Any) -> None:
+        """An in-band error payload ends the stream; partial output is kept (rules 4, 5)."""
+        failure = self.classify_error(payload)
+        self.flush(cut=True)
+        self.writer.fail(failure)
+
+    def classify_error(self, payload: Any) -> LlmFailure:
+        """The failure an in-band error payload describes, attributed to this stream (rule
+        5): :attr:`forced_error_codes` applied, serving provider and request id back-filled."""
+        writer = self.writer
+        failure = classify_error_payload(payload, provider=writer.provider)
+        updates: dict[str, Any] = {}
+        if self.forced_error_codes and type(payload) is dict:
+            kind = dict_or_empty(payload.get("error")).get("type")
+            forced = self.forced_error_codes.get(kind) if isinstance(kind, str) else None
+            if forced is not None and failure.code != forced[0]:
+                code, category, headline = forced
+                updates.update(
+                    code=code,
+                    category=category,
+                    retryable=True,
+                    message=f"{writer.provider}: {headline} ({code})",
+                )
+        if failure.serving_provider is None and writer.serving_provider:
+            updates["serving_provider"] = writer.serving_provider
+        if failure.request_id is None and writer.request_id:
+            updates["request_id"] = writer.request_id
+        return replace(failure, **updates) if updates else failure
+
+    # ------------------------------------------------------------------ helpers
+
+    def _malformed(self, data: str) -> Exception:
+        who = self.writer.provider
+        return error_for(
+            self.writer.failure(
+                "MALFORMED_RESPONSE",
+                f"{who}: stream carried a payload that is not valid JSON",
+                detail=redact(data, limit=120),
+            )
+        )
