@@ -136,11 +136,8 @@ if TYPE_CHECKING:
         EventStreamDecoder as EventStreamDecoder,
         EventStreamMessage as EventStreamMessage,
     )
-    from ._core.partial_json import (
-        JsonSnapshot as JsonSnapshot,
-        PartialJsonReader as PartialJsonReader,
-        partial_json as partial_json,
-    )
+    from ._core.partial_json import partial_json as partial_json
+    from ._core.partial_json_reader import JsonSnapshot as JsonSnapshot, PartialJsonReader as PartialJsonReader
     from ._core.filters.spill_guard import ReasoningSpillGuard as ReasoningSpillGuard
     from ._core.filters.think_tags import ThinkTagStripper as ThinkTagStripper
     from ._core.filters.verbatim_tools import VerbatimToolCallParser as VerbatimToolCallParser
@@ -235,7 +232,7 @@ _EXPORTS: dict[str, str] = {
     "HttpSettings": "._adapters.settings",
     "InvalidRequestError": "._core.errors",
     "JsonMode": "._core.response_format",
-    "JsonSnapshot": "._core.partial_json",
+    "JsonSnapshot": "._core.partial_json_reader",
     "JsonSchema": "._core.response_format",
     "LiteLLMAdapter": "._adapters.litellm",
     "LlmAdapter": "._adapters.base",
@@ -252,7 +249,7 @@ _EXPORTS: dict[str, str] = {
     "OpenAIResponsesAdapter": "._adapters.openai_responses",
     "OpenAIResponsesTranslator": "._core.wires.openai_responses",
     "OverloadedError": "._core.errors",
-    "PartialJsonReader": "._core.partial_json",
+    "PartialJsonReader": "._core.partial_json_reader",
     "ProtocolError": "._core.errors",
     "ProviderError": "._core.errors",
     "ProviderInfo": "._adapters.base",

@@ -1,4 +1,5 @@
-"""Streaming partial JSON (dshstream._core.partial_json): snapshots that never change type.
+"""Streaming partial JSON (dshstream._core.partial_json_reader, and partial_json() over chunks in
+dshstream._core.partial_json): snapshots that never change type.
 
 The property tests feed generated JSON documents, serialized with varied whitespace and
 escapes, at random split points and character by character (so every prefix is seen),
@@ -48,7 +49,7 @@ from dshstream import (
     partial_json,
 )
 from dshstream._core.errors import make_failure
-from dshstream._core.partial_json import JsonDelta
+from dshstream._core.partial_json_reader import JsonDelta
 from helpers import all_fixtures, decode_all, fixture_bytes, fixture_wire
 
 # --------------------------------------------------------------------------- checks

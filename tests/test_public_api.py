@@ -18,7 +18,7 @@ LAYERS: dict[str, int] = {
     "sse": 2, "chunked": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "filters": 2, "http_request": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
     "_headers": 2, "recovery": 2,
     "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decode": 3, "pump": 3, "retry": 3,
-    "partial_json": 3,
+    "partial_json": 3, "partial_json_reader": 2,
     "_render": 3, "_replay_server": 3,
     "_transport": 4,
     "_adapters": 5, "_service": 5, "_chunk_stream": 5, "_defaults": 5, "_cli": 5, "_demo": 5,
