@@ -55,8 +55,8 @@ from ..types import (
     ToolCallBlock,
 )
 from .json_values import dict_or_empty, first_str, int_or_none
-from .translator import Translator
-from .usage import split_iterations
+from .replay_blocks import BlockReplayTranslator, PendingBlock
+from .usage import counted_usage, split_iterations
 
 WIRE = "anthropic"
 
@@ -131,32 +131,10 @@ def anthropic_citation(raw: Any) -> Citation | None:
 
 def anthropic_usage(record: dict[str, Any]) -> TokenUsage | None:
     """One usage record (a top-level one or an iteration entry) as disjoint counts."""
-    counts = [int_or_none(record.get(name)) for name in _USAGE_FIELDS]
-    if counts[0] is None and counts[1] is None:
-        return None
-    return TokenUsage(
-        input_tokens=counts[0] or 0,
-        output_tokens=counts[1] or 0,
-        cache_read_tokens=counts[2],
-        cache_write_tokens=counts[3],
-    )
+    return counted_usage(*[record.get(name) for name in _USAGE_FIELDS])
 
 
-class _Pending:
-    """A wire content block between ``content_block_start`` and ``content_block_stop``."""
-
-    __slots__ = ("position", "kind", "entry", "pieces", "citations", "saw_args")
-
-    def __init__(self, position: int, kind: str, entry: dict[str, Any]) -> None:
-        self.position = position  # slot in the replay content list
-        self.kind = kind
-        self.entry = entry  # the block as received, completed at its stop
-        self.pieces: list[str] = []  # input_json / compaction text of replay-only blocks
-        self.citations: list[Any] | None = None
-        self.saw_args = False
-
-
-class AnthropicTranslator(Translator):
+class AnthropicTranslator(BlockReplayTranslator):
     """Anthropic Messages stream events to dshstream chunks."""
 
     wire = WIRE
@@ -169,8 +147,8 @@ class AnthropicTranslator(Translator):
         self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
     ) -> None:
         super().__init__(provider=provider or "anthropic", request_id=request_id, max_tokens=max_tokens)
-        self._pending: dict[int, _Pending] = {}
-        self._content: list[dict[str, Any] | None] = []
+        # the base's self._blocks: wire blocks between content_block_start and
+        # content_block_stop, and the replay content (rules 2 and 6)
         self._usage: dict[str, int] = {}
         self._iterations: list[Any] | None = None
         self._stop_reason: str | None = None
@@ -222,7 +200,7 @@ class AnthropicTranslator(Translator):
         kind = kind if isinstance(kind, str) else ""
         if index in self._pending:  # a repeated start: close what was there first
             self._stop(index, self._pending.pop(index))
-        pending = self._open_pending(index, kind, dict(block))
+        pending = self._blocks.open(index, kind, dict(block))
         key = ("block", index)
         writer = self.writer
         if kind == "text":
@@ -235,11 +213,7 @@ class AnthropicTranslator(Translator):
         elif kind == "thinking":
             thinking = block.get("thinking")
             signature = block.get("signature")
-            writer.reasoning(
-                key,
-                thinking if isinstance(thinking, str) else "",
-                signature if isinstance(signature, str) and signature else None,
-            )
+            writer.reasoning(key, first_str(thinking) or "", first_str(signature))
         elif kind == "tool_use":
             call_id = block.get("id")
             name = block.get("name")
@@ -258,7 +232,7 @@ class AnthropicTranslator(Translator):
             if kind not in ("text_delta", "thinking_delta"):
                 return  # nothing to attach it to
             block_kind = "text" if kind == "text_delta" else "thinking"
-            pending = self._open_pending(index, block_kind, {"type": block_kind})
+            pending = self._blocks.open(index, block_kind, {"type": block_kind})
         key = ("block", index)
         writer = self.writer
         if kind == "text_delta":
@@ -280,7 +254,7 @@ class AnthropicTranslator(Translator):
             partial = delta.get("partial_json")
             if isinstance(partial, str) and partial:
                 if pending.kind == "tool_use":
-                    pending.saw_args = True
+                    pending.streamed = True
                     writer.tool_call(key, None, None, partial)
                 else:
                     pending.pieces.append(partial)
@@ -295,14 +269,7 @@ class AnthropicTranslator(Translator):
             if isinstance(content, str):
                 pending.pieces.append(content)
 
-    def _open_pending(self, index: int, kind: str, entry: dict[str, Any]) -> _Pending:
-        """Track wire block ``index`` and reserve its slot in the replay content."""
-        pending = _Pending(len(self._content), kind, entry)
-        self._content.append(None)
-        self._pending[index] = pending
-        return pending
-
-    def _stop(self, index: int, pending: _Pending, *, cut: bool = False) -> None:
+    def _stop(self, index: int, pending: PendingBlock, *, cut: bool = False) -> None:
         """Finish one wire block: close its dshstream block and complete its replay entry."""
         key = ("block", index)
         writer = self.writer
@@ -330,7 +297,7 @@ class AnthropicTranslator(Translator):
         elif kind == "tool_use":
             initial = entry.get("input")
             unserializable = False
-            if not pending.saw_args and type(initial) is dict and initial:
+            if not pending.streamed and type(initial) is dict and initial:
                 arguments = dump_json(initial)
                 unserializable = arguments is None
                 writer.tool_call(key, arguments=arguments or "")
@@ -358,18 +325,13 @@ class AnthropicTranslator(Translator):
                 writer.server_tools.append(summary)
             elif kind == "redacted_thinking":
                 writer.reasoning_seen = True
-        self._content[pending.position] = entry
+        self._blocks.settle(pending, entry)
 
     # ------------------------------------------------------------------ usage
 
     def _merge_usage(self, usage: dict[str, Any]) -> None:
         fields = self._usage
-        for name in (
-            "input_tokens",
-            "output_tokens",
-            "cache_read_input_tokens",
-            "cache_creation_input_tokens",
-        ):
+        for name in _USAGE_FIELDS:
             value = int_or_none(usage.get(name))
             if value is not None:
                 fields[name] = value  # cumulative: replace, never add
@@ -408,14 +370,6 @@ class AnthropicTranslator(Translator):
         )
 
     # ------------------------------------------------------------------ end
-
-    def flush(self, *, cut: bool) -> None:
-        for index in sorted(self._pending):
-            self._stop(index, self._pending.pop(index), cut=cut)
-
-    def replay_state(self) -> Any:
-        content = [entry for entry in self._content if entry is not None]
-        return {"wire": WIRE, "content": content} if content else None
 
     def token_counts(self) -> tuple[int | None, int | None]:
         return (self._usage.get("input_tokens"), self._usage.get("output_tokens"))

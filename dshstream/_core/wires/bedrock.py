@@ -33,6 +33,7 @@ the ``:event-type`` header and the payload is JSON; the ``"p"`` padding field is
    ``INVALID_REQUEST`` (``CONTEXT_WINDOW_EXCEEDED`` when the text says so), accessDenied
    ``AUTH``, resourceNotFound ``MODEL_NOT_FOUND``; other types are classified from their
    text. The failure's message never holds upstream text; its ``detail`` does (redacted).
+   :class:`BedrockTranslator` reads the messages (this rule) for both Bedrock wires.
 6. Replay state: ``{"wire": "bedrock-converse", "content": [...]}``: the assistant
    content blocks in Converse request form, in wire order: ``{"text"}``,
    ``{"reasoningContent": {"reasoningText": {"text", "signature"}}}``,
@@ -44,7 +45,7 @@ the ``:event-type`` header and the payload is JSON; the ``"p"`` padding field is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -54,7 +55,9 @@ from ..redact import redact
 from ..strict_json import EventJsonError, loads_event, parse_json_object
 from ..types import Citation, FinishKind, LlmFailure, ReasoningBlock, StreamChunk, TextBlock, TokenUsage, ToolCallBlock
 from .json_values import dict_or_empty, first_str, int_or_none
+from .replay_blocks import BlockReplayTranslator, PendingBlock
 from .translator import Translator
+from .usage import counted_usage
 from .writer import ChunkWriter
 
 WIRE = "bedrock-converse"
@@ -86,20 +89,15 @@ EXCEPTION_CODES: dict[str, tuple[str, str]] = {
 
 
 def bedrock_usage(record: dict[str, Any]) -> TokenUsage | None:
-    """A Converse ``usage`` object as disjoint counts (``inputTokens`` excludes cache)."""
-    inputs = int_or_none(record.get("inputTokens"))
-    outputs = int_or_none(record.get("outputTokens"))
-    if inputs is None and outputs is None:
-        return None
+    """A Converse ``usage`` object as disjoint counts (``inputTokens`` excludes cache; the
+    cache counts under either spelling, rule 4)."""
     read = int_or_none(record.get("cacheReadInputTokens"))
     if read is None:
         read = int_or_none(record.get("cacheReadInputTokenCount"))
     write = int_or_none(record.get("cacheWriteInputTokens"))
     if write is None:
         write = int_or_none(record.get("cacheWriteInputTokenCount"))
-    return TokenUsage(
-        input_tokens=inputs or 0, output_tokens=outputs or 0, cache_read_tokens=read, cache_write_tokens=write
-    )
+    return counted_usage(record.get("inputTokens"), record.get("outputTokens"), read, write)
 
 
 def bedrock_citation(raw: Any) -> Citation | None:
@@ -158,58 +156,65 @@ def exception_failure(writer: ChunkWriter, kind: str, upstream: str) -> LlmFailu
     return writer.failure(code, f"{writer.provider}: {headline} ({kind})", detail=detail)
 
 
-class _Pending:
-    """A wire content block between its first event and ``contentBlockStop``."""
+class BedrockTranslator(Translator):
+    """What both Bedrock wires share (this one and ``bedrock-invoke``): fed event-stream
+    messages, an exception or error message ends the stream (rule 5), every other one goes
+    to :meth:`on_frame`; the provider is ``"bedrock"`` unless told otherwise."""
 
-    __slots__ = ("position", "kind", "entry", "pieces", "citations", "redacted")
-
-    def __init__(self, position: int, kind: str, entry: dict[str, Any]) -> None:
-        self.position = position
-        self.kind = kind  # text, reasoning, tool, server (server toolUse / toolResult)
-        self.entry = entry
-        self.pieces: list[Any] = []
-        self.citations: list[Any] | None = None
-        self.redacted: list[str] | None = None
-
-
-class BedrockConverseTranslator(Translator):
-    """ConverseStream event-stream messages to dshstream chunks."""
-
-    wire = WIRE
     framing = "eventstream"
 
     def __init__(
         self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
     ) -> None:
         super().__init__(provider=provider or "bedrock", request_id=request_id, max_tokens=max_tokens)
-        self._pending: dict[int, _Pending] = {}
-        self._content: list[dict[str, Any] | None] = []
+
+    def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
+        """Translate a batch of event-stream messages (anything else is skipped); the hot
+        path, so each message is read here, inlined."""
+        try:
+            for item in items:
+                # self.writer each time: bedrock-invoke adopts its family's writer mid-batch
+                if type(item) is EventStreamMessage and self.writer.state != "finished":
+                    headers = item.headers
+                    kind = headers.get(":message-type", "event")
+                    text = item.payload.decode("utf-8", "replace")
+                    if kind == "exception" or kind == "error":
+                        self.fail_exception(*exception_of(item, text))
+                    else:
+                        self.on_frame(headers, text)
+        except EventJsonError as exc:
+            raise self._malformed(exc.text) from None
+        return self.writer.take()
+
+    def on_frame(self, headers: Mapping[str, Any], text: str) -> None:
+        """One event message (not an exception): its headers and its payload as text
+        (subclasses)."""
+        raise NotImplementedError
+
+    def exception_failure(self, kind: str, upstream: str) -> LlmFailure:
+        """The failure an exception frame of type ``kind`` with text ``upstream`` means."""
+        return exception_failure(self.writer, kind, upstream)
+
+    def fail_exception(self, kind: str, upstream: str) -> None:
+        """End the stream with the failure of an exception frame, keeping partial output."""
+        failure = self.exception_failure(kind, upstream)
+        self.flush(cut=True)
+        self.writer.fail(failure)
+
+
+class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
+    """ConverseStream event-stream messages to dshstream chunks; ``self._blocks`` holds
+    the wire blocks between their first event and ``contentBlockStop`` (kind ``text``,
+    ``reasoning``, ``tool`` or ``server``) and the replay content (rule 6)."""
+
+    wire = WIRE
 
     # ------------------------------------------------------------------ input
 
-    def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
-        """Translate a batch of event-stream messages (anything else is skipped)."""
-        writer = self.writer
-        try:
-            for item in items:
-                if type(item) is EventStreamMessage and not writer.finished:
-                    self.on_message(item)
-        except EventJsonError as exc:
-            raise self._malformed(exc.text) from None
-        return writer.take()
-
-    def on_message(self, message: EventStreamMessage) -> None:
-        """Handle one event-stream message."""
-        headers = message.headers
-        kind = headers.get(":message-type", "event")
-        text = message.payload.decode("utf-8", "replace")
-        if kind == "exception" or kind == "error":
-            self._on_exception(message, text)
-            return
+    def on_frame(self, headers: Mapping[str, Any], text: str) -> None:
         event = headers.get(":event-type")
-        if not isinstance(event, str):
-            return
-        self.on_payload(event, loads_event(text) if text else {})
+        if isinstance(event, str):
+            self.on_payload(event, loads_event(text) if text else {})
 
     def on_payload(self, event: str, payload: Any) -> None:
         if type(payload) is not dict:
@@ -221,7 +226,7 @@ class BedrockConverseTranslator(Translator):
         elif event == "contentBlockStop":
             index = payload.get("contentBlockIndex")
             if isinstance(index, int) and index in self._pending:
-                self._stop(self._pending.pop(index), index)
+                self._stop(index, self._pending.pop(index))
         elif event == "messageStop":
             self._on_stop_reason(payload.get("stopReason"))
         elif event == "metadata":
@@ -236,29 +241,23 @@ class BedrockConverseTranslator(Translator):
 
     # ------------------------------------------------------------------ blocks
 
-    def _open(self, index: int, kind: str, entry: dict[str, Any]) -> _Pending:
-        pending = _Pending(len(self._content), kind, entry)
-        self._content.append(None)
-        self._pending[index] = pending
-        return pending
-
     def _on_start(self, index: Any, start: dict[str, Any]) -> None:
         if not isinstance(index, int):
             return
         if index in self._pending:
-            self._stop(self._pending.pop(index), index)
+            self._stop(index, self._pending.pop(index))
         tool = start.get("toolUse")
         if type(tool) is dict:
             entry = {k: v for k, v in tool.items() if k in ("toolUseId", "name", "type")}
             if tool.get("type") == "server_tool_use":
-                self._open(index, "server", {"toolUse": entry})
+                self._blocks.open(index, "server", {"toolUse": entry})
                 return
-            self._open(index, "tool", {"toolUse": entry})
+            self._blocks.open(index, "tool", {"toolUse": entry})
             self.writer.tool_call(("b", index), call_id=first_str(tool.get("toolUseId")), name=first_str(tool.get("name")))
             return
         result = start.get("toolResult")
         if type(result) is dict:
-            self._open(index, "server", {"toolResult": dict(result)})
+            self._blocks.open(index, "server", {"toolResult": dict(result)})
 
     def _on_delta(self, index: Any, delta: Any) -> None:
         if not isinstance(index, int) or type(delta) is not dict:
@@ -269,21 +268,19 @@ class BedrockConverseTranslator(Translator):
         text = delta.get("text")
         if isinstance(text, str):
             if pending is None:
-                pending = self._open(index, "text", {})
+                pending = self._blocks.open(index, "text", {})
             if pending.kind == "text":
                 writer.text(key, text)
             return
         reasoning = delta.get("reasoningContent")
         if type(reasoning) is dict:
             if pending is None:
-                pending = self._open(index, "reasoning", {})
+                pending = self._blocks.open(index, "reasoning", {})
             if pending.kind != "reasoning":
                 return
             redacted = reasoning.get("redactedContent")
             if isinstance(redacted, str) and redacted:
-                if pending.redacted is None:
-                    pending.redacted = []
-                pending.redacted.append(redacted)
+                pending.pieces.append(redacted)  # a reasoning block's pieces: redacted content
                 writer.reasoning_seen = True
             thought = reasoning.get("text")
             signature = reasoning.get("signature")
@@ -306,7 +303,7 @@ class BedrockConverseTranslator(Translator):
         citation = delta.get("citation")
         if type(citation) is dict:
             if pending is None:
-                pending = self._open(index, "text", {})
+                pending = self._blocks.open(index, "text", {})
             if pending.citations is None:
                 pending.citations = []
             pending.citations.append(citation)
@@ -315,7 +312,7 @@ class BedrockConverseTranslator(Translator):
         if result is not None and pending is not None and pending.kind == "server":
             pending.pieces.append(result)
 
-    def _stop(self, pending: _Pending, index: int, *, cut: bool = False) -> None:
+    def _stop(self, index: int, pending: PendingBlock, *, cut: bool = False) -> None:
         key = ("b", index)
         writer = self.writer
         entry: dict[str, Any] | None = pending.entry
@@ -329,8 +326,8 @@ class BedrockConverseTranslator(Translator):
             entry = {"text": text} if text else None
         elif kind == "reasoning":
             done = writer.end(key, cut=cut)
-            if pending.redacted is not None:
-                entry = {"reasoningContent": {"redactedContent": "".join(pending.redacted)}}
+            if pending.pieces:
+                entry = {"reasoningContent": {"redactedContent": "".join(pending.pieces)}}
             elif isinstance(done, ReasoningBlock):
                 reasoning_text: dict[str, Any] = {"text": done.text}
                 if done.signature:
@@ -366,7 +363,7 @@ class BedrockConverseTranslator(Translator):
                 for piece in pending.pieces:
                     content.extend(piece if type(piece) is list else [piece])
                 result["content"] = content
-        self._content[pending.position] = entry
+        self._blocks.settle(pending, entry)
 
     # ------------------------------------------------------------------ finish
 
@@ -387,27 +384,6 @@ class BedrockConverseTranslator(Translator):
                 kind = "stop"  # only server tools ran
             writer.set_finish(kind, reason)
 
-    def _on_exception(self, message: EventStreamMessage, text: str) -> None:
-        self.fail_exception(*exception_of(message, text))
-
-    def exception_failure(self, kind: str, upstream: str) -> LlmFailure:
-        """The failure an exception frame of type ``kind`` with text ``upstream`` means."""
-        return exception_failure(self.writer, kind, upstream)
-
-    def fail_exception(self, kind: str, upstream: str) -> None:
-        """End the stream with the failure of an exception frame, keeping partial output."""
-        failure = self.exception_failure(kind, upstream)
-        self.flush(cut=True)
-        self.writer.fail(failure)
-
-    def flush(self, *, cut: bool) -> None:
-        for index in sorted(self._pending):
-            self._stop(self._pending.pop(index), index, cut=cut)
-
-    def replay_state(self) -> Any:
-        content = [entry for entry in self._content if entry is not None]
-        return {"wire": WIRE, "content": content} if content else None
-
     def token_counts(self) -> tuple[int | None, int | None]:
         raw = self.writer.raw_usage
         if raw is None:
@@ -417,6 +393,7 @@ class BedrockConverseTranslator(Translator):
 
 __all__ = [
     "BedrockConverseTranslator",
+    "BedrockTranslator",
     "EXCEPTION_CODES",
     "bedrock_citation",
     "bedrock_usage",

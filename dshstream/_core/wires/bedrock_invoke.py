@@ -19,7 +19,8 @@ Contract (sans-IO; fed :class:`~dshstream._core.eventstream.EventStreamMessage` 
    ``cacheWriteInputTokenCount``) only when the inner events carried none; it is applied
    before the event that carries it is forwarded, so it is in the finish.
 4. Exception and error messages end the stream with the failure the Converse wire gives
-   them (:func:`~dshstream._core.wires.bedrock.exception_failure`), keeping partial output.
+   them, keeping partial output: both Bedrock wires read their messages in one base,
+   :class:`~dshstream._core.wires.bedrock.BedrockTranslator`.
 5. A ``bytes`` field that is not valid base64, or decodes to invalid JSON, is
    ``MALFORMED_RESPONSE``, like any invalid payload.
 """
@@ -28,16 +29,15 @@ from __future__ import annotations
 
 import binascii
 from base64 import b64decode
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
 
-from ..eventstream import EventStreamMessage
 from ..sse import ServerSentEvent
 from ..strict_json import EventJsonError, loads_event
-from ..types import StreamChunk, TokenUsage
-from .json_values import int_or_none
+from ..types import TokenUsage
+from .bedrock import BedrockTranslator
 from .translator import Translator
-from .bedrock import exception_failure, exception_of
+from .usage import counted_usage
 
 WIRE = "bedrock-invoke"
 METRICS = "amazon-bedrock-invocationMetrics"
@@ -50,58 +50,36 @@ def invocation_usage(metrics: Any) -> TokenUsage | None:
     """``amazon-bedrock-invocationMetrics`` as disjoint counts (``None`` without counts)."""
     if type(metrics) is not dict:
         return None
-    inputs = int_or_none(metrics.get("inputTokenCount"))
-    outputs = int_or_none(metrics.get("outputTokenCount"))
-    if inputs is None and outputs is None:
-        return None
-    return TokenUsage(
-        input_tokens=inputs or 0,
-        output_tokens=outputs or 0,
-        cache_read_tokens=int_or_none(metrics.get("cacheReadInputTokenCount")),
-        cache_write_tokens=int_or_none(metrics.get("cacheWriteInputTokenCount")),
+    return counted_usage(
+        metrics.get("inputTokenCount"),
+        metrics.get("outputTokenCount"),
+        metrics.get("cacheReadInputTokenCount"),
+        metrics.get("cacheWriteInputTokenCount"),
     )
 
 
-class BedrockInvokeTranslator(Translator):
+class BedrockInvokeTranslator(BedrockTranslator):
     """InvokeModelWithResponseStream messages to chunks, through the family's translator."""
 
     wire = WIRE
-    framing = "eventstream"
 
     def __init__(
         self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
     ) -> None:
-        super().__init__(provider=provider or "bedrock", request_id=request_id, max_tokens=max_tokens)
+        super().__init__(provider=provider, request_id=request_id, max_tokens=max_tokens)
         self._max_tokens = max_tokens
         self._unwrap: str | None = None
         self.inner: Translator | None = None
 
     # ------------------------------------------------------------------ input
 
-    def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
-        """Translate a batch of event-stream messages (anything else is skipped)."""
-        try:
-            for item in items:
-                if type(item) is EventStreamMessage and not self.writer.finished:
-                    self.on_message(item)
-        except EventJsonError as exc:
-            raise self._malformed(exc.text) from None
-        return self.writer.take()
-
     def on_event(self, event: ServerSentEvent) -> None:
         """An SSE event whose data is an invoke chunk payload (``{"bytes": ...}``)."""
         self._on_chunk(loads_event(event.data))
 
-    def on_message(self, message: EventStreamMessage) -> None:
-        """Handle one event-stream message."""
-        kind = message.headers.get(":message-type", "event")
-        text = message.payload.decode("utf-8", "replace")
-        if kind == "exception" or kind == "error":
-            kind_name, upstream = exception_of(message, text)
-            failure = exception_failure(self.writer, kind_name, upstream)
-            self.flush(cut=True)
-            self.writer.fail(failure)
-            return
+    def on_frame(self, headers: Mapping[str, Any], text: str) -> None:
+        """One event message: a chunk (rule 1); exception and error messages are the base's
+        (rule 4)."""
         if text:
             self._on_chunk(loads_event(text))
 
