@@ -162,8 +162,9 @@ class Translator:
 
     def token_counts(self) -> tuple[int | None, int | None]:
         """The provider's own input and output token counts, as it reported them (each
-        ``None`` when it reported none valid); asked only to explain an empty reply. The
-        default reads the deferred usage record's chat-completions fields (subclasses)."""
+        ``None`` when it reported none valid); asked only to explain an empty reply (rule
+        6). The default reads the deferred usage record's chat-completions fields
+        (subclasses)."""
         raw = self.writer.raw_usage
         if raw is None:
             return (None, None)
@@ -215,6 +216,7 @@ class Translator:
     # ------------------------------------------------------------------ helpers
 
     def _malformed(self, data: str) -> Exception:
+        """The ``MALFORMED_RESPONSE`` error of a payload that is not JSON (rule 3)."""
         who = self.writer.provider
         return error_for(
             self.writer.failure(

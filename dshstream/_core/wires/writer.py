@@ -171,7 +171,8 @@ class ChunkWriter:
         return key in self._open
 
     def text(self, key: Hashable, text: str) -> None:
-        """Visible text for the text block under ``key`` (opened on the first non-empty text)."""
+        """Visible text for the text block under ``key`` (opened on the first non-empty
+        text; rule 1)."""
         if not text:
             return
         block = self._open.get(key)
@@ -200,7 +201,8 @@ class ChunkWriter:
         name: str | None = None,
         arguments: str = "",
     ) -> None:
-        """A tool-call fragment: id and name when known, a raw JSON arguments fragment."""
+        """A tool-call fragment: id and name when known, a raw JSON arguments fragment
+        (rules 1 and 5)."""
         block = self._open.get(key)
         if self.unwrap_tool is not None and (
             key in self._unwrapped or (block is None and name == self.unwrap_tool and not self._unwrapped)
@@ -230,7 +232,7 @@ class ChunkWriter:
 
     def file(self, media_type: str, data: bytes, name: str | None = None) -> FileBlock:
         """A whole file the model produced (a generated image): its ``BlockStart`` (type
-        ``"file"``) and at once its ``BlockEnd`` carrying the :class:`FileBlock`."""
+        ``"file"``) and at once its ``BlockEnd`` carrying the :class:`FileBlock` (rule 1)."""
         block = FileBlock(media_type=media_type, data=data, name=name)
         index = self.block_count
         self.block_count += 1
@@ -240,7 +242,7 @@ class ChunkWriter:
 
     def cite(self, key: Hashable, citations: Iterable[Citation]) -> bool:
         """Attach ``citations`` to the open text block under ``key`` (they ride in its
-        ``BlockEnd``); ``False`` when no text block is open there."""
+        ``BlockEnd``, rule 4); ``False`` when no text block is open there."""
         block = self._open.get(key)
         if block is None or block.block_type != "text":
             return False
@@ -328,7 +330,8 @@ class ChunkWriter:
             self.serving_provider = serving_provider
 
     def metadata(self) -> ResponseMetadata | None:
-        """The response identifiers, other models' usage and server tools gathered so far."""
+        """The response identifiers, other models' usage and server tools gathered so far
+        (rule 4)."""
         if not (
             self.response_id
             or self.model
@@ -352,7 +355,7 @@ class ChunkWriter:
     def defer_usage(
         self, parse: Callable[[dict[str, Any]], TokenUsage | None], raw: dict[str, Any]
     ) -> None:
-        """Remember the latest cumulative usage record; ``parse`` runs once, at the end.
+        """Remember the latest cumulative usage record; ``parse`` runs once, at the end (rule 1).
 
         Providers that repeat usage on every event (Gemini, vLLM continuous stats) would
         otherwise pay for normalizing thousands of records only the last of which counts.
@@ -372,8 +375,8 @@ class ChunkWriter:
         self._resolve_usage()
         if self.usage is not None:
             self.out.append(UsageChunk(usage=self.usage))
-        # Asked once; dropping the hook also breaks the translator <-> writer cycle, so a
-        # finished stream is freed by reference counting alone.
+        # Asked once (rule 3); dropping the hook also breaks the translator <-> writer
+        # cycle, so a finished stream is freed by reference counting alone.
         hook, self._replay_state = self._replay_state, None
         self._token_counts = None  # the other translator hook: the cycle is broken
         replay = hook() if hook is not None else None
@@ -417,7 +420,7 @@ class ChunkWriter:
         return limit is not None and self.usage is not None and self.usage.output_tokens >= limit
 
     def _empty_failure(self) -> LlmFailure:
-        """``EMPTY_RESPONSE``, with the facts that explain an empty reply."""
+        """``EMPTY_RESPONSE``, with the facts that explain an empty reply (rule 3)."""
         self._resolve_usage()
         counts = self._token_counts() if self._token_counts is not None else (None, None)
         usage = self.usage
