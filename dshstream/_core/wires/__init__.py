@@ -6,4 +6,5 @@ allocation, deferring usage and finish to the end, truncation marking, the repla
 every ending asks) in :mod:`dshstream._core.wires.writer`; the fast delta constructors in
 :mod:`dshstream._core.wires.deltas`; typed reads of wire JSON in
 :mod:`dshstream._core.wires.json_values`; usage records in
-:mod:`dshstream._core.wires.usage`."""
+:mod:`dshstream._core.wires.usage`; the content blocks the Anthropic and Converse wires
+hold for replay in :mod:`dshstream._core.wires.replay_blocks`."""
