@@ -18,8 +18,10 @@ Contract:
    clock (header bytes are not content), the ``cancel`` event and ``abort()`` end it
    within one watchdog tick (~50 ms) while it is connecting, sending or waiting for
    headers, exactly as they do once the body flows. The connect timeout is capped by the
-   time left; a worker left behind is cut off by shutting its socket down (sessions the
-   transport creates itself hook connection checkout for this).
+   time left; a worker left behind is cut off by shutting its socket down: the pools of a
+   watched session (rule 10) tell the stream which connection its worker checked out and
+   which socket it is connecting, before the connect starts, so an abort ends a connect in
+   progress at once (Linux) instead of leaving the worker to finish it.
 4. **Watchdog.** A blocked body read never outlives its limits: one shared daemon thread
    shuts the socket down when the caller cancels, when no content arrived for
    ``idle_timeout`` (keep-alives are liveness, not content: the consumer calls
@@ -49,6 +51,24 @@ Contract:
    already closed (llama.cpp's server closes idle ones after 5 s) — is sent once more at
    once on a fresh connection, within the same total time limit. Streams are POSTs: their
    retries are the adapter's policy, never this layer's.
+9. **Nothing is written after an abort.** A worker checks its stream (abort, ``close()``,
+   the cancel event, the limits) when its connect completes and before every write of the
+   request, under the lock :meth:`HttpStream.abort` takes, and an abort shuts the socket
+   it registered: a request the caller gave up is never sent (a provider would run and
+   bill it), and its worker thread and socket end at once, not at the connect timeout.
+10. **A caller's session is watched too.** The ``HTTPAdapter`` objects mounted on a
+    ``session=`` (and their proxy managers) build watched pools, exactly as the
+    transport's own session does: the hooks act only on dshstream's send workers, so the
+    session works as before for the caller's own requests and after any cancel (an aborted
+    connection is dropped, never pooled). Pools it had opened already are switched to the
+    watched classes (urllib3's own pool classes only); custom pool or connection classes
+    get the checkout hook, not the connect hook. Adapters mounted later are watched at
+    their first stream.
+11. **A short release.** After the stream's terminal marker, handing the connection back
+    (reading what is left of the body: the chunked terminator) takes at most
+    :data:`RELEASE_WAIT` seconds in all, however the bytes trickle; anything after the end
+    (pings, stray bytes, an endless trailer) or no end within that time closes the
+    connection instead of reusing it.
 """
 
 from __future__ import annotations
@@ -58,6 +78,7 @@ import http.client
 import io
 import json
 import socket
+import sys
 import threading
 import time
 import zlib
@@ -68,6 +89,9 @@ from urllib.parse import urlencode
 import requests
 import requests.adapters
 import urllib3
+import urllib3.connection
+import urllib3.exceptions
+import urllib3.util.connection
 
 from ._core.chunked import ChunkedDecoder
 from ._core.classify import classify_error_payload, classify_http_error
@@ -93,7 +117,8 @@ ERROR_BODY_LIMIT = 65536
 JSON_BODY_LIMIT = 16 * 1024 * 1024
 _READ_SIZE = 65536
 _WATCH_INTERVAL = 0.05
-_RELEASE_WAIT = 0.05
+#: the most seconds handing a finished stream's connection back takes (rule 11)
+RELEASE_WAIT = 0.05
 _NO_DECODE = ("", "identity")
 #: rule 7 on (tests turn it off to compare with the standard path)
 BULK_READS = True
@@ -138,40 +163,132 @@ class _Watchdog:
 
 _watchdog = _Watchdog()
 
-# The request a worker thread is sending, for the connection-checkout hook (rule 3).
+# The stream a worker thread is sending, for the pool and connection hooks (rules 3, 9).
 _sending = threading.local()
 
 
+class _Aborted(ConnectionAbortedError):
+    """A worker's request refused because its stream was aborted (rule 9); urllib3 treats
+    it as any failed connection, and the caller's thread raises the abort's own error."""
+
+
 class _WatchedPoolMixin:
-    """Records the connection a worker checks out, so an abandoned request can be cut off."""
+    """Tells the worker's stream which connection it checked out, so an abandoned request
+    can be cut off (rule 3)."""
 
     def _get_conn(self, timeout: float | None = None) -> Any:
         conn = super()._get_conn(timeout)  # type: ignore[misc]
-        stream = getattr(_sending, "stream", None)
+        stream: HttpStream | None = getattr(_sending, "stream", None)
         if stream is not None:
-            stream._conn = conn
+            stream._attach(conn=conn)
         return conn
 
 
-class _WatchedHTTPConnectionPool(_WatchedPoolMixin, urllib3.HTTPConnectionPool):
+class _WatchedConnectionMixin:
+    """Connects a worker's socket where its stream can cut it, and writes nothing after an
+    abort (rule 9). Inert on any other thread."""
+
+    def _new_conn(self) -> Any:
+        stream: HttpStream | None = getattr(_sending, "stream", None)
+        if stream is None:
+            return super()._new_conn()  # type: ignore[misc]
+        return _connect(self, stream)
+
+    def send(self, data: Any) -> None:
+        stream: HttpStream | None = getattr(_sending, "stream", None)
+        if stream is not None and stream._stopped():
+            raise _Aborted("the stream was aborted; nothing is sent")
+        super().send(data)  # type: ignore[misc]
+
+
+class _WatchedHTTPConnection(_WatchedConnectionMixin, urllib3.connection.HTTPConnection):
     pass
+
+
+class _WatchedHTTPSConnection(_WatchedConnectionMixin, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _WatchedHTTPConnectionPool(_WatchedPoolMixin, urllib3.HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
 
 
 class _WatchedHTTPSConnectionPool(_WatchedPoolMixin, urllib3.HTTPSConnectionPool):
-    pass
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+#: urllib3's own pool classes and their watched subclasses (same layout: an open pool's
+#: class can be switched, rule 10)
+_WATCHED_POOLS: dict[type, type] = {
+    urllib3.HTTPConnectionPool: _WatchedHTTPConnectionPool,
+    urllib3.HTTPSConnectionPool: _WatchedHTTPSConnectionPool,
+}
+_WATCHED_LOCK = threading.Lock()
+
+
+def _watched_pool_class(cls: type) -> type:
+    """``cls`` with the checkout hook (and the connect hook for urllib3's own connection
+    classes); made once per class."""
+    if issubclass(cls, _WatchedPoolMixin):
+        return cls
+    with _WATCHED_LOCK:
+        watched = _WATCHED_POOLS.get(cls)
+        if watched is None:
+            attrs: dict[str, Any] = {"__module__": __name__}
+            connection = getattr(cls, "ConnectionCls", None)
+            if connection is urllib3.connection.HTTPConnection:
+                attrs["ConnectionCls"] = _WatchedHTTPConnection
+            elif connection is urllib3.connection.HTTPSConnection:
+                attrs["ConnectionCls"] = _WatchedHTTPSConnection
+            watched = _WATCHED_POOLS[cls] = type(f"Watched{cls.__name__}", (_WatchedPoolMixin, cls), attrs)
+        return watched
+
+
+def _watch_manager(manager: Any) -> None:
+    """Make ``manager`` (a urllib3 ``PoolManager``) build watched pools, and switch its open
+    stock pools to them (rule 10). Cheap when it is watched already."""
+    classes = getattr(manager, "pool_classes_by_scheme", None)
+    if not isinstance(classes, dict) or all(
+        issubclass(cls, _WatchedPoolMixin) for cls in classes.values() if isinstance(cls, type)
+    ):
+        return
+    # A copy: by default the manager holds urllib3's module-wide dict.
+    manager.pool_classes_by_scheme = {
+        scheme: _watched_pool_class(cls) if isinstance(cls, type) else cls for scheme, cls in classes.items()
+    }
+    pools = getattr(manager, "pools", None)
+    try:
+        opened = [pools[key] for key in pools.keys()] if pools is not None else []
+    except Exception:  # noqa: BLE001 - a pool evicted meanwhile: watch the others next time
+        opened = []
+    for pool in opened:
+        if type(pool) in (urllib3.HTTPConnectionPool, urllib3.HTTPSConnectionPool):
+            pool.__class__ = _WATCHED_POOLS[type(pool)]  # methods added, nothing else
+
+
+def _watch_session(session: requests.Session) -> None:
+    """Rule 10: the pools of every ``HTTPAdapter`` mounted on ``session`` are watched."""
+    try:
+        for adapter in list(getattr(session, "adapters", {}).values()):
+            if isinstance(adapter, requests.adapters.HTTPAdapter):
+                _watch_manager(getattr(adapter, "poolmanager", None))
+                for manager in list(getattr(adapter, "proxy_manager", {}).values()):
+                    _watch_manager(manager)
+    except Exception as exc:  # noqa: BLE001 - an exotic adapter or pool: sent unwatched, as before
+        log.debug("session not watched: %s", type(exc).__name__)
 
 
 class _WatchedAdapter(requests.adapters.HTTPAdapter):
-    """``requests``' adapter with connection checkout hooked (same pools otherwise)."""
+    """``requests``' adapter whose pools are watched (the same pools otherwise)."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        classes = dict(getattr(self.poolmanager, "pool_classes_by_scheme", {}))
-        if classes.get("http") is urllib3.HTTPConnectionPool:
-            classes["http"] = _WatchedHTTPConnectionPool
-        if classes.get("https") is urllib3.HTTPSConnectionPool:
-            classes["https"] = _WatchedHTTPSConnectionPool
-        self.poolmanager.pool_classes_by_scheme = classes
+        _watch_manager(self.poolmanager)
+
+    def proxy_manager_for(self, *args: Any, **kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(*args, **kwargs)
+        _watch_manager(manager)
+        return manager
 
 
 def new_session() -> requests.Session:
@@ -180,6 +297,53 @@ def new_session() -> requests.Session:
     session.mount("http://", _WatchedAdapter())
     session.mount("https://", _WatchedAdapter())
     return session
+
+
+def _connect(conn: Any, stream: HttpStream) -> socket.socket:
+    """urllib3's ``create_connection`` for a worker: each socket is registered with
+    ``stream`` before it connects, and checked once connected (rule 9)."""
+    host = conn._dns_host
+    if host.startswith("["):
+        host = host.strip("[]")
+    timeout = conn.timeout
+    try:
+        addresses = socket.getaddrinfo(
+            host, conn.port, urllib3.util.connection.allowed_gai_family(), socket.SOCK_STREAM
+        )
+    except OSError as exc:
+        raise urllib3.exceptions.NewConnectionError(conn, f"Failed to resolve {host!r} ({exc})") from exc
+    error: OSError | None = None
+    for family, kind, proto, _, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            if not stream._attach(sock=sock):
+                raise _Aborted("the stream was aborted before its connect")
+            for option in conn.socket_options or ():
+                sock.setsockopt(*option)
+            if timeout is None or isinstance(timeout, (int, float)):  # not urllib3's "default" token
+                sock.settimeout(timeout)
+            if conn.source_address:
+                sock.bind(conn.source_address)
+            if stream._stopped():  # an abort just now found no connect to cut
+                raise _Aborted("the stream was aborted before its connect")
+            sock.connect(address)
+            if stream._stopped():  # the connect outlived an abort: send nothing
+                raise _Aborted("the stream was aborted while it connected")
+        except OSError as exc:
+            sock.close()
+            if stream._stopped():
+                raise urllib3.exceptions.NewConnectionError(conn, f"Connection aborted: {exc}") from exc
+            error = exc
+            continue
+        sys.audit("http.client.connect", conn, conn.host, conn.port)
+        return sock
+    if isinstance(error, TimeoutError):
+        raise urllib3.exceptions.ConnectTimeoutError(
+            conn, f"Connection to {conn.host} timed out. (connect timeout={timeout})"
+        ) from error
+    raise urllib3.exceptions.NewConnectionError(
+        conn, f"Failed to establish a new connection: {error or 'no address'}"
+    ) from error
 
 
 class HttpStream:
@@ -217,6 +381,7 @@ class HttpStream:
         self._ready = threading.Event()
         self._outcome: requests.Response | BaseException | None = None
         self._conn: Any = None  # the connection a worker checked out (rule 3)
+        self._sock: socket.socket | None = None  # the socket a worker is connecting (rule 9)
         self._read: Reader | None = None
         _watchdog.add(self)
 
@@ -238,7 +403,10 @@ class HttpStream:
             raise
         with self._lock:
             outcome = self._outcome
-            aborted = self._abort_code is not None
+            aborted = self._abort_code is not None or self._closed
+            if aborted and self._abort_code is None:  # closed by another thread meanwhile
+                self._abort_code = "ABORTED"
+                self._abort_message = f"{self._provider}: stream closed by the caller"
         if aborted:
             if isinstance(outcome, requests.Response):
                 outcome.close()  # else the worker closes it when it gets it
@@ -273,6 +441,25 @@ class HttpStream:
             outcome.close()
         self._ready.set()
 
+    def _attach(self, *, conn: Any = None, sock: socket.socket | None = None) -> bool:
+        """The worker's connection or connecting socket, made known to :meth:`abort`; ``False``
+        (nothing registered) once the stream is stopped (rule 9)."""
+        with self._lock:
+            if self._abort_code is not None or self._closed:
+                return False
+            if conn is not None:
+                self._conn = conn
+            if sock is not None:
+                self._sock = sock
+            return True
+
+    def _stopped(self) -> bool:
+        """Whether the worker must not go on: aborted, closed, or a limit reached that the
+        watchdog has not acted on yet (rule 9)."""
+        if self._abort_code is None and not self._closed:
+            self.check(time.monotonic())
+        return self._abort_code is not None or self._closed
+
     # ------------------------------------------------------------------ control
 
     def touch(self) -> None:
@@ -301,10 +488,13 @@ class HttpStream:
             self._abort_code = code
             self._abort_message = message or f"{self._provider}: stream cancelled by the caller"
             response = self.response
+            conn, sock = self._conn, self._sock
         if response is not None:
             _shutdown(response)
         else:
-            _shutdown_socket(getattr(self._conn, "sock", None))
+            # A connect in progress fails at once; a sent request's wait for headers ends.
+            _shutdown_socket(getattr(conn, "sock", None))
+            _shutdown_socket(sock)
             self._ready.set()
 
     @property
@@ -327,7 +517,7 @@ class HttpStream:
     def release(self) -> None:
         """The stream reached its terminal marker: hand the connection back to the session's
         pool for the next request when the rest of the body (usually just the chunked
-        terminator) is already here; otherwise close it. Never waits more than a moment."""
+        terminator) arrives within :data:`RELEASE_WAIT` in all; otherwise close it (rule 11)."""
         if self._closed or self.response is None or self._read is None:
             self.close()
             return
@@ -337,19 +527,24 @@ class HttpStream:
             self.close()
             return
         read = self._read
+        end = time.monotonic() + RELEASE_WAIT
+        # One read can loop on trickling bytes (an endless chunked trailer) past any socket
+        # timeout: the watchdog cuts the socket at ``end`` (rule 11).
+        self._deadline = end if self._deadline is None else min(self._deadline, end)
         try:
-            # A server that keeps the body open after its end marker must not hold the
-            # caller: a short socket timeout ends the wait (and that connection).
-            sock.settimeout(_RELEASE_WAIT)
             drained = 0
-            while drained <= ERROR_BODY_LIMIT:
+            while True:
+                left = end - time.monotonic()
+                if left <= 0 or drained > ERROR_BODY_LIMIT:
+                    # Bytes keep coming after the end marker (pings, stray bytes): never
+                    # hold the caller for them, nor reuse the connection.
+                    self.close()
+                    return
+                sock.settimeout(left)
                 data = read()
                 if not data:
                     break
                 drained += len(data)
-            else:
-                self.close()
-                return
             sock.settimeout(None)
         except Exception:  # noqa: BLE001 - any trouble: just close
             self.close()
@@ -358,22 +553,38 @@ class HttpStream:
         if isinstance(owner, _ChunkedReader) and not owner.reusable:
             self.close()  # bytes after the body's end, or no final CRLF: not reusable
             return
-        self._closed = True
+        with self._lock:  # an abort (the watchdog at ``end``) and reuse exclude each other
+            reuse = self._abort_code is None and not self._closed
+            self._closed = True
         _watchdog.remove(self)
+        if not reuse:
+            self.response.close()
+            return
         try:
             raw.release_conn()
         except Exception:  # noqa: BLE001
             self.response.close()
 
     def close(self) -> None:
-        """Release the connection (idempotent)."""
+        """Release the connection (idempotent). Closed before its answer arrived, the
+        request's worker is cut off as by :meth:`abort` (rule 9)."""
         with self._lock:
             if self._closed:
                 return
+            if self.response is None and self._outcome is None and self._abort_code is None:
+                self._abort_code = "ABORTED"
+                self._abort_message = f"{self._provider}: stream closed by the caller"
+                cut = True
+            else:
+                cut = False
             self._closed = True
             response = self.response
+            conn, sock = self._conn, self._sock
         _watchdog.remove(self)
         if response is None:
+            if cut:
+                _shutdown_socket(getattr(conn, "sock", None))
+                _shutdown_socket(sock)
             self._ready.set()
             return
         try:
@@ -696,6 +907,7 @@ class Transport:
     ) -> None:
         self.session = session if session is not None else new_session()
         self.connect_timeout = connect_timeout
+        _watch_session(self.session)  # rule 10
 
     def __repr__(self) -> str:
         return f"Transport(connect_timeout={self.connect_timeout!r})"
@@ -708,8 +920,11 @@ class Transport:
         cancel: threading.Event | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         deadline: float | None = None,
+        started: float | None = None,
     ) -> HttpStream:
-        """POST ``request`` and return the open stream, or raise a classified LlmError."""
+        """POST ``request`` and return the open stream, or raise a classified LlmError.
+        ``started`` (``time.monotonic()``, default now) is when the attempt began: its idle
+        clock runs from there (a credential fetch before it counts)."""
         stream = self._send(
             "POST",
             request,
@@ -718,6 +933,7 @@ class Transport:
             idle_timeout=idle_timeout,
             deadline=deadline,
             data=request.body_bytes(),
+            started=started,
         )
         content_type = (stream.headers.get("content-type") or stream.headers.get("Content-Type") or "").lower()
         if "event-stream" not in content_type and "eventstream" not in content_type:
@@ -807,22 +1023,30 @@ class Transport:
         idle_timeout: float | None,
         deadline: float | None,
         data: bytes | None = None,
+        started: float | None = None,
     ) -> HttpStream:
         """Send ``request`` under the watchdog; return the stream of a 2xx answer, or raise
         the classified failure (3xx: ``REDIRECT``; 4xx/5xx: its bounded, classified body)."""
-        started = time.monotonic()
+        now = time.monotonic()
+        started = now if started is None else min(started, now)
         if cancel is not None and cancel.is_set():
             raise error_for(
                 make_failure("ABORTED", f"{provider}: stream cancelled by the caller", provider=provider)
             )
-        if deadline is not None and started >= deadline:
+        if deadline is not None and now >= deadline:
             raise error_for(
                 make_failure("TIMEOUT", f"{provider}: total timeout expired (TIMEOUT)", provider=provider)
+            )
+        if idle_timeout is not None and now - started >= idle_timeout:
+            raise error_for(
+                make_failure(
+                    "TIMEOUT", f"{provider}: no content for {idle_timeout:g}s (idle timeout, TIMEOUT)", provider=provider
+                )
             )
         connect_timeout = self.connect_timeout
         read_timeout = idle_timeout
         if deadline is not None:
-            remaining = max(0.001, deadline - started)
+            remaining = max(0.001, deadline - now)
             connect_timeout = min(connect_timeout, remaining)
             read_timeout = remaining if read_timeout is None else min(read_timeout, remaining)
         stream = HttpStream(
@@ -835,6 +1059,7 @@ class Transport:
         }
         if data is not None:
             kwargs["data"] = data
+        _watch_session(self.session)  # rule 10: adapters mounted since, proxy managers made since
         stream.send(self.session, method, kwargs)
         status = stream.status
         if 200 <= status < 300:

@@ -255,3 +255,41 @@ def fake_key(prefix: str, length: int, alphabet: str = KEY_CHARS, seed: int = 0)
     literal in the repository, which a secret scanner would rightly flag."""
     rng = random.Random(f"{prefix}|{length}|{alphabet}|{seed}")
     return prefix + "".join(rng.choice(alphabet) for _ in range(length))
+
+
+# --------------------------------------------------------------------------- sockets and threads
+
+
+def client_sockets(port: int) -> int:
+    """Open sockets of this process connected *to* ``port`` on loopback, whatever their TCP
+    state (connecting included). Reads ``/proc`` (Linux); 0 where there is none."""
+    import os
+
+    if not os.path.isdir("/proc/self/fd"):
+        return 0
+    ours = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            ours.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[9] in ours:
+                count += 1
+    return count
+
+
+def send_threads() -> int:
+    """Live transport worker threads (each sends one request and waits for its headers)."""
+    import threading
+
+    return sum(1 for t in threading.enumerate() if t.name == "dshstream-send" and t.is_alive())

@@ -100,3 +100,99 @@ def _read_request(conn: socket.socket) -> None:
         if not piece:
             return
         body += piece
+
+
+class FullAcceptQueue:
+    """A loopback port whose accept queue is full (backlog 0, one connection queued and
+    never accepted): a connect to it hangs in the TCP handshake. :meth:`open` starts
+    accepting; from then on every connection is accepted and what it sends is recorded in
+    :attr:`received` (the queue's own filler connection excluded), so a test can check that
+    a client whose connect was still pending sends nothing. Binds 127.0.0.1 only; daemon
+    threads; stops by itself within 60 s."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        self.port: int = self.listener.getsockname()[1]
+        self.filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.filler.connect(("127.0.0.1", self.port))
+        self._filler_address = self.filler.getsockname()
+        #: bytes received on each accepted connection (the filler's excluded), in order
+        self.received: list[bytes] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def hangs(self) -> bool:
+        """Whether a connect really hangs here (some kernels complete handshakes beyond
+        the accept queue)."""
+        probe = socket.socket()
+        probe.settimeout(0.3)
+        try:
+            probe.connect(("127.0.0.1", self.port))
+        except OSError:
+            return True
+        finally:
+            probe.close()
+        return False
+
+    def __enter__(self) -> FullAcceptQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(5)
+        self.filler.close()
+        self.listener.close()
+
+    def open(self) -> None:
+        """Start accepting (the queue drains: a connect still pending completes)."""
+        self.listener.settimeout(0.05)
+        thread = threading.Thread(target=self._accept, name="full-queue-server", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def total_received(self) -> int:
+        with self._lock:
+            return sum(len(data) for data in self.received)
+
+    def _accept(self) -> None:
+        deadline = time.monotonic() + 60
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            try:
+                conn, address = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if address == self._filler_address:
+                conn.close()
+                continue
+            with self._lock:
+                index = len(self.received)
+                self.received.append(b"")
+            threading.Thread(target=self._record, args=(conn, index), daemon=True).start()
+
+    def _record(self, conn: socket.socket, index: int) -> None:
+        conn.settimeout(0.1)
+        deadline = time.monotonic() + 30
+        try:
+            while not self._stop.is_set() and time.monotonic() < deadline:
+                try:
+                    data = conn.recv(65536)
+                except socket.timeout:
+                    continue
+                if not data:
+                    return
+                with self._lock:
+                    self.received[index] += data
+        except OSError:
+            pass
+        finally:
+            conn.close()

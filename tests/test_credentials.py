@@ -1,8 +1,10 @@
 """Refreshable credentials over loopback HTTP, for every adapter: ``api_key=`` as a
 zero-argument callable is asked once per attempt (retries included), each value is
 checked like a key and registered for redaction, a 401 triggers exactly one
-refresh-and-retry before the stream started, and no token reaches a message, a repr, a
-failure report or a log. Also the building blocks: ``check_credential``,
+refresh-and-retry before the stream started, no token reaches a message, a repr, a
+failure report or a log, and a fetch that never ends (a silent token endpoint, a blocked
+callable: Vertex OAuth, OpenAI, Azure Entra, Bedrock AWS) still ends the stream at its
+timeout, idle clock, cancel or ``close()``. Also the building blocks: ``check_credential``,
 ``Transport.post_form`` and the ``authorized_user`` reader (its token endpoint routed to
 127.0.0.1)."""
 
@@ -23,6 +25,8 @@ import pytest
 from dshstream import (
     AnthropicAdapter,
     AuthorizedUserCredentials,
+    AzureOpenAIAdapter,
+    BedrockAdapter,
     ConfigurationError,
     ConfigurationTypeError,
     CustomAdapter,
@@ -33,6 +37,7 @@ from dshstream import (
     Message,
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
+    VertexGeminiAdapter,
 )
 from dshstream._adapters import credentials as credentials_module
 from dshstream._adapters.credentials import CredentialSource
@@ -43,7 +48,8 @@ from dshstream._core.validate import check_credential
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
 from dshstream._transport import Transport
-from helpers import fixture_bytes, routed_session
+from helpers import client_sockets, fixture_bytes, routed_session
+from rawserver import RawServer
 
 OK_CHAT = fixture_bytes("openai/text_include_usage.sse")
 UNAUTHORIZED = Route(
@@ -474,3 +480,103 @@ def test_default_credentials_file_follows_adc_order(tmp_path: Path, monkeypatch:
     assert default_credentials_file() is None
     user_file(tmp_path)
     assert default_credentials_file() == str(tmp_path / "application_default_credentials.json")
+
+
+# --------------------------------------------------------------------------- fetches under the stream's limits (issue 26)
+
+
+def _never_answers(srv: RawServer, conn: Any) -> None:
+    """Read the request, never answer, until the client goes away."""
+    conn.settimeout(30)
+    while conn.recv(65536):
+        pass
+
+
+FETCHES = ("token-endpoint", "openai-chat-callable", "azure-entra-callable", "bedrock-aws-callable")
+
+
+def _stuck_adapter(source: str, url: str, tmp_path: Path, release: threading.Event) -> HttpAdapter:
+    """An adapter whose credential fetch never ends: a token endpoint that never answers,
+    or a caller's callable that blocks (until ``release``)."""
+    def stuck() -> str:
+        release.wait(60)
+        return "tok-stuck-0123456789abcdef"
+
+    if source == "token-endpoint":
+        creds = AuthorizedUserCredentials(user_file(tmp_path), token_url=f"{url}/token")
+        return VertexGeminiAdapter(project="proj", location="us-central1", base_url=url, api_key=creds, max_retries=0)
+    if source == "openai-chat-callable":
+        return OpenAIChatAdapter(api_key=stuck, base_url=f"{url}/v1", max_retries=0)
+    if source == "azure-entra-callable":
+        return AzureOpenAIAdapter(endpoint=url, api_key=stuck, max_retries=0)
+
+    def stuck_aws() -> tuple[str, str, None]:
+        release.wait(60)
+        return ("AKIDSTUCK", "s" * 40, None)
+
+    return BedrockAdapter(region="us-east-1", base_url=url, credentials=stuck_aws, max_retries=0)
+
+
+@pytest.mark.parametrize("how", ["timeout", "idle", "cancel", "close"])
+@pytest.mark.parametrize("source", FETCHES)
+def test_a_credential_fetch_holds_the_streams_limits(tmp_path: Path, source: str, how: str) -> None:
+    """A credential fetch that never ends (the token endpoint never answers; a caller's
+    callable blocks): the stream still ends at its total timeout or idle clock with
+    ``TIMEOUT``, and within a tick of ``cancel``/``close()`` as ``aborted`` — it does not
+    wait for the fetch. dshstream's own token POST is cut off too (no socket left)."""
+    release = threading.Event()
+    limit = 2.0 if source == "token-endpoint" else 1.0
+    try:
+        with RawServer(_never_answers) as raw:
+            adapter = _stuck_adapter(source, raw.url, tmp_path, release)
+            service = LlmService(check_contract=True)
+            service.register_adapter(["p"], adapter)
+            cancel = threading.Event()
+            fields: dict[str, Any] = {"cancel": cancel}
+            if how == "timeout":
+                fields["timeout"] = limit
+            elif how == "idle":
+                fields["idle_timeout"] = limit
+            started = time.monotonic()
+            stream = service.stream(options(**fields))
+            if how in ("cancel", "close"):
+                timer = threading.Timer(0.3, cancel.set if how == "cancel" else stream.close)
+                timer.start()
+            result = stream.result()
+            elapsed = time.monotonic() - started
+            failure = result.finish.failure
+            if how in ("timeout", "idle"):
+                assert failure is not None and failure.code == "TIMEOUT", result.finish
+                assert limit * 0.9 <= elapsed < limit + 0.5
+            else:
+                assert result.finish.kind == "aborted", result.finish
+                assert elapsed < 0.3 + 0.5
+            if source == "token-endpoint":  # the token POST itself was cut off
+                assert raw.accepted == 1
+                ended = time.monotonic() + 1.0
+                while client_sockets(raw.port) and time.monotonic() < ended:
+                    time.sleep(0.02)
+                assert client_sockets(raw.port) == 0
+            else:
+                assert raw.accepted == 0  # nothing was sent without a credential
+    finally:
+        release.set()
+
+
+def test_a_fast_callable_still_sees_the_callers_context(server: ReplayServer) -> None:
+    """The callable runs on a worker thread under the stream's limits, with the caller's
+    ``contextvars`` (a tracing context, a request-scoped setting) copied in."""
+    import contextvars
+
+    tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="none")
+    seen: list[str] = []
+
+    def token() -> str:
+        seen.append(tenant.get())
+        return "tok-context-0123456789abcdef"
+
+    server.add("/v1/", Route(body=OK_CHAT))
+    tenant.set("acme")
+    result = run(OpenAIChatAdapter(api_key=token, base_url=f"{server.url}/v1"), timeout=5.0)
+    assert result.ok and seen == ["acme"]
+    assert server.requests[-1].headers["authorization"] == "Bearer tok-context-0123456789abcdef"

@@ -11,6 +11,11 @@
   middle of the body (partial output kept, no retry after content) and before any content
   (retried), an endless ("1 GB") body that never ends its event (``EVENT_TOO_LARGE`` at
   the adapter's ``max_event_size``, memory bounded).
+- Abandoned requests: a stream cancelled while its connect hangs (a full accept queue)
+  sends nothing once the queue drains, and 50 of them leave no worker thread or socket; a
+  caller's ``requests.Session`` is cut off before headers like the built-in one and keeps
+  working. A complete answer followed by pings, stray bytes or an endless trailer is
+  delivered at once and its connection closed, not reused.
 
 Already covered elsewhere, not repeated here: a server that accepts and never answers
 (``tests/test_errors_http.py::test_server_that_accepts_and_never_answers_times_out``),
@@ -30,6 +35,7 @@ import socket
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -42,7 +48,7 @@ from dshstream._core.assembler import AssembledResponse
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
 from dshstream._core.types import TextDelta
-from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, RawServer, chunk, reset
+from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, FullAcceptQueue, RawServer, chunk, reset
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="socket accounting reads /proc")
 
@@ -382,3 +388,159 @@ def test_endless_body_stops_at_the_event_limit(chunked: bool, lines: bool, limit
         assert peak < 3 * limit, f"peak {peak / MAX_EVENT:.1f} MiB for a {limit / MAX_EVENT:.0f} MiB limit"
         assert_released(raw.port)
         assert raw.sent < limit + 64 * MAX_EVENT  # the server was cut off (socket buffers aside)
+
+
+# --------------------------------------------------------------------------- abandoned requests (issue 26)
+
+def send_threads() -> int:
+    """Live transport worker threads (the ones that send a request and wait for headers)."""
+    return sum(1 for t in threading.enumerate() if t.name == "dshstream-send" and t.is_alive())
+
+
+def wait_until(condition: Callable[[], bool], within: float) -> float:
+    """Seconds until ``condition()`` held (polled every 10 ms), or ``within`` when it never did."""
+    started = time.monotonic()
+    while not condition() and time.monotonic() - started < within:
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
+def test_a_stream_cancelled_while_connecting_sends_nothing() -> None:
+    """Cancelled while its connect hangs (a full accept queue): the stream ends at once, and
+    when the queue drains later the server receives nothing — no request, no key, no
+    prompt (the connect was cut, not left to complete at the next SYN retransmit)."""
+    with FullAcceptQueue() as hole:
+        if not hole.hangs():
+            pytest.skip("this kernel completes handshakes beyond the accept queue")
+        adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{hole.url}/v1", max_retries=0, connect_timeout=30)
+        service = LlmService(check_contract=True)
+        service.register_adapter(["local"], adapter)
+        cancel = threading.Event()
+        started = time.monotonic()
+        stream = service.stream(request(cancel=cancel))
+        timer = threading.Timer(0.2, cancel.set)
+        timer.start()
+        result = stream.result()
+        elapsed = time.monotonic() - started
+        assert result.finish.kind == "aborted", result.finish
+        assert elapsed < 0.2 + 1.0
+        hole.open()
+        # Linux retransmits a SYN after 1 s: a connect left pending completes then and
+        # sends its request; wait well past it.
+        time.sleep(max(0.0, started + 2.5 - time.monotonic()))
+        assert hole.total_received() == 0, f"the server received {hole.received!r}"
+
+
+def test_50_streams_cancelled_while_connecting_leave_no_thread_or_socket() -> None:
+    with FullAcceptQueue() as hole:
+        if not hole.hangs():
+            pytest.skip("this kernel completes handshakes beyond the accept queue")
+        adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{hole.url}/v1", max_retries=0, connect_timeout=30)
+        service = LlmService()
+        service.register_adapter(["local"], adapter)
+        baseline = send_threads()
+        cancel = threading.Event()
+        with ThreadPoolExecutor(max_workers=50) as pool:
+            futures = [pool.submit(lambda: service.stream(request(cancel=cancel)).result()) for _ in range(50)]
+            wait_until(lambda: client_sockets(hole.port) >= 51, 5.0)  # 50 connects pending, and the filler
+            assert client_sockets(hole.port) == 51
+            cancel.set()
+            results = [future.result(timeout=10) for future in futures]
+        assert all(r.finish.kind == "aborted" for r in results)
+        gone = wait_until(lambda: send_threads() <= baseline and client_sockets(hole.port) == 1, SLACK)
+        print(f"\n50 connects cut {gone:.2f}s after the streams ended")
+        assert send_threads() <= baseline, f"{send_threads() - baseline} worker threads left"
+        assert client_sockets(hole.port) == 1, f"{client_sockets(hole.port) - 1} sockets left connecting"
+        assert gone < 1.0
+        hole.open()
+        time.sleep(0.3)
+        assert hole.total_received() == 0
+
+
+def _silent(srv: RawServer, conn: socket.socket) -> None:
+    """Read the request, never answer, until the client goes away."""
+    _wait_for_client_close(conn)
+
+
+@pytest.mark.parametrize("how", ["cancel", "close"])
+def test_a_callers_session_is_cut_off_like_the_built_in_one(how: str) -> None:
+    """``session=requests.Session()``, a server that never answers: 20 streams cancelled
+    (or closed) before headers leave no worker thread and no socket behind, and the
+    caller's session keeps working afterwards."""
+    session = requests.Session()
+    with RawServer(_silent, max_connections=20) as raw:
+        adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1", session=session, max_retries=0)
+        service = LlmService()
+        service.register_adapter(["local"], adapter)
+        baseline = send_threads()
+        cancel = threading.Event()
+        streams = [service.stream(request(cancel=cancel)) for _ in range(20)]
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            futures = [pool.submit(stream.result) for stream in streams]
+            wait_until(lambda: client_sockets(raw.port) >= 20, 5.0)
+            assert client_sockets(raw.port) == 20
+            if how == "cancel":
+                cancel.set()
+            else:
+                for stream in streams:
+                    stream.close()
+            results = [future.result(timeout=10) for future in futures]
+        assert all(r.finish.kind == "aborted" for r in results)
+        gone = wait_until(lambda: send_threads() <= baseline and client_sockets(raw.port) == 0, SLACK)
+        print(f"\n20 requests cut {gone:.2f}s after the streams ended")
+        assert send_threads() <= baseline, f"{send_threads() - baseline} worker threads left"
+        assert client_sockets(raw.port) == 0, f"{client_sockets(raw.port)} sockets left open"
+        assert gone < 1.0
+    with ReplayServer() as replay:  # the caller's session still works, for dshstream and for the caller
+        replay.add("/v1/", Route(body=chat_event("fine") + chat_tail()))
+        again = OpenAIChatAdapter(api_key="k-123456", base_url=f"{replay.url}/v1", session=session, max_retries=0)
+        result, _ = stream_once(again, idle_timeout=5.0)
+        assert result.ok and result.text == "fine"
+        assert session.post(f"{replay.url}/v1/chat/completions", data=b"{}", timeout=5).status_code == 200
+    session.close()
+
+
+_AFTER_THE_END = {
+    # name: (chunked, what is written every 30 ms after a complete answer)
+    "chunked-ping": (True, chunk(b": ping\n\n")),
+    "chunked-stray-byte": (True, chunk(b"x")),
+    "chunked-trailer-bytes": (True, b"X-Pad: y\r\n"),  # after the last chunk: a trailer that never ends
+    "close-delimited-ping": (False, b": ping\n\n"),
+    "close-delimited-stray-byte": (False, b"\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_AFTER_THE_END))
+def test_a_complete_answer_is_not_held_back_by_bytes_after_its_end(name: str) -> None:
+    """A complete chat stream written at once, then a ping (or a stray byte, or trailer
+    bytes) every 30 ms forever: every chunk is delivered as soon as it is decoded, the
+    stream finishes ``stop`` at once, and the connection is closed, not kept for reuse."""
+    chunked, extra = _AFTER_THE_END[name]
+    body = chat_event("Hello") + chat_event(" world") + chat_tail()
+
+    def behave(srv: RawServer, conn: socket.socket) -> None:
+        if chunked:
+            srv.send(conn, CHUNKED_HEADERS + chunk(body) + (b"0\r\n" if name == "chunked-trailer-bytes" else b""))
+        else:
+            srv.send(conn, CLOSE_HEADERS + body)
+        for _ in range(2000):  # 60 s at most; ends when the client goes away
+            time.sleep(0.03)
+            srv.send(conn, extra)
+
+    with RawServer(behave) as raw:
+        adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1", max_retries=0)
+        service = LlmService(check_contract=True)
+        service.register_adapter(["local"], adapter)
+        started = time.monotonic()
+        stream = service.stream(request(idle_timeout=5.0))
+        first: float | None = None
+        for piece in stream:
+            if first is None and isinstance(piece, TextDelta):
+                first = time.monotonic() - started
+        total = time.monotonic() - started
+        result = stream.result()
+        print(f"\n{name}: first text {first:.3f}s, finished {total:.3f}s")
+        assert result.finish.kind == "stop" and result.text == "Hello world", result.finish
+        assert first is not None and first < 0.5
+        assert total < 1.0
+        assert_released(raw.port, within=1.0)  # closed: a connection with bytes after the end is not reused

@@ -257,6 +257,7 @@ from functools import partial as functools_partial  # noqa: E402
 
 from dshstream._core.types import StreamChunk  # noqa: E402
 from rawserver import CHUNKED_HEADERS, RawServer, chunk  # noqa: E402
+from helpers import client_sockets, send_threads  # noqa: E402
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 
@@ -468,3 +469,50 @@ def test_a_get_that_fails_twice_is_one_transport_failure() -> None:
             adapter.list_models("local")
         assert info.value.failure.code == "TRANSPORT"
         assert raw.accepted == 2  # tried once more, not more
+
+
+# --------------------------------------------------------------------------- rule 10: a caller's session
+
+
+def _answer_then_hold(srv: RawServer, conn: _socket.socket) -> None:
+    """A keep-alive answer to the first request; the next one on the same connection is
+    read and never answered (until the client goes away)."""
+    srv.send(conn, b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+    conn.settimeout(30)
+    while conn.recv(65536):
+        pass
+
+
+def test_a_pool_the_callers_session_opened_before_is_watched_too() -> None:
+    """The caller's session already holds a keep-alive connection to the host (its own
+    request, before dshstream saw the session): a stream reusing it and cancelled before
+    headers still cuts it at once, and the session's own requests still work."""
+    import requests
+
+    from dshstream._transport import _WatchedPoolMixin
+
+    session = requests.Session()
+    baseline = send_threads()
+    with RawServer(_answer_then_hold) as raw:
+        assert session.get(f"{raw.url}/ping", timeout=5).text == "ok"  # a stock pool, one idle connection
+        adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1", session=session, max_retries=0)
+        pools = session.adapters["http://"].poolmanager.pools
+        assert all(isinstance(pools[key], _WatchedPoolMixin) for key in pools.keys())
+        service = LlmService(check_contract=True)
+        service.register_adapter(["local"], adapter)
+        cancel = threading.Event()
+        timer = threading.Timer(0.3, cancel.set)
+        timer.start()
+        started = time.monotonic()
+        result = service.stream(request(cancel=cancel)).result()
+        elapsed = time.monotonic() - started
+        assert result.finish.kind == "aborted" and elapsed < 0.3 + 1.0
+        assert raw.accepted == 1  # the request went over the pooled connection
+        ended = time.monotonic() + 1.0
+        while (client_sockets(raw.port) or send_threads() > baseline) and time.monotonic() < ended:
+            time.sleep(0.01)
+        assert client_sockets(raw.port) == 0 and send_threads() <= baseline
+    with ReplayServer() as replay:
+        replay.add("/", Route(body=b"fine", content_type="text/plain"))
+        assert session.get(f"{replay.url}/x", timeout=5).text == "fine"
+    session.close()

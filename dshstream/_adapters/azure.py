@@ -25,7 +25,9 @@ Contract:
 
 3. **Auth.** A key goes in the ``api-key`` header; a callable ``api_key=`` (an Entra ID
    token provider, e.g. ``azure.identity.get_bearer_token_provider``) in
-   ``Authorization: Bearer``, asked before every attempt. ``auth="api-key"`` or
+   ``Authorization: Bearer``, asked before every attempt under the stream's deadline,
+   idle clock and cancel (credentials rule 6: a token provider that hangs does not hold
+   the stream). ``auth="api-key"`` or
    ``"bearer"`` overrides the choice (a rotating key from a vault; a fixed token).
 4. **Environment, as the official SDK reads it**: ``AZURE_OPENAI_API_KEY`` is sent only
    to the host of ``AZURE_OPENAI_ENDPOINT`` — the provider's own host here — so an

@@ -10,7 +10,8 @@ Contract:
    ``/`` of versioned ids and inference-profile ARNs included).
 2. **Auth, SigV4.** ``credentials=`` is an :class:`~dshstream._core.sigv4.AwsCredentials`,
    an ``(access_key_id, secret_access_key, session_token | None)`` tuple, or a
-   zero-argument callable returning either, asked before every attempt. Without it (and
+   zero-argument callable returning either, asked before every attempt (under the
+   attempt's deadline, idle clock and cancel: credentials rule 6). Without it (and
    without a bearer key) ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/
    ``AWS_SESSION_TOKEN`` are used — only when the requests go to the real
    bedrock-runtime host. Each attempt is signed (service ``bedrock``) on its final body
@@ -55,10 +56,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Union
 from urllib.parse import quote, urlsplit
 
-from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
-from .._core.redact import known_secrets, redact, register_secret, unregister_secret
+from .._core.redact import redact, register_secret, unregister_secret
 from .._core.parts import MediaPart
 from .._core.media_support import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaSupport, converse_document_name
 from .._core.request import GenerateOptions, Message
@@ -71,7 +71,7 @@ from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from .._core.response_format import JsonMode
 from .anthropic import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
-from .credentials import HISTORY
+from .credentials import HISTORY, call_credential
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
 from .structured_output import (
@@ -248,19 +248,8 @@ class BedrockAdapter(HttpAdapter):
         """This attempt's SigV4 credentials (a callable is asked anew; rule 2)."""
         if self._aws_source is None:
             return self._aws_fixed
-        try:
-            value: object = self._aws_source()
-        except LlmError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - nothing foreign escapes
-            raise error_for(
-                make_failure(
-                    "AUTH",
-                    f"{provider}: the credentials callable raised {type(exc).__name__} (AUTH)",
-                    provider=provider,
-                    detail=redact(f"{type(exc).__name__}: {exc}", known_secrets(), limit=1900),
-                )
-            ) from None
+        # Under the attempt's deadline, idle clock and cancel, like the request (credentials rule 6).
+        value = call_credential(self._aws_source, provider, "credentials", self.fetch_limits())
         creds = _as_credentials(value, "credentials()")
         self._remember(creds)
         self._aws_last = creds

@@ -24,25 +24,155 @@ Contract: stdlib plus dshstream's validators, errors and redaction; no I/O of it
    token) — and tries once more, only for a callable.
 5. Nothing here shows a secret: :meth:`CredentialSource.describe` says ``set``,
    ``callable`` or ``none``.
+6. **A fetch holds the stream's limits.** Given the attempt's :class:`FetchLimits`, a
+   callable (``api_key=``, Bedrock's ``credentials=``, through :func:`call_credential`)
+   runs on a short-lived worker thread, with the caller's ``contextvars``, while the
+   caller's thread waits at most until the stream's deadline or the end of its idle
+   window, checking ``cancel`` every 50 ms (a watchdog tick): then the attempt ends
+   ``TIMEOUT`` or ``ABORTED`` at once. A caller's callable cannot be interrupted, so its
+   worker is left to finish on its own (a daemon thread; its value is dropped). One of
+   dshstream's own (the ``authorized_user`` reader) reads :func:`current_limits` on that
+   worker and sends its token request under the same limits, so it ends with the stream.
+   No fetch starts after the deadline or a cancel. Without limits (``list_models`` without
+   a timeout, direct use) the callable runs on the caller's thread, as before.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
-from typing import Union
+from typing import NamedTuple, Union
 
-from .._core.errors import LlmError, error_for, make_failure
+from .._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from .._core.redact import known_secrets, redact, register_secret, unregister_secret
 from .._core.validate import check_api_key, check_credential, invalid
 
-__all__ = ["HISTORY", "Credential", "CredentialSource"]
+__all__ = ["HISTORY", "Credential", "CredentialSource", "FetchLimits", "call_credential", "current_limits"]
 
 #: what ``api_key=`` accepts: a key, or a zero-argument callable returning the current one
 Credential = Union[str, Callable[[], str]]
 #: distinct values of one callable kept registered for redaction
 HISTORY = 16
+#: how often a waiting fetch looks at the cancel event (the transport's watchdog tick)
+_TICK = 0.05
+
+
+class FetchLimits(NamedTuple):
+    """The limits of the attempt a credential is fetched for (rule 6); times are
+    ``time.monotonic()`` values."""
+
+    #: the stream's total deadline (``None``: none)
+    deadline: float | None = None
+    #: the stream's cancel event
+    cancel: threading.Event | None = None
+    #: the content-idle clock, running from ``started``
+    idle_timeout: float | None = None
+    #: when the attempt began
+    started: float = 0.0
+
+    def until(self) -> float | None:
+        """When the fetch must have ended: the deadline or the idle window's end, the earlier."""
+        idle_end = None if self.idle_timeout is None else self.started + self.idle_timeout
+        ends = [t for t in (self.deadline, idle_end) if t is not None]
+        return min(ends) if ends else None
+
+    def stop(self, provider: str, now: float) -> LlmError | None:
+        """The error that ends the fetch now (cancelled, or past a limit), else ``None``."""
+        if self.cancel is not None and self.cancel.is_set():
+            return error_for(cancelled_failure(provider))
+        if self.deadline is not None and now >= self.deadline:
+            return error_for(
+                make_failure(
+                    "TIMEOUT",
+                    f"{provider}: total timeout expired while fetching the credential (TIMEOUT)",
+                    provider=provider,
+                )
+            )
+        if self.idle_timeout is not None and now - self.started >= self.idle_timeout:
+            return error_for(
+                make_failure(
+                    "TIMEOUT",
+                    f"{provider}: no content for {self.idle_timeout:g}s while fetching the credential "
+                    "(idle timeout, TIMEOUT)",
+                    provider=provider,
+                )
+            )
+        return None
+
+
+_fetching = threading.local()
+
+
+def current_limits() -> FetchLimits | None:
+    """The limits of the fetch running on this thread (a credential's worker), if any:
+    a credential that does its own I/O sends it under them (rule 6)."""
+    limits: FetchLimits | None = getattr(_fetching, "limits", None)
+    return limits
+
+
+def call_credential(
+    source: Callable[[], object], provider: str, field: str, limits: FetchLimits | None = None
+) -> object:
+    """``source()`` — under ``limits`` on a worker thread when given (rule 6) — with its
+    exceptions mapped (rule 3): an ``LlmError`` passes through, anything else is an
+    ``AUTH`` failure naming only its type."""
+    try:
+        if limits is None:
+            return source()
+        return _call_within(source, provider, limits)
+    except LlmError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - nothing foreign escapes (rule 3)
+        detail = redact(f"{type(exc).__name__}: {exc}", known_secrets(), limit=1900)
+        raise error_for(
+            make_failure(
+                "AUTH",
+                f"{provider}: the {field} callable raised {type(exc).__name__} (AUTH)",
+                provider=provider,
+                detail=detail,
+            )
+        ) from None
+
+
+def _call_within(source: Callable[[], object], provider: str, limits: FetchLimits) -> object:
+    """Run ``source`` on a worker; wait for it no longer than ``limits`` allow."""
+    stop = limits.stop(provider, time.monotonic())
+    if stop is not None:
+        raise stop  # no fetch after the deadline or a cancel
+    done = threading.Event()
+    outcome: list[tuple[bool, object]] = []
+
+    def work() -> None:
+        _fetching.limits = limits
+        try:
+            outcome.append((True, source()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append((False, exc))
+        finally:
+            _fetching.limits = None
+            done.set()
+
+    context = contextvars.copy_context()  # the caller's tracing context, request settings
+    threading.Thread(target=context.run, args=(work,), name="dshstream-credential", daemon=True).start()
+    until = limits.until()
+    while True:
+        wait = _TICK if limits.cancel is not None else None
+        if until is not None:
+            left = until - time.monotonic()
+            wait = left if wait is None else min(wait, left)
+        if done.wait(max(0.0, wait) if wait is not None else None):
+            break
+        stop = limits.stop(provider, time.monotonic())
+        if stop is not None:
+            raise stop  # the worker finishes on its own; its value is dropped
+    ok, value = outcome[0]
+    if not ok:
+        assert isinstance(value, BaseException)
+        raise value
+    return value
 
 
 class CredentialSource:
@@ -81,26 +211,14 @@ class CredentialSource:
             return "none"
         return "callable" if self.is_callable else "set"
 
-    def get(self, provider: str) -> str | None:
+    def get(self, provider: str, limits: FetchLimits | None = None) -> str | None:
         """The secret for one attempt: the fixed key, or the callable's current value
-        (checked and registered for redaction, rules 2 and 3)."""
+        (checked and registered for redaction, rules 2 and 3), fetched under the attempt's
+        ``limits`` (rule 6)."""
         source = self._value
         if source is None or isinstance(source, str):
             return source
-        try:
-            result: object = source()
-        except LlmError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - nothing foreign escapes (rule 3)
-            detail = redact(f"{type(exc).__name__}: {exc}", known_secrets(), limit=1900)
-            raise error_for(
-                make_failure(
-                    "AUTH",
-                    f"{provider}: the {self._field} callable raised {type(exc).__name__} (AUTH)",
-                    provider=provider,
-                    detail=detail,
-                )
-            ) from None
+        result = call_credential(source, provider, self._field, limits)
         if result is None or result == "":
             raise invalid(f"{self._field}() returned no credential ({type(result).__name__} {result!r})")
         key = check_api_key(result, f"{self._field}()")

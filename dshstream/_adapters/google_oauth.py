@@ -31,6 +31,12 @@ Contract:
    ``GOOGLE_APPLICATION_CREDENTIALS``, else gcloud's well-known file
    (``$CLOUDSDK_CONFIG`` or ``~/.config/gcloud`` — ``%APPDATA%\\gcloud`` on Windows —
    ``/application_default_credentials.json``) when it exists.
+7. **The stream's limits.** Called for a stream's attempt (on the worker of credentials
+   rule 6), both the wait for another thread's refresh and the token POST hold that
+   attempt's deadline, idle window and cancel
+   (:func:`~dshstream._adapters.credentials.current_limits`): the POST goes through the
+   transport's watchdog with the time left, so a token endpoint that never answers ends
+   with the stream (``TIMEOUT`` or ``ABORTED``), its socket closed.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from .._core.errors import LlmError, error_for, make_failure
 from .._core.redact import register_secret
 from .._core.validate import check_api_key, invalid
 from .._transport import Transport
+from .credentials import FetchLimits, current_limits
 
 if TYPE_CHECKING:
     from .._transport import Session
@@ -71,6 +78,8 @@ TOKEN_BODY_LIMIT = 65536
 #: the most bytes read from a credentials file
 FILE_LIMIT = 1024 * 1024
 _PROVIDER = "google-oauth"
+#: how often a wait for another thread's refresh looks at the stream's limits
+_TICK = 0.05
 _DEFAULT_LIFETIME = 3600.0
 _MAX_LIFETIME = 86400.0
 _RECIPE = (
@@ -169,20 +178,39 @@ class AuthorizedUserCredentials:
         return f"AuthorizedUserCredentials(token_url={self.token_url!r}, token=<{cached}>)"
 
     def __call__(self) -> str:
-        """A current access token (rule 2)."""
-        with self._lock:
+        """A current access token (rule 2), within the stream's limits (rule 7)."""
+        limits = current_limits()
+        if limits is None:
+            self._lock.acquire()
+        else:  # another thread's refresh may outlive this stream's limits
+            while not self._lock.acquire(timeout=_TICK):
+                stop = limits.stop(_PROVIDER, time.monotonic())
+                if stop is not None:
+                    raise stop
+        try:
             if self._token is None or time.monotonic() >= self._expires - REFRESH_MARGIN:
-                self._refresh()
+                self._refresh(limits)
             assert self._token is not None
             return self._token
+        finally:
+            self._lock.release()
 
     def invalidate(self) -> None:
         """Drop the cached token; the next call refreshes (rule 3)."""
         with self._lock:
             self._token = None
 
-    def _refresh(self) -> None:
+    def _refresh(self, limits: FetchLimits | None) -> None:
         secrets = (self._refresh_token, self._client_secret)
+        timeout, cancel = self.timeout, None
+        if limits is not None:
+            stop = limits.stop(_PROVIDER, time.monotonic())
+            if stop is not None:
+                raise stop
+            until = limits.until()
+            if until is not None:
+                timeout = min(timeout, max(0.001, until - time.monotonic()))
+            cancel = limits.cancel
         try:
             answer = self.transport.post_form(
                 self.token_url,
@@ -195,7 +223,8 @@ class AuthorizedUserCredentials:
                 merge_headers(identity=self.identity),
                 provider=_PROVIDER,
                 secrets=secrets,
-                timeout=self.timeout,
+                timeout=timeout,
+                cancel=cancel,
                 limit=TOKEN_BODY_LIMIT,
             )
         except LlmError as exc:

@@ -15,6 +15,10 @@ once:
    value checked and registered for redaction), and :meth:`~HttpAdapter.auth_headers`
    sees that attempt's value as ``self._api_key`` (per thread: one adapter serves many
    threads at once).
+   The fetch runs under the attempt's limits — the stream's deadline, idle clock and
+   cancel (:class:`~dshstream._adapters.credentials.FetchLimits`, credentials rule 6;
+   :meth:`~HttpAdapter.fetch_limits` for a subclass's own fetches, as Bedrock's AWS
+   credentials) — and the attempt's idle clock runs from before it.
    :meth:`~HttpAdapter.sign` then sees the finished request once per attempt (AWS SigV4
    signs the final body bytes there); :attr:`~HttpAdapter.stream_accept` is the
    streaming ``accept`` header. Before any of it, media parts the provider cannot take
@@ -34,8 +38,8 @@ once:
    the generator's ``with watching(...)`` block ends an attempt and the stream exactly
    once, however the consumer leaves.
 4. ``list_models`` GETs :meth:`~HttpAdapter.models_url` and reads it as
-   :attr:`~HttpAdapter.models_format` says, bounded in size and time (a 401 refreshes a
-   callable credential once, as in rule 3).
+   :attr:`~HttpAdapter.models_format` says, bounded in size and time — the credential
+   fetch included (a 401 refreshes a callable credential once, as in rule 3).
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ from .._core.types import Finish, LlmFailure, StreamChunk
 from .._observe import StreamWatch, check_observer, watching
 from .._core.wires.base import Translator
 from .base import LlmAdapter, ModelInfo, ProviderInfo
-from .credentials import CredentialSource
+from .credentials import CredentialSource, FetchLimits
 from .reporting import report_attempt, request_summary
 from .settings import FailureReporter, HttpSettings, checked, checked_base_url, resolve_api_key
 
@@ -165,6 +169,12 @@ class HttpAdapter(LlmAdapter):
         key: str | None = getattr(self._attempt_key, "value", None)
         return key if key is not None else self._credential.last
 
+    def fetch_limits(self) -> FetchLimits | None:
+        """The limits of the attempt being opened on this thread (``None`` outside one): a
+        subclass fetching a credential of its own passes them on (rule 2)."""
+        limits: FetchLimits | None = getattr(self._attempt_key, "limits", None)
+        return limits
+
     @contextmanager
     def _sending_with(self, key: str | None) -> Iterator[None]:
         """Build headers with ``key`` as ``self._api_key`` on this thread."""
@@ -259,7 +269,7 @@ class HttpAdapter(LlmAdapter):
     def build_request(self, options: GenerateOptions) -> HttpRequest:
         """The HTTP request for ``options``, with the credential fetched for this attempt."""
         self.check_media(options)
-        key = self._credential.get(options.provider)
+        key = self._credential.get(options.provider, self.fetch_limits())
         with self._sending_with(key):
             return HttpRequest(
                 url=self.endpoint(options),
@@ -285,8 +295,10 @@ class HttpAdapter(LlmAdapter):
         if url is None:
             return []
         refreshed = False
+        limit = DEFAULT_JSON_TIMEOUT if timeout is None else timeout
+        deadline = time.monotonic() + limit
         while True:
-            key = self._credential.get(provider)
+            key = self._credential.get(provider, FetchLimits(deadline=deadline))
             with self._sending_with(key):
                 headers = self.request_headers(streaming=False)
             try:
@@ -295,7 +307,7 @@ class HttpAdapter(LlmAdapter):
                     headers,
                     provider=provider,
                     secrets=(key,) if key else (),
-                    timeout=DEFAULT_JSON_TIMEOUT if timeout is None else timeout,
+                    timeout=max(0.001, deadline - time.monotonic()),
                 )
                 break
             except LlmError as exc:
@@ -372,14 +384,23 @@ class HttpAdapter(LlmAdapter):
     def _open_attempt(self, options: GenerateOptions, deadline: float | None) -> HttpStream:
         """One attempt's request built, signed and sent; its response body, 2xx (the
         transport raises the classified failure for anything else)."""
-        request = self.sign(self.build_request(options), options)
+        started = time.monotonic()
         idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
+        # Credential fetches (in build_request, and in sign for Bedrock) hold the stream's
+        # limits, and the idle clock runs from here (rule 2).
+        previous = getattr(self._attempt_key, "limits", None)
+        self._attempt_key.limits = FetchLimits(deadline, options.cancel, idle, started)
+        try:
+            request = self.sign(self.build_request(options), options)
+        finally:
+            self._attempt_key.limits = previous
         return self.transport.open(
             request,
             provider=options.provider,
             cancel=options.cancel,
             idle_timeout=idle,
             deadline=deadline,
+            started=started,
         )
 
     def _pump(self, options: GenerateOptions, http: HttpStream) -> Generator[list[StreamChunk], None, None]:

@@ -25,6 +25,8 @@ Contract:
    Credentials would use (``GOOGLE_APPLICATION_CREDENTIALS``, else gcloud's
    ``application_default_credentials.json``). A ``quota_project_id`` in that file is sent
    as ``x-goog-user-project``. ``auth="bearer"`` sends a fixed ``str`` as a token instead.
+   Every token fetch (a callable's, or the file's refresh POST) holds the stream's
+   deadline, idle clock and cancel (credentials rule 6, google_oauth rule 7).
 4. **Claude on Vertex**: the Anthropic body without ``model`` and with
    ``"anthropic_version": "vertex-2023-10-16"``; no ``anthropic-version`` header.
    Everything else (thinking, tools, replay) is the Anthropic adapter's, except that a

@@ -9,7 +9,9 @@ Contract: no sockets of its own — the body is anything with the small
 2. Content restarts the idle clock: ``body.touch()`` is called for every read that
    produced chunks; keep-alive comments and pings do not count.
 3. When the decoder has seen the wire's terminal marker, the connection is released for
-   reuse *before* the last list is handed out (the consumer may stop right there).
+   reuse *before* the last list is handed out (the consumer may stop right there). The
+   body's ``release`` is bounded (the transport's takes at most ``RELEASE_WAIT``, 50 ms,
+   in all, then closes instead): bytes after the end marker never hold the last list.
 4. A cancel event seen between reads aborts the body and raises ``ABORTED``, with the one
    cancel message (:func:`~dshstream._core.errors.cancelled_message`).
 5. At EOF the decoder is closed: a stream cut before its terminal marker ends with the
