@@ -326,7 +326,7 @@ def test_invoke_posts_the_anthropic_body_and_decodes_the_invoke_wire(aws: tuple[
     path = f"/model/{quote(CLAUDE, safe='')}/invoke-with-response-stream"
     assert request.path == path
     # the Anthropic adapter's own body, less model/stream, plus Bedrock's anthropic_version
-    from dshstream._adapters.anthropic import MessagesBody
+    from dshstream._adapters.messages_body import MessagesBody
 
     expected = MessagesBody().build_body(opts)
     del expected["model"], expected["stream"]

@@ -303,6 +303,7 @@ FORCED_ANTHROPIC = {
             "name": "city_info",
             "description": DEFAULT_TOOL_DESCRIPTION,
             "input_schema": CITY,
+            "eager_input_streaming": True,
         }
     ],
     "tool_choice": {"type": "tool", "name": "city_info"},

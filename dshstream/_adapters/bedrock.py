@@ -38,7 +38,7 @@ Contract:
 6. **InvokeModel.** ``api="invoke"`` posts to ``/model/{modelId}/invoke-with-response-stream``
    with the model family's native body, decoded by the ``bedrock-invoke`` wire. Claude
    only (a model id containing ``claude``): the Anthropic Messages body of
-   :class:`~dshstream._adapters.anthropic.MessagesBody` (the Anthropic adapter's own
+   :class:`~dshstream._adapters.messages_body.MessagesBody` (the Anthropic adapter's own
    builder: its thinking, tools, tool results and ``anthropic`` replay state) without
    ``model``/``stream`` and with ``anthropic_version: "bedrock-2023-05-31"`` (a response
    format: ``output_config.format`` for Claude 4.5 and later, else a forced tool). Any other
@@ -70,7 +70,7 @@ from .._core.wires.base import Translator
 from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from .._core.response_format import JsonMode
-from .anthropic import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
+from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
 from .credentials import HISTORY, call_credential
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
@@ -144,6 +144,7 @@ class BedrockAdapter(HttpAdapter):
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
         structured_output: StructuredMode = "auto",
+        eager_input_streaming: bool = True,
         **settings: Unpack[HttpSettings],
     ) -> None:
         name = type(self).__name__
@@ -204,6 +205,7 @@ class BedrockAdapter(HttpAdapter):
             default_max_tokens=default_max_tokens,
             thinking_budgets=thinking_budgets,
             structured_output=structured_output,
+            eager_input_streaming=eager_input_streaming,
             label=f"{self.title} (InvokeModel)",
         )
         self._claude.media = BEDROCK_CLAUDE

@@ -47,7 +47,8 @@ from urllib.parse import quote
 from .._core.log import get_logger
 from .._core.request import GenerateOptions
 from .._core.validate import check_choice, check_credential, check_str_or_none, invalid
-from .anthropic import DEFAULT_MAX_TOKENS, AnthropicAdapter
+from .anthropic import AnthropicAdapter
+from .messages_body import DEFAULT_MAX_TOKENS
 from .credentials import Credential
 from .gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter
 from .google_oauth import AuthorizedUserCredentials, default_credentials_file
@@ -247,6 +248,7 @@ class VertexAnthropicAdapter(AnthropicAdapter):
         thinking_budgets: Mapping[str, int] | None = None,
         thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
         structured_output: StructuredMode = "auto",
+        eager_input_streaming: bool = True,
         **settings: Unpack[HttpSettings],
     ) -> None:
         target = _target(
@@ -261,6 +263,7 @@ class VertexAnthropicAdapter(AnthropicAdapter):
             thinking_budgets=thinking_budgets,
             thinking_mode=thinking_mode,
             structured_output=structured_output,
+            eager_input_streaming=eager_input_streaming,
             **settings,
         )
         self._quota_headers = _quota_headers(target.credential)
