@@ -90,13 +90,17 @@ GET_WEATHER = ToolSpec(
         "required": ["city"],
     },
 )
-# The one-shot history that makes the 0.5B model think before answering (the README's
+# The few-shot history that makes the 0.5B model think before answering (the README's
 # reasoning_content / think_tags_in_content requests); the earlier turn's reasoning goes
 # back as reasoning_content (llamacpp dialect passback).
 ONE_SHOT = (
     Message.system("Think step by step inside <think></think>, then answer."),
     Message.user("What is 2+2?"),
     Message.assistant([ReasoningBlock("2 plus 2 equals 4."), TextBlock("4")]),
+    # A second example: with one, the portable build (GGML_NATIVE=OFF) stops after the
+    # reasoning with empty content every time, while the native build answers "8".
+    Message.user("What is 1+1?"),
+    Message.assistant([ReasoningBlock("1 plus 1 equals 2."), TextBlock("2")]),
     Message.user("What is 3+5?"),
 )
 
@@ -617,6 +621,8 @@ def one_shot_wire() -> list[dict[str, Any]]:
         {"role": "system", "content": ONE_SHOT[0].text},
         {"role": "user", "content": "What is 2+2?"},
         {"role": "assistant", "content": "4", "reasoning_content": "2 plus 2 equals 4."},
+        {"role": "user", "content": "What is 1+1?"},
+        {"role": "assistant", "content": "2", "reasoning_content": "1 plus 1 equals 2."},
         {"role": "user", "content": "What is 3+5?"},
     ]
 
