@@ -69,7 +69,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ._core.assembler import AssembledResponse
 from ._core.errors import LlmError, ToolArgumentsError, aborted_failure, error_for
@@ -82,6 +82,7 @@ from ._core.log import get_logger
 from ._core.redact import known_secrets, redact, truncate
 from ._core.request import GenerateOptions, Message, check_options
 from ._core.strict_json import dump_json
+from ._core.wires.usage import add_usage
 from ._core.types import (
     BlockEnd,
     Finish,
@@ -120,7 +121,6 @@ ToolCallStatus: TypeAlias = Literal[
 StopReason: TypeAlias = Literal["done", "max_steps"]
 #: the per-step caps (rule 7), by the name of their setting
 StepLimit: TypeAlias = Literal["max_calls_per_step", "max_step_result_chars"]
-_Number = TypeVar("_Number", int, float)
 
 #: at most this many characters of a tool's exception text go to the model
 ERROR_TEXT_LIMIT = 2000
@@ -789,19 +789,4 @@ def _add_usage(total: TokenUsage | None, usage: TokenUsage | None) -> TokenUsage
         return total
     if total is None:
         return usage
-    return TokenUsage(
-        input_tokens=total.input_tokens + usage.input_tokens,
-        output_tokens=total.output_tokens + usage.output_tokens,
-        cache_read_tokens=_add(total.cache_read_tokens, usage.cache_read_tokens),
-        cache_write_tokens=_add(total.cache_write_tokens, usage.cache_write_tokens),
-        reasoning_tokens=_add(total.reasoning_tokens, usage.reasoning_tokens),
-        cost=_add(total.cost, usage.cost),
-    )
-
-
-def _add(a: _Number | None, b: _Number | None) -> _Number | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
+    return add_usage(total, usage)

@@ -95,7 +95,7 @@ import urllib3.util.connection
 
 from ._core.chunked import ChunkedDecoder
 from ._core.classify import classify_error_payload, classify_http_error
-from ._core.errors import LlmError, error_for, make_failure
+from ._core.errors import LlmError, cancelled_failure, cancelled_message, error_for, make_failure
 from ._headers import request_id_from
 from ._core.http_request import HttpRequest
 from ._core.log import get_logger
@@ -471,7 +471,7 @@ class HttpStream:
         if self._closed or self._abort_code is not None:
             return
         if self._cancel is not None and self._cancel.is_set():
-            self.abort("ABORTED", f"{self._provider}: stream cancelled by the caller")
+            self.abort("ABORTED", cancelled_message(self._provider))
         elif self._deadline is not None and now >= self._deadline:
             self.abort("TIMEOUT", f"{self._provider}: total timeout expired (TIMEOUT)")
         elif self._idle_timeout is not None and now - self._last_content >= self._idle_timeout:
@@ -486,7 +486,7 @@ class HttpStream:
             if self._abort_code is not None or self._closed:
                 return
             self._abort_code = code
-            self._abort_message = message or f"{self._provider}: stream cancelled by the caller"
+            self._abort_message = message or cancelled_message(self._provider)
             response = self.response
             conn, sock = self._conn, self._sock
         if response is not None:
@@ -1031,7 +1031,7 @@ class Transport:
         started = now if started is None else min(started, now)
         if cancel is not None and cancel.is_set():
             raise error_for(
-                make_failure("ABORTED", f"{provider}: stream cancelled by the caller", provider=provider)
+                cancelled_failure(provider)
             )
         if deadline is not None and now >= deadline:
             raise error_for(

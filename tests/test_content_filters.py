@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from dshstream._core.filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
-from dshstream._core.wires.base import ChunkWriter
+from dshstream._core.wires.writer import ChunkWriter
 
 PATH_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
 TOOLS = [{"name": "read_file", "parameters": PATH_SCHEMA}]

@@ -22,7 +22,7 @@ from dshstream._core.types import BlockEnd, BlockStart, Finish, ReasoningBlock, 
 from dshstream._core.wires.anthropic import AnthropicTranslator
 from dshstream._core.wires.bedrock import BedrockConverseTranslator
 from dshstream._core.wires.bedrock_invoke import BedrockInvokeTranslator
-from dshstream._core.wires.base import Translator
+from dshstream._core.wires.translator import Translator
 from dshstream._core.wires.gemini import GeminiTranslator
 from dshstream._core.wires.openai_chat import OpenAIChatTranslator
 from dshstream._core.wires.openai_responses import OpenAIResponsesTranslator

@@ -190,21 +190,3 @@ def test_a_translator_feeds_nothing_once_its_writer_is_finished() -> None:
     chunks = feed(echo, ("message", "hi"), ("message", "done"), ("message", "late"))
     assert echo.done and echo.writer.state == "finished"
     assert [type(c).__name__ for c in chunks].count("TextDelta") == 1
-
-
-def test_the_old_base_module_re_exports_the_home_objects() -> None:
-    """wires/base.py defines nothing (its rule 1), and nothing in ``_core`` imports it (rule 2)."""
-    import ast
-    from pathlib import Path
-
-    from dshstream._core.wires import base, deltas, json_values, translator, usage, writer
-
-    homes = (deltas, json_values, translator, usage, writer)
-    for name in base.__all__:
-        assert any(getattr(home, name, None) is getattr(base, name) for home in homes), name
-    core = Path(base.__file__).parents[1]
-    for path in core.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and path != Path(base.__file__):
-                assert not (node.module or "").endswith("wires.base"), path
-                assert not (path.parent.name == "wires" and node.level == 1 and node.module == "base"), path

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .._core.request import GenerateOptions
 from .._core.wires.anthropic import AnthropicTranslator
-from .._core.wires.base import Translator
+from .._core.wires.translator import Translator
 from .http import HttpAdapter, ModelListFormat
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody
 from .settings import HttpSettings

@@ -66,7 +66,7 @@ from .._core.sigv4 import AwsCredentials, sign_headers
 from .._core.strict_json import parse_json_object
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
-from .._core.wires.base import Translator
+from .._core.wires.translator import Translator
 from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from .._core.response_format import JsonMode

@@ -41,7 +41,7 @@ from .._core.media_support import GEMINI, MediaSupport, media_summary
 from .._core.request import GenerateOptions, Message
 from .._core.types import FileBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.strict_json import parse_json_object
-from .._core.wires.base import Translator
+from .._core.wires.translator import Translator
 from .._core.wires.gemini import WIRE, GeminiTranslator
 from .http import HttpAdapter, ModelListFormat
 from .settings import HttpSettings

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.attribution import AppIdentity, merge_headers
 from .._core.decode import StreamDecoder
-from .._core.errors import LlmError, error_for, make_failure
+from .._core.errors import LlmError, cancelled_failure, error_for
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.media_support import MediaSupport
@@ -65,7 +65,7 @@ from .._core.validate import invalid
 from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, HttpStream, Transport
 from .._core.types import Finish, LlmFailure, StreamChunk
 from .._observe import StreamWatch, check_observer, watching
-from .._core.wires.base import Translator
+from .._core.wires.translator import Translator
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
 from .reporting import report_attempt, request_summary
@@ -415,11 +415,7 @@ class HttpAdapter(LlmAdapter):
         if options.cancel is None:
             time.sleep(delay)
         elif options.cancel.wait(delay):
-            raise error_for(
-                make_failure(
-                    "ABORTED", f"{options.provider}: stream cancelled by the caller", provider=options.provider
-                )
-            )
+            raise error_for(cancelled_failure(options.provider))
 
     def _report(
         self,

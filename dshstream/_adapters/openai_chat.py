@@ -25,7 +25,7 @@ from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_CHAT, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from .._core.wires.base import Translator
+from .._core.wires.translator import Translator
 from .._core.wires.openai_chat import OpenAIChatTranslator
 from .http import HttpAdapter
 from .settings import HttpSettings

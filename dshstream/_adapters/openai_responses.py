@@ -47,7 +47,8 @@ from .._core.media_support import OPENAI_RESPONSES, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.strict_json import loads_or_none
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
-from .._core.wires.base import Translator, first_str
+from .._core.wires.json_values import first_str
+from .._core.wires.translator import Translator
 from .._core.wires.openai_responses import (
     CLIENT_CALLS,
     SERVER_TOOLS,

@@ -45,7 +45,7 @@ Contract (sans-IO; pure functions of the options):
    schema becomes the input schema of one tool the model is forced to call (Anthropic
    ``tool_choice: {"type": "tool", "name"}``, Converse ``toolChoice: {"tool": {"name"}}``),
    and the translator writes that call's arguments as text
-   (:meth:`~dshstream._core.wires.base.Translator.unwrap_tool_call`), so the caller sees
+   (:meth:`~dshstream._core.wires.translator.Translator.unwrap_tool_call`), so the caller sees
    the same JSON text, a text block and a ``stop`` finish, as on the native path. The
    path refuses, at build time: :class:`JsonMode`; ``strict=True`` (a forced call is
    not constrained decoding: pass ``strict=False`` to accept best effort); other

@@ -2,7 +2,7 @@
 guard, then verbatim tool calls, then text.
 
 Contract: sans-IO and stdlib only. :class:`ContentFilters` writes into a
-:class:`BlockSink` (a wire's :class:`~dshstream._core.wires.base.ChunkWriter`):
+:class:`BlockSink` (a wire's :class:`~dshstream._core.wires.writer.ChunkWriter`):
 
 1. ``content(text)`` runs visible text through the stages that are on, in that order:
    think-tag content becomes reasoning, a spill the guard moves back becomes reasoning,
