@@ -190,3 +190,28 @@ def test_a_translator_feeds_nothing_once_its_writer_is_finished() -> None:
     chunks = feed(echo, ("message", "hi"), ("message", "done"), ("message", "late"))
     assert echo.done and echo.writer.state == "finished"
     assert [type(c).__name__ for c in chunks].count("TextDelta") == 1
+
+
+def test_a_finish_word_that_echoes_a_key_is_neither_the_raw_word_nor_the_code() -> None:
+    # A proxy that echoes the key into finish_reason: the code would be its upper-cased
+    # form, which no redaction of the exact key finds.
+    from dshstream._core.redact import register_secret, unregister_secret
+    from dshstream._core.wires.writer import ChunkWriter
+
+    key = "gw-echo-secret-0123456789abcdef"
+    register_secret(key)
+    try:
+        writer = ChunkWriter(provider="proxy")
+        writer.text(0, "hi")
+        failure = writer.stop_failure(f"stop_{key}")
+        writer.set_finish("error", raw=f"stop_{key}", failure=failure)
+        writer.complete()
+        finish = writer.take()[-1]
+        assert isinstance(finish, Finish)
+        assert finish.reason.raw is None
+        assert finish.reason.failure is not None and finish.reason.failure.code == "UNKNOWN"
+        assert key.upper().replace("-", "_") not in repr(finish) and key not in repr(finish)
+    finally:
+        unregister_secret(key)
+    plain = ChunkWriter(provider="p").stop_failure("recitation")
+    assert plain.code == "RECITATION"

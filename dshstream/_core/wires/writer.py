@@ -44,6 +44,9 @@ writer):
    text (:meth:`ChunkWriter.is_unwrapped` tells the translator). Only the first such call
    is the answer: a model that calls the forced tool again gets that call as an ordinary
    tool call (so the text stays one JSON document and nothing is dropped).
+6. **Echoed credentials.** A finish word that contains a registered credential (a proxy
+   echoing the key) is dropped from ``FinishReason.raw`` and never becomes a failure code
+   (which is upper-cased, so no redaction of the exact key would find it): ``UNKNOWN``.
 
 Why the writer's :class:`_OpenBlock` is not the assembler's ``_Partial`` (both append
 every delta): the chunk stream is the only interface between the two. The writer must
@@ -61,6 +64,7 @@ from dataclasses import replace
 from typing import Any, Literal, TypeAlias
 
 from ..errors import make_failure
+from ..redact import known_secrets
 from ..filters.json_repair import finalize_tool_arguments
 from ..types import (
     Block,
@@ -312,7 +316,7 @@ class ChunkWriter:
         """Record the finish reason, emitted later by :meth:`complete` (last one wins);
         the writer is ``"finishing"`` from here (rule 2)."""
         self.finish_kind = kind
-        self.finish_raw = raw
+        self.finish_raw = None if raw is not None and _echoes_secret(raw) else raw  # rule 6
         self.finish_failure = failure
         self._advance("finishing")
 
@@ -392,7 +396,10 @@ class ChunkWriter:
 
     def stop_failure(self, reason: str, **fields: Any) -> LlmFailure:
         """The failure of a finish reason no wire rule maps: the reason, upper-cased with
-        every other character as ``_`` (at most 40), is the code."""
+        every other character as ``_`` (at most 40), is the code — ``UNKNOWN`` when the
+        word echoes a credential (rule 6: upper-cased, no redaction would find it)."""
+        if _echoes_secret(reason):
+            reason = ""
         code = "".join(c if c.isalnum() else "_" for c in reason.upper())[:40] or "UNKNOWN"
         return self.failure(code, f"{self.provider}: model stopped: {code.lower()}", **fields)
 
@@ -471,3 +478,9 @@ class ChunkWriter:
         out = self.out
         self.out = []
         return out
+
+
+def _echoes_secret(word: str) -> bool:
+    """Whether a provider's word contains a registered credential (a proxy echoing the
+    key into the finish reason): asked once per stream, at its finish."""
+    return any(secret in word for secret in known_secrets())
