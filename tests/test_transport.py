@@ -496,7 +496,9 @@ def test_a_pool_the_callers_session_opened_before_is_watched_too() -> None:
     with RawServer(_answer_then_hold) as raw:
         assert session.get(f"{raw.url}/ping", timeout=5).text == "ok"  # a stock pool, one idle connection
         adapter = OpenAIChatAdapter(api_key="k-123456", base_url=f"{raw.url}/v1", session=session, max_retries=0)
-        pools = session.adapters["http://"].poolmanager.pools
+        http_adapter = session.adapters["http://"]
+        assert isinstance(http_adapter, requests.adapters.HTTPAdapter)
+        pools = http_adapter.poolmanager.pools
         assert all(isinstance(pools[key], _WatchedPoolMixin) for key in pools.keys())
         service = LlmService(check_contract=True)
         service.register_adapter(["local"], adapter)

@@ -161,14 +161,21 @@ def test_writer_state_open_finishing_finished() -> None:
     """The writer's rule 2: a finish reason makes it ``finishing`` (EOF then completes),
     the Finish chunk ``finished``, which is final: later endings and reasons change nothing."""
     writer = ChunkWriter(provider="p")
-    assert writer.state == "open" and not writer.finished
+
+    def state() -> str:  # read through calls: mypy would narrow the attributes across steps
+        return writer.state
+
+    def finished() -> bool:
+        return writer.finished
+
+    assert state() == "open" and not finished()
     writer.text("t", "hi")
     writer.set_finish("stop", "end")
-    assert writer.state == "finishing" and not writer.finished
+    assert state() == "finishing" and not finished()
     writer.set_finish("max-tokens", "length")  # last one wins; still finishing
-    assert writer.state == "finishing"
+    assert state() == "finishing"
     writer.cut()
-    assert writer.state == "finished" and writer.finished
+    assert state() == "finished" and finished()
     chunks = writer.take()
     assert finish_of(chunks).reason.kind == "max-tokens"
     writer.complete()
