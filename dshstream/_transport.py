@@ -96,7 +96,7 @@ import urllib3.util.connection
 from ._core.chunked import ChunkedDecoder
 from ._core.classify import classify_error_payload, classify_http_error
 from ._core.errors import LlmError, cancelled_failure, cancelled_message, error_for, make_failure
-from ._headers import request_id_from
+from ._core.headers import request_id_from
 from ._core.http_request import HttpRequest
 from ._core.log import get_logger
 from ._core.redact import redact

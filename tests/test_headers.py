@@ -1,4 +1,4 @@
-"""Response headers (dshstream._headers): Retry-After / retry-after-ms parsing and which
+"""Response headers (dshstream._core.headers): Retry-After / retry-after-ms parsing and which
 request-id header wins. (Ids that echo a secret: tests/test_validation.py and the leak
 matrix in tests/test_classify.py.)"""
 
@@ -8,7 +8,7 @@ import email.utils
 
 import pytest
 
-from dshstream._headers import parse_retry_after, request_id_from
+from dshstream._core.headers import parse_retry_after, request_id_from
 
 NOW = 1_700_000_000.0
 

@@ -26,7 +26,7 @@ from dshstream import (
 from dshstream._adapters.base import LlmAdapter
 from dshstream._core.assembler import assemble
 from dshstream._core.classify import classify_error_payload, classify_http_error
-from dshstream._headers import request_id_from
+from dshstream._core.headers import request_id_from
 from dshstream._core.decode import decode
 from dshstream._core.errors import ConfigurationError, ConfigurationTypeError, error_for
 from dshstream._core.http_request import HttpRequest, encode_json_body

@@ -34,8 +34,9 @@ order a failure is built:
   redacted detail, request id).
 * :mod:`.classifiers` — the two entry points.
 
-Header parsing (``Retry-After``, request ids) lives in :mod:`dshstream._headers`, beside
-the transport; the display formatter for codes in :mod:`dshstream._render`.
+Header parsing (``Retry-After``, request ids) lives in :mod:`dshstream._core.headers`
+(the transport reads request ids there too); the display formatter for codes in
+:mod:`dshstream._render`.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from ..errors import make_failure
-from ..._headers import is_plain_id
+from ..headers import is_plain_id
 from ..redact import redact, truncate
 from ..strict_json import fix_surrogates
 from ..types import LlmFailure

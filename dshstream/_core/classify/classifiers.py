@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..._headers import all_secrets, lower_headers, parse_retry_after, request_id_from
+from ..headers import all_secrets, lower_headers, parse_retry_after, request_id_from
 from ..types import LlmFailure
 from .builder import build_failure
 from .payload import read_http_body, read_payload

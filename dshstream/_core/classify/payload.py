@@ -1,6 +1,6 @@
 """Payload extraction: the facts in an error body (JSON, SSE-wrapped JSON, HTML or text).
 
-Contract: stdlib + :mod:`~dshstream._headers` and :mod:`~dshstream._core.strict_json` only,
+Contract: stdlib + :mod:`~dshstream._core.headers` and :mod:`~dshstream._core.strict_json` only,
 sans-IO, pure, never raises (hostile ``__repr__``, cycles, deep nesting and huge bodies
 included). Decides what the upstream said, not what it means: :class:`ErrorFacts` carries
 the message, type, code, status words and hints to :mod:`.decision`, and the upstream
@@ -24,7 +24,7 @@ text to the failure's ``detail``.
 5. **Double encoding.** A message that is itself a JSON error document is read too
    (nested at most four deep), its facts taking precedence.
 6. **Request id.** A top-level ``request_id`` counts only when it is a plain id
-   (:func:`~dshstream._headers.is_plain_id`).
+   (:func:`~dshstream._core.headers.is_plain_id`).
 7. **Text.** A text is JSON when it starts with ``{``/``[``, SSE when it starts with
    ``data:``/``event:`` (its ``data:`` lines joined); one longer than :data:`MAX_PARSE`
    characters is not parsed. Text that carries no facts is itself the wording and the
@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..._headers import is_plain_id
+from ..headers import is_plain_id
 from ..strict_json import loads_or_none
 from .lexicon import collapse
 

@@ -1,0 +1,151 @@
+"""Response headers: how long to wait (``Retry-After``) and which request this was (its id).
+
+Contract: stdlib + :mod:`~dshstream._core.redact` only, sans-IO, pure functions (apart from
+reading the secret registry and, for an HTTP-date ``Retry-After`` with no ``now``, the
+clock). Header names are compared case-insensitively; a mapping that can't be read
+counts as no headers. Used by the transport (the request id of every response) and by
+:mod:`~dshstream._core.classify` (``retry_after`` and ``request_id`` of a failure).
+
+:func:`parse_retry_after` decides the wait:
+
+1. ``retry-after-ms`` (milliseconds) wins when it is a positive decimal number.
+2. Else ``retry-after``: digits (decimal seconds allowed) are seconds; anything else is
+   read as an HTTP date and gives the seconds from ``now`` until then.
+3. Zero, negative, garbage, overflowing and past values give ``None``.
+
+:func:`request_id_from` decides the id:
+
+1. Headers are tried in the order of :data:`REQUEST_ID_HEADERS`, most specific first;
+   ``cf-ray`` (a Cloudflare edge id, not the provider's) is the last resort.
+2. A value counts only when it is a plain id (:func:`is_plain_id`): at most 200
+   characters of ``[A-Za-z0-9_.:/=+-]`` that redaction leaves unchanged, so a server
+   echoing a key (or its encodings) in a header never puts it in ``request_id``.
+3. Else ``None``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping
+from datetime import timezone
+
+from .redact import known_secrets, redact
+
+__all__ = [
+    "REQUEST_ID_HEADERS",
+    "all_secrets",
+    "is_plain_id",
+    "lower_headers",
+    "parse_retry_after",
+    "request_id_from",
+]
+
+#: Request-id headers, most specific first.
+REQUEST_ID_HEADERS = (
+    "x-request-id",  # OpenAI, Groq, DeepSeek, Mistral, most OpenAI-compatible servers
+    "request-id",  # Anthropic
+    "x-amzn-requestid",  # Bedrock
+    "x-amz-request-id",
+    "x-deepseek-request-id",
+    "x-groq-id",
+    "x-goog-request-id",
+    "mistral-correlation-id",
+    "x-kong-request-id",
+    "apim-request-id",  # Azure
+    "x-ms-request-id",
+    "x-correlation-id",
+    "cf-ray",
+)
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:/=+\-]{1,200}")
+_SECONDS = re.compile(r"\s*\d+(?:\.\d+)?\s*")
+_SIGNED_NUMBER = re.compile(r"\s*[+-]?\d+(?:\.\d+)?\s*")
+
+
+def lower_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """``headers`` with stripped, lower-cased names (``{}`` when they can't be read)."""
+    if not headers:
+        return {}
+    out: dict[str, str] = {}
+    try:
+        for key, value in headers.items():
+            out[str(key).strip().lower()] = str(value)
+    except Exception:  # noqa: BLE001 - a hostile mapping counts as no headers
+        return {}
+    return out
+
+
+def all_secrets(secrets: Iterable[str]) -> tuple[str, ...]:
+    """The given ``secrets`` (non-strings, such as ``None`` for an unset key, dropped)
+    plus every registered one (:func:`~dshstream._core.redact.known_secrets`)."""
+    given: list[object] = list(secrets)
+    return (*(s for s in given if isinstance(s, str)), *known_secrets())
+
+
+def is_plain_id(value: object, secrets: tuple[str, ...] | None = None) -> bool:
+    """Whether ``value`` is a short plain token that redaction with ``secrets`` (default:
+    the registered ones) leaves unchanged."""
+    if not isinstance(value, str) or not _PLAIN_ID.fullmatch(value):
+        return False
+    return redact(value, all_secrets(()) if secrets is None else secrets) == value
+
+
+def _positive_seconds(value: str) -> float | None:
+    if not _SECONDS.fullmatch(value):
+        return None
+    seconds = float(value)
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds to wait before retrying, from ``retry-after-ms`` or ``retry-after``.
+
+    ``retry-after-ms`` (milliseconds) wins when valid. ``retry-after`` is either digits
+    (decimal seconds allowed) or an HTTP date in the future (relative to ``now``, a Unix
+    time, default the current time). Zero, negative, garbage, overflowing and past values
+    give ``None``. Header names are case-insensitive.
+    """
+    lowered = lower_headers(headers)
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        value = _positive_seconds(millis)
+        if value is not None and value / 1000.0 > 0:
+            return value / 1000.0
+    raw = lowered.get("retry-after")
+    if raw is None or not raw.strip():
+        return None
+    if _SIGNED_NUMBER.fullmatch(raw):
+        return _positive_seconds(raw)
+    try:
+        when = email.utils.parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    try:
+        delta = when.timestamp() - (time.time() if now is None else now)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return delta if math.isfinite(delta) and delta > 0 else None
+
+
+def request_id_from(headers: Mapping[str, str] | None, secrets: Iterable[str] = ()) -> str | None:
+    """The provider's request id from ``headers``, checking in order ``x-request-id``,
+    ``request-id``, ``x-amzn-requestid``, ``x-amz-request-id``, ``x-deepseek-request-id``,
+    ``x-groq-id``, ``x-goog-request-id``, ``mistral-correlation-id``, ``x-kong-request-id``,
+    ``apim-request-id``, ``x-ms-request-id``, ``x-correlation-id`` and finally ``cf-ray``.
+
+    Values that are not short plain tokens (at most 200 characters of
+    ``[A-Za-z0-9_.:/=+-]``) are skipped, and so is any value that redaction would change:
+    one that contains ``secrets``, a registered secret (:func:`known_secrets`) or its
+    encodings, or looks like a credential. A server reflecting the API key in a header
+    therefore never puts it in ``failure.request_id``."""
+    lowered = lower_headers(headers)
+    every_secret = all_secrets(secrets)
+    for name in REQUEST_ID_HEADERS:
+        value = lowered.get(name, "").strip()
+        if is_plain_id(value, every_secret):
+            return value
+    return None
