@@ -18,10 +18,12 @@ Contract: stdlib plus dshstream's validators, errors and redaction; no I/O of it
    (a token endpoint's timeout stays retryable); any other exception becomes an ``AUTH``
    failure whose message names only the exception's type and whose ``detail`` is its
    text, redacted. Nothing foreign escapes.
-4. After an HTTP 401 the adapter calls :meth:`CredentialSource.invalidate` — which calls
-   the callable's own ``invalidate()`` when it has one (dshstream's
+4. After an HTTP 401 before the stream started, :meth:`CredentialSource.refresh_after`
+   (asked by the attempt loop and by ``list_models``) calls
+   :meth:`CredentialSource.invalidate` — which calls the callable's own ``invalidate()``
+   when it has one (dshstream's
    :class:`~dshstream._adapters.google_oauth.AuthorizedUserCredentials` drops its cached
-   token) — and tries once more, only for a callable.
+   token) — and says to try once more, only for a callable.
 5. Nothing here shows a secret: :meth:`CredentialSource.describe` says ``set``,
    ``callable`` or ``none``.
 6. **A fetch holds the stream's limits.** Given the attempt's :class:`FetchLimits`, a
@@ -47,8 +49,12 @@ from collections.abc import Callable
 from typing import NamedTuple, Union
 
 from .._core.errors import LlmError, cancelled_failure, error_for, make_failure
+from .._core.log import get_logger
 from .._core.redact import known_secrets, redact, register_secret, unregister_secret
+from .._core.types import LlmFailure
 from .._core.validate import check_api_key, check_credential, invalid
+
+log = get_logger("dshstream.adapters")
 
 __all__ = ["HISTORY", "Credential", "CredentialSource", "FetchLimits", "call_credential", "current_limits"]
 
@@ -225,6 +231,15 @@ class CredentialSource:
         assert key is not None
         self._remember(key)
         return key
+
+    def refresh_after(self, failure: LlmFailure, provider: str) -> bool:
+        """Whether ``failure`` (before any ``2xx``) is a 401 this credential may cure: a
+        callable, told to drop its cached value (rule 4)."""
+        if failure.status != 401 or not self.is_callable:
+            return False
+        log.info("%s: HTTP 401; refreshing the credential and trying once more", provider)
+        self.invalidate()
+        return True
 
     def invalidate(self) -> None:
         """A 401 came back: tell the callable, when it listens (``invalidate()``), to drop

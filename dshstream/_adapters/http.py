@@ -24,19 +24,14 @@ once:
    streaming ``accept`` header. Before any of it, media parts the provider cannot take
    (:attr:`~HttpAdapter.media`: kinds, media types, URLs, sizes and counts) are refused
    with a ``ConfigurationError`` (:meth:`~HttpAdapter.check_media`): nothing is sent.
-3. A stream is a sequence of attempts. Each opens the request through the transport and
-   runs the body through the byte pump (:mod:`dshstream._core.pump`). A failed attempt is
-   reported once (:mod:`~dshstream._adapters.reporting`); it is retried only while no
-   ``2xx`` status has arrived (an accepted request may be billed, so it is never resent),
-   only as the :class:`~dshstream._core.retry.RetryPolicy` allows, and never past the deadline.
-   :meth:`~HttpAdapter.should_retry_request` may resend a rejected request at once in
-   another form (without a field the server refused). With a callable credential, an
-   HTTP 401 before the stream started is followed by exactly one refresh (the callable's
-   ``invalidate()``, when it has one, then a fresh call) and one more attempt at once.
-   Each attempt and the stream are watched (:mod:`dshstream._observe`): the ``observer``
-   setting hears the adapter's own records, and a service's observer hears its attempts;
-   the generator's ``with watching(...)`` block ends an attempt and the stream exactly
-   once, however the consumer leaves.
+3. A stream is a sequence of attempts, run by the one attempt loop
+   (:func:`~dshstream._adapters.attempts.run_attempts`: reported once, retried only before
+   a ``2xx``, a 401 refreshes a callable credential once, observed). An attempt here opens
+   the request through the transport and runs the body through the byte pump
+   (:mod:`dshstream._core.pump`); :meth:`~HttpAdapter.should_retry_request` may resend a
+   rejected request at once in another form (without a field the server refused); the
+   ``observer`` setting hears the adapter's own records, and a service's observer hears its
+   attempts.
 4. ``list_models`` GETs :meth:`~HttpAdapter.models_url` and reads it as
    :attr:`~HttpAdapter.models_format` says, bounded in size and time — the credential
    fetch included (a 401 refreshes a callable credential once, as in rule 3).
@@ -64,11 +59,12 @@ from .._core.retry import RetryPolicy
 from .._core.validate import invalid
 from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, HttpStream, Transport
 from .._core.types import Finish, LlmFailure, StreamChunk
-from .._observe import StreamWatch, check_observer, watching
+from .._observe import StreamWatch, check_observer
 from .._core.wires.translator import Translator
+from .attempts import run_attempts, stream_policy
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
-from .reporting import report_attempt, request_summary
+from .reporting import attempt_reporter, request_summary
 from .settings import FailureReporter, HttpSettings, checked, checked_base_url, resolve_api_key
 
 if TYPE_CHECKING:
@@ -278,15 +274,6 @@ class HttpAdapter(LlmAdapter):
                 secrets=(key,) if key else (),
             )
 
-    def _refresh_after(self, failure: LlmFailure, provider: str) -> bool:
-        """Whether ``failure`` (before any 2xx) is a 401 a callable credential may cure:
-        if so, tell it to drop its cached value (rule 3)."""
-        if failure.status != 401 or not self._credential.is_callable:
-            return False
-        log.info("%s: HTTP 401; refreshing the credential and trying once more", provider)
-        self._credential.invalidate()
-        return True
-
     def provider_info(self, provider: str) -> ProviderInfo:
         return ProviderInfo(id=provider, name=self.title)
 
@@ -311,7 +298,7 @@ class HttpAdapter(LlmAdapter):
                 )
                 break
             except LlmError as exc:
-                if refreshed or not self._refresh_after(exc.failure, provider):
+                if refreshed or not self._credential.refresh_after(exc.failure, provider):
                     raise
                 refreshed = True
         fmt = self.models_format
@@ -330,56 +317,27 @@ class HttpAdapter(LlmAdapter):
             yield from batch
 
     def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
-        started = time.monotonic()
-        deadline = started + options.timeout if options.timeout else None
-        policy = self.retry_policy
-        if options.max_retries is not None:
-            policy = replace(policy, max_retries=options.max_retries)
-        attempt = 0
-        refreshed = False
-        with watching(self.observer, options) as watch:  # None: nobody watches
-            while True:
-                attempt += 1
-                produced = 0
-                accepted: list[bool] = []  # gets an entry once a 2xx status has arrived
-                if watch is not None:
-                    watch.begin_attempt(attempt, self.base_url)
-                try:
-                    http = self._open_attempt(options, deadline)
-                    accepted.append(True)
-                    with http:
-                        # The pump's generator is iterated here, not behind a ``yield from``
-                        # in a generator of its own: one generator resume less per read.
-                        batches = self._pump(options, http)
-                        try:
-                            for batch in batches:
-                                last = batch[-1]
-                                if type(last) is Finish and last.reason.failure is not None:
-                                    assert isinstance(last, Finish)
-                                    failure = self._report(
-                                        last.reason.failure, options, attempt, produced, started, watch
-                                    )
-                                    batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
-                                produced += len(batch)
-                                if watch is not None:
-                                    watch.received(batch)
-                                yield batch
-                        finally:
-                            batches.close()  # before the connection is closed
-                    return
-                except LlmError as exc:
-                    failure = self._report(exc.failure, options, attempt, produced, started, watch)
-                    if produced or accepted:
-                        raise error_for(failure) from None
-                    if not refreshed and self._refresh_after(failure, options.provider):
-                        refreshed = True
-                        continue
-                    if self.should_retry_request(exc, options):
-                        continue
-                    delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=deadline)
-                    if delay is None:
-                        raise error_for(failure) from None
-                self._sleep(delay, failure, attempt, options)
+        def open_attempt(
+            attempt: int, deadline: float | None, watch: StreamWatch | None
+        ) -> tuple[HttpStream, Generator[list[StreamChunk], None, None]]:
+            http = self._open_attempt(options, deadline)
+            return http, self._pump(options, http)
+
+        return run_attempts(
+            options,
+            open_attempt=open_attempt,
+            report=attempt_reporter(
+                options,
+                self.failure_reporter,
+                lambda: redact(self.base_url, self.secrets),
+                lambda: self.diagnostics(options),
+            ),
+            policy=stream_policy(self.retry_policy, options),
+            credential=self._credential,
+            observer=self.observer,
+            where=self.base_url,
+            reshape=lambda error: self.should_retry_request(error, options),
+        )
 
     def _open_attempt(self, options: GenerateOptions, deadline: float | None) -> HttpStream:
         """One attempt's request built, signed and sent; its response body, 2xx (the
@@ -407,35 +365,5 @@ class HttpAdapter(LlmAdapter):
         """The attempt's body decoded into lists of chunks (``pump``)."""
         decoder = StreamDecoder(self.make_translator(options, http.request_id), max_event_size=self.max_event_size)
         return pump(http, decoder, cancel=options.cancel, provider=options.provider)
-
-    def _sleep(self, delay: float, failure: LlmFailure, attempt: int, options: GenerateOptions) -> None:
-        log.warning(
-            "%s: retrying after %s in %.2fs (attempt %d)", options.provider, failure.code, delay, attempt + 1
-        )
-        if options.cancel is None:
-            time.sleep(delay)
-        elif options.cancel.wait(delay):
-            raise error_for(cancelled_failure(options.provider))
-
-    def _report(
-        self,
-        failure: LlmFailure,
-        options: GenerateOptions,
-        attempt: int,
-        chunks: int,
-        started: float,
-        watch: StreamWatch | None = None,
-    ) -> LlmFailure:
-        return report_attempt(
-            failure,
-            self.failure_reporter,
-            options,
-            attempt=attempt,
-            chunks=chunks,
-            started=started,
-            base_url=redact(self.base_url, self.secrets),
-            details=self.diagnostics(options),
-            watch=watch,
-        )
 
 

@@ -61,12 +61,17 @@ of an adapter. Contract:
    it counted with its tokenizer when the provider sent none, a ``cost`` from its price
    map when the provider reported none (``TokenUsage.cost`` is the provider's figure), and
    ``reasoning_tokens`` when the provider's usage had no completion details.
-5. **Retries** happen only before LiteLLM returned its stream (no 2xx yet), for retryable
-   failures, as the :class:`~dshstream._core.retry.RetryPolicy` allows and never past the
-   deadline; a callable ``api_key`` gets one refresh after a 401; a 400 that names
-   ``stream_options`` is resent at once without it (remembered). Every failed attempt is
-   reported once (:mod:`~dshstream._adapters.reporting`); a refused media part or response
-   format, and a credential callable that fails, end the stream before any attempt is sent.
+5. **Attempts** are the one attempt loop's (:func:`~dshstream._adapters.attempts.run_attempts`,
+   shared with the HTTP adapters): retried only before LiteLLM returned its stream (no 2xx
+   yet) — a timeout or a cancel while waiting for it included —, for retryable failures,
+   as the :class:`~dshstream._core.retry.RetryPolicy` allows and never past the deadline; a
+   callable ``api_key`` gets one refresh after a 401; a 400 that names ``stream_options``
+   is resent at once without it (remembered). Every failed attempt is reported once
+   (:mod:`~dshstream._adapters.reporting`); a refused media part or response format, and a
+   credential callable that fails, end the stream before any attempt is sent; the
+   credential is fetched under the stream's limits, as for the HTTP adapters. A failure
+   after the stream opened ends it in band, partial output and usage kept; the loop's
+   last failure becomes a lone ``Finish`` (this adapter never raises).
 6. **Secrets.** The key (a value or a callable's latest), the strings under keys whose
    names say key/token/secret/credentials/password anywhere in ``completion_kwargs``,
    ``headers`` and ``options.extra_body`` (nested ``extra_headers`` too), and the values of
@@ -131,7 +136,7 @@ from typing import Any
 
 from .._core.attribution import AppIdentity, merge_headers
 from .._core.classify import classify_error_payload, classify_http_error
-from .._core.errors import LlmError, cancelled_failure, make_failure
+from .._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from .._core.log import get_logger
 from .._core.media_support import OPENAI_CHAT, MediaSupport
 from .._core.records import Observer
@@ -157,13 +162,14 @@ from .._core.validate import (
 )
 from .._core.wires.litellm import LiteLLMTranslator
 from .._headers import lower_headers, request_id_from
-from .._observe import StreamWatch, check_observer, watching
+from .._observe import StreamWatch, check_observer
 from .._transport import DEFAULT_IDLE_TIMEOUT
+from .attempts import run_attempts, stream_policy
 from .base import LlmAdapter, ModelInfo, ProviderInfo
-from .credentials import CredentialSource
+from .credentials import CredentialSource, FetchLimits
 from .http import check_media_parts
 from .openai_chat import chat_plain_turn, chat_tool_call, reasoning_text
-from .reporting import report_attempt, request_summary
+from .reporting import attempt_reporter, request_summary
 from .settings import FailureReporter, checked_base_url, resolve_api_key, same_host
 from .structured_output import chat_response_format
 
@@ -665,6 +671,12 @@ class _Call:
         self._thread.start()
         return self
 
+    def __enter__(self) -> _Call:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def _put(self, item: tuple[int, Any]) -> bool:
         while not self._stop.is_set():
             try:
@@ -901,39 +913,32 @@ class LiteLLMAdapter(LlmAdapter):
             yield from batch
 
     def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
-        with watching(self.observer, options) as watch:  # None: nobody watches (rule 8)
-            run = _Run(self, options, watch)
-            try:
-                with closing(run.batches()) as batches:
-                    for batch in batches:
-                        if watch is not None:
-                            watch.received(batch)
-                        yield batch
-            finally:
-                run.stop()
+        run = _Run(self, options)
+
+        attempts = run_attempts(  # the one attempt loop (rule 5), observed (rule 8)
+            options,
+            open_attempt=run.open_attempt,
+            report=attempt_reporter(
+                options,
+                self.failure_reporter,
+                lambda: redact(self.base_url, self.secrets) if self.base_url else None,
+                lambda: {"litellm_model": f"{self.model_prefix}{options.model}", **request_summary(options)},
+            ),
+            policy=stream_policy(self.retry_policy, options),
+            credential=self._credential,
+            observer=self.observer,
+            where=self.api_base(options),
+            reshape=lambda error: self._resend_without_stream_options(error.failure),
+        )
+        try:
+            with closing(attempts):
+                yield from attempts
+        except LlmError as exc:  # reported by the loop; a finish, as every failure here is
+            yield _finish(exc.failure)
+        finally:
+            run.stop()
 
     # ------------------------------------------------------------------ failures (rule 5)
-
-    def _report(
-        self,
-        failure: LlmFailure,
-        options: GenerateOptions,
-        attempt: int,
-        chunks: int,
-        started: float,
-        watch: StreamWatch | None = None,
-    ) -> LlmFailure:
-        return report_attempt(
-            failure,
-            self.failure_reporter,
-            options,
-            attempt=attempt,
-            chunks=chunks,
-            started=started,
-            base_url=redact(self.base_url, self.secrets) if self.base_url else None,
-            details={"litellm_model": f"{self.model_prefix}{options.model}", **request_summary(options)},
-            watch=watch,
-        )
 
     def _resend_without_stream_options(self, failure: LlmFailure) -> bool:
         if self.include_usage and failure.status == 400 and "stream_options" in (failure.detail or ""):
@@ -944,12 +949,12 @@ class LiteLLMAdapter(LlmAdapter):
 
 
 class _Run:
-    """One stream: its attempts, the clocks and the consumer's side of the queue."""
+    """One stream's attempts as the attempt loop opens them: the clocks, the worker call
+    and the consumer's side of its queue."""
 
-    def __init__(self, adapter: LiteLLMAdapter, options: GenerateOptions, watch: StreamWatch | None = None) -> None:
+    def __init__(self, adapter: LiteLLMAdapter, options: GenerateOptions) -> None:
         self.adapter = adapter
         self.options = options
-        self.watch = watch
         self.provider = options.provider
         self.started = time.monotonic()
         self.deadline = self.started + options.timeout if options.timeout else None
@@ -999,122 +1004,77 @@ class _Run:
             limits.append(max(0.001, self.deadline - time.monotonic()))
         return min(limits) if limits else None
 
-    def batches(self) -> Generator[list[StreamChunk], None, None]:
+    def open_attempt(
+        self, attempt: int, deadline: float | None, watch: StreamWatch | None
+    ) -> tuple[_Call, Generator[list[StreamChunk], None, None]]:
+        """Start one ``litellm.completion`` call and wait until its stream opens; a failure
+        before that is raised, for the attempt loop to retry or end (rule 5)."""
         adapter, options = self.adapter, self.options
-        policy = adapter.retry_policy
-        if options.max_retries is not None:
-            policy = replace(policy, max_retries=options.max_retries)
-        completion = _load_litellm().completion
-        watch = self.watch
-        attempt = 0
-        refreshed = False
-        while True:
-            attempt += 1
-            self.last_content = time.monotonic()
-            translator: LiteLLMTranslator | None = None
-            produced = 0
-            if watch is not None:
-                watch.begin_attempt(attempt, adapter.api_base(options))
-            try:
-                key = adapter._credential.get(options.provider)
-                kwargs = adapter.call_kwargs(options, key)  # a refused part or format: INVALID_OPTIONS
-            except LlmError as exc:
-                failure = adapter._report(exc.failure, options, attempt, 0, self.started, watch)
-                yield _finish(failure)
-                return
-            timeout = self._read_timeout()
-            if timeout is not None:
-                kwargs.setdefault("timeout", timeout)
-            secrets = (*((key,) if key else ()), *adapter.secrets, *_secret_values(options.extra_body))
-            call = self.call = _Call(completion, kwargs).start()
-            while True:
-                item = self._wait(call)
-                if isinstance(item, LlmFailure):  # cancelled or timed out
-                    call.stop()
-                    kind = "aborted" if item.code == "ABORTED" else "error"
-                    failure = adapter._report(item, options, attempt, produced, self.started, watch)
-                    yield _end(translator, failure, kind)
-                    return
-                batch: list[StreamChunk] = []
-                ended = False
-                while True:
-                    tag, value = item
-                    if tag == _OPENED:
-                        translator = adapter.make_translator(options, _request_id(value, secrets))
-                        if watch is not None:
-                            watch.attempt_server(_served_from(value))
-                    elif tag == _CHUNK:
-                        assert translator is not None
-                        batch += translator.feed_chunk(value)
-                        self.last_content = time.monotonic()
-                        ended = translator.done
-                    elif tag == _END:
-                        assert translator is not None
-                        batch += translator.end()
-                        ended = True
-                    else:
-                        break  # an error: handled below, after the batch so far
-                    if ended:
-                        break
-                    try:
-                        item = call.queue.get_nowait()
-                    except queue.Empty:
-                        break
-                if batch:
-                    last = batch[-1]
-                    if type(last) is Finish and last.reason.failure is not None:
-                        assert isinstance(last, Finish)
-                        failure = adapter._report(last.reason.failure, options, attempt, produced, self.started, watch)
-                        batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
-                    produced += len(batch)
-                    yield batch
-                if ended:
-                    call.stop()
-                    return
-                if item[0] != _ERROR:
-                    continue
-                opened = translator is not None
-                if call.redirects.status is not None:  # rule 9: refused, whatever LiteLLM made of it
-                    failure = _redirect_failure(call.redirects, self.provider, secrets)
-                else:
-                    failure = failure_from_exception(
-                        item[1], provider=self.provider, secrets=secrets, mid_stream=opened
-                    )
-                failure = adapter._report(failure, options, attempt, produced, self.started, watch)
-                if not opened:
-                    retry = self._retry(policy, failure, attempt, refreshed)
-                    if retry == "refresh":
-                        refreshed = True
-                    if retry is not None:
-                        break  # the next attempt
-                    stopped = self._abort_failure()
-                    if stopped is not None and stopped.code == "ABORTED":  # cancelled while waiting
-                        failure = replace(stopped, diagnostics=failure.diagnostics)  # the attempt was reported
-                kind = "aborted" if failure.code == "ABORTED" else "error"
-                yield _end(translator, failure, kind)
-                return
+        self.last_content = time.monotonic()
+        limits = FetchLimits(self.deadline, options.cancel, self.idle, self.last_content)
+        key = adapter._credential.get(options.provider, limits)
+        kwargs = adapter.call_kwargs(options, key)  # a refused part or format: INVALID_OPTIONS
+        timeout = self._read_timeout()
+        if timeout is not None:
+            kwargs.setdefault("timeout", timeout)
+        secrets = (*((key,) if key else ()), *adapter.secrets, *_secret_values(options.extra_body))
+        call = self.call = _Call(_load_litellm().completion, kwargs).start()
+        item = self._wait(call)
+        if isinstance(item, LlmFailure):  # cancelled or timed out before the stream opened
+            call.stop()
+            raise error_for(item)
+        tag, value = item
+        if tag != _OPENED:
+            call.stop()
+            if call.redirects.status is not None:  # rule 9: refused, whatever LiteLLM made of it
+                raise error_for(_redirect_failure(call.redirects, self.provider, secrets))
+            raise error_for(failure_from_exception(value, provider=self.provider, secrets=secrets, mid_stream=False))
+        translator = adapter.make_translator(options, _request_id(value, secrets))
+        if watch is not None:
+            watch.attempt_server(_served_from(value))
+        return call, self._batches(call, translator, secrets)
 
-    def _retry(self, policy: RetryPolicy, failure: LlmFailure, attempt: int, refreshed: bool) -> str | None:
-        """How to go on after a failure before LiteLLM returned its stream: ``"refresh"``,
-        ``"resend"``, ``"retry"`` (after waiting), or ``None`` (give up)."""
-        adapter = self.adapter
-        credential = adapter._credential
-        if failure.status == 401 and credential.is_callable and not refreshed:
-            log.info("%s: HTTP 401; refreshing the credential and trying once more", self.provider)
-            credential.invalidate()
-            return "refresh"
-        if adapter._resend_without_stream_options(failure):
-            return "resend"
-        delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=self.deadline)
-        if delay is None:
-            return None
-        log.warning("%s: retrying after %s in %.2fs (attempt %d)", self.provider, failure.code, delay, attempt + 1)
-        cancel = self.options.cancel
-        if cancel is None:
-            time.sleep(delay)
-        elif cancel.wait(delay):
-            return None
-        return "retry"
+    def _batches(
+        self, call: _Call, translator: LiteLLMTranslator, secrets: tuple[str, ...]
+    ) -> Generator[list[StreamChunk], None, None]:
+        """The opened stream's chunks, a list per wake-up; a failure from here on ends it
+        in band, partial output and usage kept (rule 5)."""
+        while True:
+            item = self._wait(call)
+            if isinstance(item, LlmFailure):  # cancelled or timed out
+                yield _end(translator, item, "aborted" if item.code == "ABORTED" else "error")
+                return
+            batch: list[StreamChunk] = []
+            ended = False
+            while True:
+                tag, value = item
+                if tag == _CHUNK:
+                    batch += translator.feed_chunk(value)
+                    self.last_content = time.monotonic()
+                    ended = translator.done
+                elif tag == _END:
+                    batch += translator.end()
+                    ended = True
+                else:
+                    break  # an error: handled below, after the batch so far
+                if ended:
+                    break
+                try:
+                    item = call.queue.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                yield batch
+            if ended:
+                return
+            if item[0] != _ERROR:
+                continue
+            if call.redirects.status is not None:  # rule 9
+                failure = _redirect_failure(call.redirects, self.provider, secrets)
+            else:
+                failure = failure_from_exception(item[1], provider=self.provider, secrets=secrets, mid_stream=True)
+            yield _end(translator, failure, "aborted" if failure.code == "ABORTED" else "error")
+            return
 
 
 def _request_id(wrapper: object, secrets: tuple[str, ...]) -> str | None:

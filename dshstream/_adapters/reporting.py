@@ -21,6 +21,7 @@ Contract:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -110,3 +111,31 @@ def report_attempt(
         **details,
     }
     return report_failure(failure, reporter, provider=options.provider, attempt=attempt, record=record, watch=watch)
+
+
+def attempt_reporter(
+    options: GenerateOptions,
+    reporter: FailureReporter | None,
+    base_url: Callable[[], str | None],
+    details: Callable[[], dict[str, Any]],
+) -> Callable[[LlmFailure, int, int, float, StreamWatch | None], LlmFailure]:
+    """The attempt loop's ``report`` for one stream (rule 2): :func:`report_attempt` with
+    the adapter's reporter; ``base_url`` (redacted) and ``details`` are asked only when an
+    attempt fails."""
+
+    def report(
+        failure: LlmFailure, attempt: int, chunks: int, started: float, watch: StreamWatch | None
+    ) -> LlmFailure:
+        return report_attempt(
+            failure,
+            reporter,
+            options,
+            attempt=attempt,
+            chunks=chunks,
+            started=started,
+            base_url=base_url(),
+            details=details(),
+            watch=watch,
+        )
+
+    return report

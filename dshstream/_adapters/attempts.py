@@ -1,0 +1,134 @@
+"""The attempt loop: one stream as a sequence of attempts, written once and used by every
+adapter (the HTTP adapters and the LiteLLM one).
+
+Contract (the adapter supplies how to send one attempt; everything about *when* to send
+another lives here):
+
+1. **An attempt.** ``open_attempt(number, deadline, watch)`` sends attempt ``number`` and returns
+   ``(resource, batches)`` once the provider accepted it — a ``2xx`` status; for LiteLLM,
+   its stream opened — or raises that attempt's :class:`~dshstream._core.errors.LlmError`.
+   ``batches`` yields the attempt's chunks, a list per network read; it is closed before
+   ``resource`` (a context manager: the connection, LiteLLM's worker call) is left, however
+   the consumer leaves.
+2. **Reported once.** Every failed attempt is reported exactly once through ``report`` —
+   a raised failure and an in-band one (a last ``Finish`` carrying a failure) alike — and
+   the reported failure (with its diagnostics) is the one the consumer sees.
+3. **Retried only before acceptance.** An attempt is retried only while it was not
+   accepted and produced nothing: an accepted request may be billed, so it is never
+   resent. Then, in this order: a ``401`` with a callable credential is followed by one
+   refresh and one more attempt at once (once per stream,
+   :meth:`~dshstream._adapters.credentials.CredentialSource.refresh_after`); a request the
+   server refused in a form the adapter can change (``reshape(error)``: without a field)
+   is resent at once; otherwise the retry policy's delay (``Retry-After``, backoff with
+   jitter, never past the deadline) is slept — a cancel interrupts it (``ABORTED``, with
+   the reported attempt's diagnostics) — and
+   the next attempt is sent. When none applies, the reported failure is raised.
+4. **Observed.** The stream is watched by ``observer``
+   (:func:`~dshstream._observe.watching`: its end reported exactly once, however the
+   consumer leaves); ``watch.begin_attempt`` opens each attempt (``where``: the base URL it
+   goes to), ``watch.received`` sees every list before the consumer does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import Any
+
+from .._core.errors import LlmError, cancelled_failure, error_for
+from .._core.log import get_logger
+from .._core.request import GenerateOptions
+from .._core.retry import RetryPolicy
+from .._core.types import Finish, LlmFailure, StreamChunk
+from .._core.records import Observer
+from .._observe import StreamWatch, watching
+from .credentials import CredentialSource
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["OpenAttempt", "Report", "run_attempts", "stream_policy"]
+
+#: sends one attempt: ``(number, deadline, watch) -> (resource, batches)``, or raises (rule 1)
+OpenAttempt = Callable[
+    [int, float | None, StreamWatch | None],
+    tuple[AbstractContextManager[Any], Generator[list[StreamChunk], None, None]],
+]
+#: reports one failed attempt: ``(failure, attempt, chunks so far, started, watch)`` (rule 2)
+Report = Callable[[LlmFailure, int, int, float, StreamWatch | None], LlmFailure]
+
+
+def stream_policy(policy: RetryPolicy, options: GenerateOptions) -> RetryPolicy:
+    """The adapter's retry policy with the request's own ``max_retries``, when it sets one."""
+    if options.max_retries is None:
+        return policy
+    return replace(policy, max_retries=options.max_retries)
+
+
+def run_attempts(
+    options: GenerateOptions,
+    *,
+    open_attempt: OpenAttempt,
+    report: Report,
+    policy: RetryPolicy,
+    credential: CredentialSource,
+    observer: Observer | None,
+    where: str | None,
+    reshape: Callable[[LlmError], bool] = lambda error: False,
+) -> Generator[list[StreamChunk], None, None]:
+    """The stream's chunks, a list per read, over as many attempts as the rules allow."""
+    started = time.monotonic()
+    deadline = started + options.timeout if options.timeout else None
+    attempt = 0
+    refreshed = False
+    with watching(observer, options) as watch:  # None: nobody watches (rule 4)
+        while True:
+            attempt += 1
+            produced = 0
+            accepted = False
+            if watch is not None:
+                watch.begin_attempt(attempt, where)
+            try:
+                resource, batches = open_attempt(attempt, deadline, watch)
+                accepted = True
+                with resource:
+                    # The batches generator is iterated here, not behind a ``yield from`` in
+                    # a generator of its own: one generator resume less per read.
+                    try:
+                        for batch in batches:
+                            last = batch[-1]
+                            if type(last) is Finish and last.reason.failure is not None:  # rule 2
+                                assert isinstance(last, Finish)
+                                failure = report(last.reason.failure, attempt, produced, started, watch)
+                                batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
+                            produced += len(batch)
+                            if watch is not None:
+                                watch.received(batch)
+                            yield batch
+                    finally:
+                        batches.close()  # before the resource is left (rule 1)
+                return
+            except LlmError as exc:
+                failure = report(exc.failure, attempt, produced, started, watch)
+                if produced or accepted:  # rule 3: it may be billed
+                    raise error_for(failure) from None
+                if not refreshed and credential.refresh_after(failure, options.provider):
+                    refreshed = True
+                    continue
+                if reshape(exc):
+                    continue
+                delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=deadline)
+                if delay is None:
+                    raise error_for(failure) from None
+            _sleep(delay, failure, attempt, options)
+
+
+def _sleep(delay: float, failure: LlmFailure, attempt: int, options: GenerateOptions) -> None:
+    """The backoff before the next attempt; a cancel ends it, and the stream (rule 3)."""
+    log.warning("%s: retrying after %s in %.2fs (attempt %d)", options.provider, failure.code, delay, attempt + 1)
+    if options.cancel is None:
+        time.sleep(delay)
+    elif options.cancel.wait(delay):
+        # the failed attempt was reported: the abort keeps its diagnostics (which attempt)
+        raise error_for(replace(cancelled_failure(options.provider), diagnostics=failure.diagnostics))
