@@ -161,7 +161,7 @@ from .._core.validate import (
     invalid,
 )
 from .._core.wires.litellm import LiteLLMTranslator
-from .._headers import lower_headers, request_id_from
+from .._core.headers import lower_headers, request_id_from
 from .._observe import StreamWatch, check_observer
 from .._transport import DEFAULT_IDLE_TIMEOUT
 from .attempts import run_attempts, stream_policy
