@@ -93,3 +93,16 @@ def test_matches_botocore(url: str, token: str | None) -> None:
     ours = sign_headers("POST", url, headers, body, AwsCredentials(KEY_ID, SECRET, token),
                         region="us-east-1", service="bedrock", now=signed_at)
     assert ours["authorization"] == request.headers["Authorization"]
+
+
+def test_signing_reuses_the_body_bytes_it_signed() -> None:
+    # The body is serialized once per attempt: the signer adds headers to the request
+    # without encoding the JSON again (the signature covers exactly the bytes sent).
+    from dshstream._core.http_request import HttpRequest
+
+    request = HttpRequest(url="https://example.test/x", headers={"a": "1"}, body={"k": "v"}, secrets=("s1",))
+    signed = request.with_headers({"a": "1", "authorization": "sig"}, ("s2",))
+    assert signed.body_bytes() is request.body_bytes()
+    assert signed.headers == {"a": "1", "authorization": "sig"} and signed.secrets == ("s1", "s2")
+    assert signed.url == request.url and signed.body == request.body
+    assert "sig" not in repr(signed)

@@ -49,16 +49,13 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Union
 from urllib.parse import quote, urlsplit
 
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
-from .._core.redact import redact, register_secret, unregister_secret
+from .._core.redact import redact
 from .._core.parts import MediaPart
 from .._core.media_support import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaSupport, converse_document_name
 from .._core.request import GenerateOptions, Message
@@ -71,7 +68,7 @@ from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from .._core.response_format import JsonMode
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
-from .credentials import HISTORY, call_credential
+from .credentials import HISTORY, SecretHistory, call_credential
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
 from .structured_output import (
@@ -189,8 +186,7 @@ class BedrockAdapter(HttpAdapter):
             elif key_id and secret:
                 self._aws_fixed = _as_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID")
                 self._aws_from_env = True
-        self._history: deque[str] = deque()
-        self._aws_lock = threading.Lock()
+        self._aws_secrets = SecretHistory(2 * HISTORY)  # a secret key and a session token each
         self._aws_last: AwsCredentials | None = self._aws_fixed
         if self._aws_fixed is not None:
             self._remember(self._aws_fixed)
@@ -234,17 +230,7 @@ class BedrockAdapter(HttpAdapter):
     # ------------------------------------------------------------------ auth
 
     def _remember(self, creds: AwsCredentials) -> None:
-        for secret in (creds.secret_access_key, creds.session_token):
-            if not secret:
-                continue
-            register_secret(secret)
-            with self._aws_lock:
-                if secret in self._history:
-                    continue
-                self._history.append(secret)
-                forgotten = self._history.popleft() if len(self._history) > 2 * HISTORY else None
-            if forgotten is not None:
-                unregister_secret(forgotten)
+        self._aws_secrets.remember(creds.secret_access_key, creds.session_token)
 
     def aws_credentials(self, provider: str) -> AwsCredentials | None:
         """This attempt's SigV4 credentials (a callable is asked anew; rule 2)."""
@@ -271,7 +257,7 @@ class BedrockAdapter(HttpAdapter):
         )
         signature = added["authorization"].rsplit("Signature=", 1)[-1]
         secrets = tuple(s for s in (creds.secret_access_key, creds.session_token, signature) if s)
-        return replace(request, headers={**headers, **added}, secrets=request.secrets + secrets)
+        return request.with_headers({**headers, **added}, secrets)
 
     # ------------------------------------------------------------------ request
 

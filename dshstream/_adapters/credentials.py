@@ -56,7 +56,15 @@ from .._core.validate import check_api_key, check_credential, invalid
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["HISTORY", "Credential", "CredentialSource", "FetchLimits", "call_credential", "current_limits"]
+__all__ = [
+    "HISTORY",
+    "Credential",
+    "CredentialSource",
+    "FetchLimits",
+    "SecretHistory",
+    "call_credential",
+    "current_limits",
+]
 
 #: what ``api_key=`` accepts: a key, or a zero-argument callable returning the current one
 Credential = Union[str, Callable[[], str]]
@@ -181,18 +189,44 @@ def _call_within(source: Callable[[], object], provider: str, limits: FetchLimit
     return value
 
 
+class SecretHistory:
+    """The most recent distinct secrets of one credential source, kept registered for
+    redaction; older ones (long expired) are forgotten (rule 2). The one registry every
+    source uses — keys, tokens, AWS secret keys and session tokens alike."""
+
+    __slots__ = ("_limit", "_lock", "_values")
+
+    def __init__(self, limit: int = HISTORY) -> None:
+        self._limit = limit
+        self._values: deque[str] = deque()
+        self._lock = threading.Lock()
+
+    def remember(self, *secrets: str | None) -> None:
+        """Register each non-empty secret, forgetting the oldest past the limit."""
+        for secret in secrets:
+            if not secret:
+                continue
+            register_secret(secret)
+            with self._lock:
+                if secret in self._values:
+                    continue
+                self._values.append(secret)
+                forgotten = self._values.popleft() if len(self._values) > self._limit else None
+            if forgotten is not None:
+                unregister_secret(forgotten)
+
+
 class CredentialSource:
     """The credential an adapter sends: a fixed key, a callable, or nothing."""
 
-    __slots__ = ("_field", "_history", "_last", "_lock", "_value")
+    __slots__ = ("_field", "_history", "_last", "_value")
 
     def __init__(self, value: object, field: str = "api_key") -> None:
         checked = check_credential(value, field)
         self._value: Credential | None = checked
         self._field = field
         self._last: str | None = checked if isinstance(checked, str) else None
-        self._history: deque[str] = deque()
-        self._lock = threading.Lock()
+        self._history = SecretHistory()
         if self._last:
             register_secret(self._last)
 
@@ -252,12 +286,5 @@ class CredentialSource:
                 pass
 
     def _remember(self, key: str) -> None:
-        register_secret(key)
-        with self._lock:
-            self._last = key
-            if key in self._history:
-                return
-            self._history.append(key)
-            forgotten = self._history.popleft() if len(self._history) > HISTORY else None
-        if forgotten is not None:
-            unregister_secret(forgotten)
+        self._history.remember(key)
+        self._last = key

@@ -60,6 +60,20 @@ class HttpRequest:
         """The JSON body, compact UTF-8 (serialized when the request was built)."""
         return self._data
 
+    def with_headers(self, headers: Mapping[str, str], secrets: tuple[str, ...] = ()) -> HttpRequest:
+        """This request with ``headers`` instead of its own and ``secrets`` added — the
+        body bytes reused, not serialized again (a signer adds headers once per attempt)."""
+        signed = object.__new__(HttpRequest)
+        for name, value in (
+            ("url", self.url),
+            ("headers", headers),
+            ("body", self.body),
+            ("secrets", self.secrets + secrets),
+            ("_data", self._data),
+        ):
+            object.__setattr__(signed, name, value)
+        return signed
+
     def __repr__(self) -> str:
         headers = {
             k: ("[REDACTED]" if k.lower() in SENSITIVE_HEADERS else redact(v, self.secrets))
