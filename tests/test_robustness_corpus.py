@@ -58,7 +58,7 @@ from dshstream._core.types import (
     chunk_to_dict,
 )
 
-from helpers import KNOWN_FINISH, all_fixtures, fixture_bytes, fixture_wire, split_at
+from helpers import KNOWN_FINISH, all_fixtures, decode_all, fixture_bytes, fixture_wire, split_at
 
 TINY = 1024  # every two-way split
 SMALL = 16 * 1024  # byte by byte, and every offset cut in one of STRIDE strided feeds
@@ -347,3 +347,39 @@ def test_cut_anywhere(rel: str, wire: str) -> None:
             _assert_same(got, at_point[before], f"{rel}: cut at {k} vs cut at boundary {before}")
         else:  # a sampled-out boundary: check it on its own
             _check_cut(got, full, data[:k], f"{rel}: cut at offset {k}")
+
+
+# ------------------------------------------------------ partial output before a malformed event
+
+_SSE_FIXTURES = [f for f in all_fixtures() if f.endswith(".sse")]
+
+
+def _with_malformed_event(data: bytes) -> tuple[bytes, int]:
+    """The recording with an invalid-JSON event after its third event (or its last, when
+    shorter), and the offset where the bad event starts."""
+    sep = b"\r\n\r\n" if b"\r\n\r\n" in data[:4096] else b"\n\n"
+    ends = [m for m in range(len(data)) if data.startswith(sep, m)][:3]
+    at = (ends[-1] + len(sep)) if ends else 0
+    return data[:at] + b"data: {not json" + sep + data[at:], at
+
+
+@pytest.mark.parametrize("relative", _SSE_FIXTURES)
+def test_chunks_before_a_malformed_event_survive_every_split(relative: str) -> None:
+    # Issue 28 item 3: the chunks decoded before a bad event were lost when the bad event
+    # came in the same read. Now the stream ends in band with MALFORMED_RESPONSE (or at its
+    # own finish, when that came first) and the output is the same however the network splits it.
+    data, at = _with_malformed_event(fixture_bytes(relative))
+    wire = fixture_wire(relative)
+    whole = decode_all(data, wire)
+    assert list(check_contract(whole)) == whole
+    rng = random.Random(relative)
+    splits = [[at], [at + 3], [at - 1, at + 1], *(sorted(rng.sample(range(1, len(data)), 3)) for _ in range(6))]
+    for cuts in splits:
+        assert decode_all(split_at(data, cuts), wire) == whole, (relative, cuts)
+    prefix = decode_all(data[:at], wire)
+    delivered = [c for c in prefix if not isinstance(c, Finish)]
+    assert whole[: len(delivered)] == delivered  # nothing decoded before the bad event is lost
+    finish = whole[-1]
+    assert isinstance(finish, Finish)
+    if not any(isinstance(c, Finish) for c in prefix):
+        assert finish.reason.failure is not None and finish.reason.failure.code == "MALFORMED_RESPONSE"

@@ -774,11 +774,11 @@ def test_only_server_blocks_and_no_content_is_empty_response() -> None:
     assert result.finish.failure is not None and result.finish.failure.code == "EMPTY_RESPONSE"
 
 
-def test_malformed_json_is_a_protocol_error() -> None:
-    from dshstream._core.errors import ProtocolError
-
-    with pytest.raises(ProtocolError):
-        list(decode(b"event: message_start\ndata: {not json\n\n", wire=WIRE))
+def test_malformed_json_ends_the_stream_malformed() -> None:
+    chunks = list(decode(b"event: message_start\ndata: {not json\n\n", wire=WIRE))
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.reason.kind == "error"
+    assert finish.reason.failure is not None and finish.reason.failure.code == "MALFORMED_RESPONSE"
 
 
 def test_fixture_paths_are_real_files() -> None:

@@ -136,12 +136,12 @@ def test_end_of_input_after_a_finish_reason_completes_without_cut() -> None:
 
 
 def test_malformed_payload_is_malformed_response() -> None:
-    from dshstream._core.errors import LlmError
-
+    # In band (translator rule 3): the stream ends with the failure, nothing raises.
     echo = Echo()
-    with pytest.raises(LlmError) as caught:
-        feed(echo, ("error", "{nope"))
-    assert caught.value.failure.code == "MALFORMED_RESPONSE"
+    chunks = feed(echo, ("message", "hi"), ("error", "{nope"))
+    failure = finish_of(chunks).reason.failure
+    assert failure is not None and failure.code == "MALFORMED_RESPONSE"
+    assert [type(c).__name__ for c in chunks].count("TextDelta") == 1 and echo.done
 
 
 def test_writer_identify_first_id_latest_model() -> None:

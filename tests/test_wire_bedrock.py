@@ -243,11 +243,8 @@ def test_padding_non_json_and_unknown_events() -> None:
     finish = _finish(_run(START + unknown + _text(0, "a") + _stop("end_turn") + END))
     assert finish.reason.kind == "stop"
     bad = encode_message({":event-type": "contentBlockDelta", ":message-type": "event"}, b"{not json")
-    from dshstream._core.errors import ProtocolError
-
-    with pytest.raises(ProtocolError) as info:
-        list(decode(START + bad, wire=WIRE))
-    assert info.value.failure.code == "MALFORMED_RESPONSE"
+    failure = _finish(list(decode(START + bad, wire=WIRE))).reason.failure
+    assert failure is not None and failure.code == "MALFORMED_RESPONSE"
 
 
 _ODD_VALUES: list[Any] = [None, True, 0, -1, 10**30, 1.5, "", "x", [], {}, [1, "a"], {"a": {"b": None}}]

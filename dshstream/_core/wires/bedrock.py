@@ -183,7 +183,7 @@ class BedrockTranslator(Translator):
                     else:
                         self.on_frame(headers, text)
         except EventJsonError as exc:
-            raise self._malformed(exc.text) from None
+            self.end_malformed(exc.text)
         return self.writer.take()
 
     def on_frame(self, headers: Mapping[str, Any], text: str) -> None:

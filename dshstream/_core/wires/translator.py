@@ -13,9 +13,10 @@ Contract (sans-IO: no sockets, time, threads or environment):
    inlined (one call less per event). Wires that need more override ``on_event``.
 3. **JSON.** Payloads are parsed with :func:`~dshstream._core.strict_json.loads_event`,
    called directly (it runs once per event): lone surrogate escapes become U+FFFD, so
-   every text a translator emits is valid UTF-8, and the ``EventJsonError`` of a payload
-   that is not JSON leaves ``feed`` and ``feed_events`` as ``MALFORMED_RESPONSE`` (its
-   ``detail`` a redacted excerpt).
+   every text a translator emits is valid UTF-8, and a payload that is not JSON ends the
+   stream in band with ``MALFORMED_RESPONSE`` (its ``detail`` a redacted excerpt;
+   :meth:`Translator.end_malformed`): every chunk decoded before it is delivered, however
+   the reads split the bytes (a raise would lose the chunks of its own read).
 4. **Endings.** The ways a stream ends live here once: :meth:`Translator.complete` (the
    wire's terminal marker), :meth:`Translator.fail_with` (an in-band error payload) and
    :meth:`Translator.end_input` (EOF, or a marker that only ends the input). Each flushes
@@ -92,7 +93,7 @@ class Translator:
             try:
                 self.on_event(event)
             except EventJsonError as exc:
-                raise self._malformed(exc.text) from None
+                self.end_malformed(exc.text)
         return self.writer.take()
 
     def feed_events(self, items: Iterable[object]) -> list[StreamChunk]:
@@ -118,7 +119,7 @@ class Translator:
                     if type(item) is ServerSentEvent and writer.state != "finished":
                         on_event(item)
         except EventJsonError as exc:  # from loads_event, anywhere in on_event
-            raise self._malformed(exc.text) from None
+            self.end_malformed(exc.text)
         return writer.take()
 
     def unwrap_tool_call(self, name: str) -> None:
@@ -215,13 +216,15 @@ class Translator:
 
     # ------------------------------------------------------------------ helpers
 
-    def _malformed(self, data: str) -> Exception:
-        """The ``MALFORMED_RESPONSE`` error of a payload that is not JSON (rule 3)."""
-        who = self.writer.provider
-        return error_for(
-            self.writer.failure(
-                "MALFORMED_RESPONSE",
-                f"{who}: stream carried a payload that is not valid JSON",
-                detail=redact(data, limit=120),
-            )
+    def end_malformed(self, data: str) -> None:
+        """A payload that is not JSON ends the stream in band with ``MALFORMED_RESPONSE``
+        (rule 3): everything decoded before it — in this read or an earlier one — is
+        delivered, partial output and usage kept, as after an in-band error payload."""
+        writer = self.writer
+        failure = writer.failure(
+            "MALFORMED_RESPONSE",
+            f"{writer.provider}: stream carried a payload that is not valid JSON",
+            detail=redact(data, limit=120),
         )
+        self.flush(cut=True)
+        writer.fail(failure)
