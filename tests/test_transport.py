@@ -242,7 +242,7 @@ def test_an_event_stream_labelled_json_is_still_decoded(server: ReplayServer) ->
     assert len(text_at) == 2 and text_at[1] - text_at[0] >= 0.3, text_at
 
 
-# --------------------------------------------------------------------------- bulk reads (rule 7)
+# --------------------------------------------------------------------------- bulk reads (readers.py rule 2)
 
 import http.client  # noqa: E402
 import random  # noqa: E402
@@ -253,6 +253,7 @@ from typing import Any  # noqa: E402
 import urllib3  # noqa: E402
 
 from dshstream import _transport  # noqa: E402
+from dshstream._transport import readers  # noqa: E402
 from functools import partial as functools_partial  # noqa: E402
 
 from dshstream._core.types import StreamChunk  # noqa: E402
@@ -265,14 +266,14 @@ REAL = Path(__file__).parent / "fixtures" / "real"
 def reader_kind(server: ReplayServer, route: Route) -> str:
     """Which reader the transport picks for ``route``'s answer."""
     server.add("/kind/", route)
-    transport = _transport.Transport()
+    transport = _transport.HttpTransport()
     from dshstream._core.http_request import HttpRequest
 
     stream = transport.open(HttpRequest(url=f"{server.url}/kind/", headers={}, body={}), provider="t")
     with stream:
         read: Any = stream._read
         owner = getattr(read, "__self__", None)
-        if isinstance(owner, _transport._ChunkedReader):
+        if isinstance(owner, readers.ChunkedReader):
             return "bulk-chunked"
         if isinstance(read, functools_partial) and isinstance(getattr(read.func, "__self__", None), http.client.HTTPResponse):
             return "http.client"
@@ -307,8 +308,8 @@ def test_bulk_path_falls_back_on_anything_unusual(monkeypatch: pytest.MonkeyPatc
         a.__dict__.update(attrs)
         return a
 
-    assert _transport._bulk_reader(Raw(answer())) is not None
-    assert _transport._bulk_reader(Raw(answer(chunked=False, will_close=True))) is not None
+    assert readers.bulk_reader(Raw(answer())) is not None
+    assert readers.bulk_reader(Raw(answer(chunked=False, will_close=True))) is not None
     unusual: list[Any] = [
         Raw(object()),  # not an http.client answer
         Raw(Answer.__new__(Answer)),  # a subclass: its internals are unknown
@@ -321,13 +322,13 @@ def test_bulk_path_falls_back_on_anything_unusual(monkeypatch: pytest.MonkeyPatc
         Raw(answer(chunked=False, length=10, will_close=False)),  # Content-Length: urllib3 checks it
     ]
     for raw in unusual:
-        assert _transport._bulk_reader(raw) is None, raw.__dict__
+        assert readers.bulk_reader(raw) is None, raw.__dict__
     no_close = answer()
     monkeypatch.delattr(http.client.HTTPResponse, "_close_conn")
-    assert _transport._bulk_reader(Raw(no_close)) is None
+    assert readers.bulk_reader(Raw(no_close)) is None
     monkeypatch.undo()
-    monkeypatch.setattr(_transport, "BULK_READS", False)
-    assert _transport._bulk_reader(Raw(answer())) is None
+    monkeypatch.setattr(readers, "BULK_READS", False)
+    assert readers.bulk_reader(Raw(answer())) is None
 
 
 def _chunks(server: ReplayServer, body: bytes, wire: str, piece: int) -> list[StreamChunk]:
@@ -355,7 +356,7 @@ def test_bulk_reads_give_what_the_standard_path_gives(
         for piece in (0, 1, rng.randrange(2, 200), 16384):
             bulk = _chunks(server, body, wire, piece)
             with monkeypatch.context() as m:
-                m.setattr(_transport, "BULK_READS", False)
+                m.setattr(readers, "BULK_READS", False)
                 if path == "old-urllib3":  # urllib3 before 2.2 (which has no read1): http.client's read1
                     m.setattr(urllib3.HTTPResponse, "read1", None, raising=False)
                 assert _chunks(server, body, wire, piece) == bulk, (fixture.name, piece)
@@ -432,7 +433,7 @@ def test_a_chunk_header_alone_does_not_hold_back_the_event_before_it() -> None:
         assert len(text_at) == 2 and text_at[1] - text_at[0] >= 0.3, text_at
 
 
-# --------------------------------------------------------------------------- rule 8: a GET is tried twice
+# --------------------------------------------------------------------------- base.py rule 3: a GET is tried twice
 
 MODELS = json.dumps({"object": "list", "data": [{"id": "m1", "object": "model"}]}).encode()
 
@@ -471,7 +472,7 @@ def test_a_get_that_fails_twice_is_one_transport_failure() -> None:
         assert raw.accepted == 2  # tried once more, not more
 
 
-# --------------------------------------------------------------------------- rule 10: a caller's session
+# --------------------------------------------------------------------------- pool.py rule 3: a caller's session
 
 
 def _answer_then_hold(srv: RawServer, conn: _socket.socket) -> None:
@@ -489,7 +490,7 @@ def test_a_pool_the_callers_session_opened_before_is_watched_too() -> None:
     headers still cuts it at once, and the session's own requests still work."""
     import requests
 
-    from dshstream._transport import _WatchedPoolMixin
+    from dshstream._transport.pool import WatchedPoolMixin
 
     session = requests.Session()
     baseline = send_threads()
@@ -499,7 +500,7 @@ def test_a_pool_the_callers_session_opened_before_is_watched_too() -> None:
         http_adapter = session.adapters["http://"]
         assert isinstance(http_adapter, requests.adapters.HTTPAdapter)
         pools = http_adapter.poolmanager.pools
-        assert all(isinstance(pools[key], _WatchedPoolMixin) for key in pools.keys())
+        assert all(isinstance(pools[key], WatchedPoolMixin) for key in pools.keys())
         service = LlmService(check_contract=True)
         service.register_adapter(["local"], adapter)
         cancel = threading.Event()
@@ -518,3 +519,47 @@ def test_a_pool_the_callers_session_opened_before_is_watched_too() -> None:
         replay.add("/", Route(body=b"fine", content_type="text/plain"))
         assert session.get(f"{replay.url}/x", timeout=5).text == "fine"
     session.close()
+
+
+# --------------------------------------------------------------------------- readers.py: the internals in one file
+
+
+def _private_reads(path: Path) -> list[tuple[int, str]]:
+    """``(line, name)`` of every private attribute read or written on another object than
+    ``self``/``super()``, by ``x._name`` or ``getattr(x, "_name")`` (dunders aside)."""
+    import ast
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+                continue
+            found.append((node.lineno, node.attr))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and private(node.args[1].value)):
+            found.append((node.lineno, node.args[1].value))
+    return found
+
+
+def test_private_attributes_of_http_client_and_urllib3_are_read_in_readers_only() -> None:
+    package = Path(_transport.__file__).parent
+    elsewhere = {p.name: _private_reads(p) for p in sorted(package.glob("*.py")) if p.name != "readers.py"}
+    assert {name: reads for name, reads in elsewhere.items() if reads} == {}
+    # ... and in readers.py each one says why, on its line or the line above
+    path = package / "readers.py"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    reads = _private_reads(path)
+    assert len({name for _, name in reads}) >= 10  # the table in its docstring
+    unexplained = [(n, name) for n, name in reads
+                   if "#" not in lines[n - 1] and not lines[n - 2].strip().startswith("#")]
+    assert unexplained == []
+    docstring = readers.__doc__ or ""
+    assert all(f".{name}``" in docstring for _, name in reads), "a private name missing from the table"

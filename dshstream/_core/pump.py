@@ -2,7 +2,8 @@
 into lists of chunks, with the idle clock and cancellation.
 
 Contract: no sockets of its own — the body is anything with the small
-:class:`Body` interface (the transport's ``HttpStream`` has it; a test can fake it).
+:class:`Body` interface (the transport's ``ResponseStream`` protocol extends it, and both of
+its streams, over HTTP and in memory, have it; a test can fake it).
 
 1. One list per read that produced chunks; reads that produce none (keep-alives, partial
    events) yield nothing.
@@ -10,7 +11,7 @@ Contract: no sockets of its own — the body is anything with the small
    produced chunks; keep-alive comments and pings do not count.
 3. When the decoder has seen the wire's terminal marker, the connection is released for
    reuse *before* the last list is handed out (the consumer may stop right there). The
-   body's ``release`` is bounded (the transport's takes at most ``RELEASE_WAIT``, 50 ms,
+   body's ``release`` is bounded (the HTTP stream's takes at most ``RELEASE_WAIT``, 50 ms,
    in all, then closes instead): bytes after the end marker never hold the last list.
 4. A cancel event seen between reads aborts the body and raises ``ABORTED``, with the one
    cancel message (:func:`~dshstream._core.errors.cancelled_message`).

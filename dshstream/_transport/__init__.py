@@ -1,0 +1,70 @@
+"""The transport: the only package that imports ``requests`` (and ``urllib3``).
+
+A small protocol with two implementations: :class:`~.interface.Transport` (what an adapter
+calls: ``open`` a stream, ``get_json``, ``post_form``) is implemented by
+:class:`HttpTransport` over a ``requests.Session`` and by :class:`MemoryTransport`, which
+serves given answers without sockets. One concern per file, each with its own numbered
+rules in its docstring:
+
+==============  ==========================================================================
+file            concern
+==============  ==========================================================================
+interface.py    the ``Transport`` and ``ResponseStream`` protocols, the shared defaults
+base.py         BaseTransport: limits before sending, the answer judged, a GET tried twice
+answers.py      which status and 2xx bodies are handed on; the failure for the others
+client.py       HttpTransport: a watched session, socket timeouts within the limits
+stream.py       HttpStream: the send worker, abort, the body reads, the short release
+watchdog.py     the one thread that ends streams whose limits ran out; the limit test
+pool.py         the pool and connection hooks: cut-off before headers, nothing sent
+                after an abort, a caller's session watched
+readers.py      prompt and bulk body reads, the inflater, past a 1xx; every private
+                attribute of http.client and urllib3 read anywhere in the package
+sockets.py      shutting a socket down so a blocked call returns
+failures.py     foreign exceptions mapped once, redacted
+memory.py       MemoryTransport: answers from memory, the same outcomes, no sockets
+==============  ==========================================================================
+
+The names below are the ones the rest of the package imports; the package's
+``Transport`` is still the HTTP transport (the adapters construct it by that name), the
+protocol is :class:`dshstream._transport.interface.Transport`.
+"""
+
+from __future__ import annotations
+
+from .client import DEFAULT_CONNECT_TIMEOUT as DEFAULT_CONNECT_TIMEOUT
+from .client import HttpTransport as HttpTransport
+from .client import Session as Session
+from .interface import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
+from .interface import DEFAULT_JSON_TIMEOUT as DEFAULT_JSON_TIMEOUT
+from .interface import ERROR_BODY_LIMIT as ERROR_BODY_LIMIT
+from .interface import JSON_BODY_LIMIT as JSON_BODY_LIMIT
+from .interface import ResponseStream as ResponseStream
+from .memory import MemoryAnswer as MemoryAnswer
+from .memory import MemoryStream as MemoryStream
+from .memory import MemoryTransport as MemoryTransport
+from .memory import SentRequest as SentRequest
+from .pool import new_session as new_session
+from .stream import RELEASE_WAIT as RELEASE_WAIT
+from .stream import HttpStream as HttpStream
+
+#: the HTTP transport under the name the adapters construct it by
+Transport = HttpTransport
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_JSON_TIMEOUT",
+    "ERROR_BODY_LIMIT",
+    "JSON_BODY_LIMIT",
+    "RELEASE_WAIT",
+    "HttpStream",
+    "HttpTransport",
+    "MemoryAnswer",
+    "MemoryStream",
+    "MemoryTransport",
+    "ResponseStream",
+    "SentRequest",
+    "Session",
+    "Transport",
+    "new_session",
+]

@@ -1,0 +1,93 @@
+"""HttpTransport: the transport over a ``requests.Session``.
+
+Contract: one session per transport (the caller's ``session=``, or a new watched one);
+:meth:`HttpTransport._exchange` is all it adds to
+:class:`~dshstream._transport.base.BaseTransport`: an :class:`~dshstream._transport.stream.HttpStream`
+made before the request is sent, then sent.
+
+1. **A watched session.** The transport's own session is :func:`new_session` (looked up
+   on the package when the transport is made, so a test may substitute the factory); a
+   caller's session is watched (:mod:`~dshstream._transport.pool` rule 3) when the
+   transport is made and again before every send.
+2. **Socket timeouts within the limits.** The connect timeout (``connect_timeout``,
+   default :data:`DEFAULT_CONNECT_TIMEOUT`) is capped by the time left before the
+   deadline; the read timeout is the idle timeout, capped the same way. They back up the
+   watchdog, which ends a stream at its limits whatever the socket does.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import requests
+
+from .._core.http_request import HttpRequest
+from .base import BaseTransport
+from .pool import watch_session
+from .stream import HttpStream
+
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "HttpTransport", "Session"]
+
+#: the session type adapters accept (re-exported so no other module imports requests)
+Session = requests.Session
+
+#: seconds a connect may take (rule 2)
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+
+def _new_session() -> requests.Session:
+    # The package's factory, looked up now: tests replace ``dshstream._transport.new_session``.
+    from . import new_session
+
+    return new_session()
+
+
+class HttpTransport(BaseTransport[HttpStream]):
+    """Sends :class:`HttpRequest` values with a ``requests.Session`` (one per transport)."""
+
+    def __init__(
+        self,
+        session: requests.Session | None = None,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
+        self.session = session if session is not None else _new_session()
+        self.connect_timeout = connect_timeout
+        watch_session(self.session)  # pool rule 3
+
+    def __repr__(self) -> str:
+        return f"HttpTransport(connect_timeout={self.connect_timeout!r})"
+
+    def _exchange(
+        self,
+        method: str,
+        request: HttpRequest,
+        *,
+        provider: str,
+        cancel: threading.Event | None,
+        idle_timeout: float | None,
+        deadline: float | None,
+        data: bytes | None,
+        started: float,
+        now: float,
+    ) -> HttpStream:
+        connect_timeout = self.connect_timeout
+        read_timeout = idle_timeout
+        if deadline is not None:  # rule 2
+            remaining = max(0.001, deadline - now)
+            connect_timeout = min(connect_timeout, remaining)
+            read_timeout = remaining if read_timeout is None else min(read_timeout, remaining)
+        stream = HttpStream(
+            request, provider=provider, cancel=cancel, idle_timeout=idle_timeout, deadline=deadline, started=started
+        )
+        kwargs: dict[str, Any] = {
+            "url": request.url,
+            "headers": dict(request.headers),
+            "timeout": (connect_timeout, read_timeout),
+        }
+        if data is not None:
+            kwargs["data"] = data
+        watch_session(self.session)  # pool rule 3: adapters mounted since, proxy managers made since
+        stream.send(self.session, method, kwargs)
+        return stream

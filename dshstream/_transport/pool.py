@@ -1,0 +1,242 @@
+"""Pool hooks: the sessions, pools and connections a send worker goes through, watched.
+
+Contract: the hooks act only on a thread that is sending for a stream (its
+:data:`sending` slot holds the stream, what :class:`Sending` describes); on any other
+thread the watched classes behave exactly as urllib3's own, so a session works as before
+for its owner's requests. The private urllib3 names relied on here are the two methods
+overridden (``_get_conn``, ``_new_conn``); the private attributes read are read through
+:mod:`~dshstream._transport.readers`.
+
+1. **Cut off before headers.** The pools of a watched session tell the sending stream
+   which connection its worker checked out, and the connect hook registers each socket
+   with it before the connect starts, so an abort ends a connect in progress at once
+   (Linux), or a request waiting for its headers, instead of leaving the worker to run
+   into its connect or read timeout.
+2. **Nothing is written after an abort.** A worker checks its stream (abort, ``close()``,
+   the cancel event, the limits) when its connect completes and before every write of the
+   request, under the lock the stream's abort takes: a request the caller gave up is never
+   sent (a provider would run and bill it), and its worker thread and socket end at once.
+   The refusal is an ``OSError`` (:class:`Aborted`), which urllib3 handles as any failed
+   connection; the caller's thread raises the abort's own error.
+3. **A caller's session is watched too.** The ``HTTPAdapter`` objects mounted on a
+   ``session=`` (and their proxy managers) build watched pools, exactly as the
+   transport's own session (:func:`new_session`) does; an aborted connection is dropped,
+   never pooled. Pools it had opened already are switched to the watched classes
+   (urllib3's own pool classes only: the watched ones add methods, nothing else); custom
+   pool or connection classes get the checkout hook, not the connect hook. Adapters
+   mounted later are watched at their first stream (:func:`watch_session` runs before
+   every send).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from typing import Any, Protocol
+
+import requests
+import requests.adapters
+import urllib3
+import urllib3.connection
+import urllib3.exceptions
+import urllib3.util.connection
+
+from .._core.log import get_logger
+from .readers import dns_host
+
+__all__ = ["Aborted", "Sending", "WatchedPoolMixin", "new_session", "sending", "watch_session"]
+
+log = get_logger("dshstream.transport")
+
+
+class Sending(Protocol):
+    """The stream a worker thread sends for, as the hooks see it."""
+
+    def attach(self, *, conn: Any = None, sock: socket.socket | None = None) -> bool:
+        """Register the checked-out connection or the connecting socket; ``False`` once
+        the stream is stopped (rule 2)."""
+
+    def stopped(self) -> bool:
+        """Whether the worker must not go on (rule 2)."""
+
+
+#: ``sending.stream``: the stream the current thread is sending for, or ``None`` (rules 1, 2)
+sending = threading.local()
+
+
+class Aborted(ConnectionAbortedError):
+    """A worker's request refused because its stream was aborted (rule 2); urllib3 treats
+    it as any failed connection, and the caller's thread raises the abort's own error."""
+
+
+class WatchedPoolMixin:
+    """Tells the worker's stream which connection it checked out, so an abandoned request
+    can be cut off (rule 1)."""
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        conn = super()._get_conn(timeout)  # type: ignore[misc]
+        stream: Sending | None = getattr(sending, "stream", None)
+        if stream is not None:
+            stream.attach(conn=conn)
+        return conn
+
+
+class _WatchedConnectionMixin:
+    """Connects a worker's socket where its stream can cut it, and writes nothing after an
+    abort (rules 1, 2). Inert on any other thread."""
+
+    def _new_conn(self) -> Any:
+        stream: Sending | None = getattr(sending, "stream", None)
+        if stream is None:
+            return super()._new_conn()  # type: ignore[misc]
+        return _connect(self, stream)
+
+    def send(self, data: Any) -> None:
+        stream: Sending | None = getattr(sending, "stream", None)
+        if stream is not None and stream.stopped():
+            raise Aborted("the stream was aborted; nothing is sent")
+        super().send(data)  # type: ignore[misc]
+
+
+class _WatchedHTTPConnection(_WatchedConnectionMixin, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_WatchedConnectionMixin, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _WatchedHTTPConnectionPool(WatchedPoolMixin, urllib3.HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSConnectionPool(WatchedPoolMixin, urllib3.HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+#: urllib3's own pool classes and their watched subclasses (same layout: an open pool's
+#: class can be switched, rule 3)
+_WATCHED_POOLS: dict[type, type] = {
+    urllib3.HTTPConnectionPool: _WatchedHTTPConnectionPool,
+    urllib3.HTTPSConnectionPool: _WatchedHTTPSConnectionPool,
+}
+_WATCHED_LOCK = threading.Lock()
+
+
+def _watched_pool_class(cls: type) -> type:
+    """``cls`` with the checkout hook (and the connect hook for urllib3's own connection
+    classes); made once per class."""
+    if issubclass(cls, WatchedPoolMixin):
+        return cls
+    with _WATCHED_LOCK:
+        watched = _WATCHED_POOLS.get(cls)
+        if watched is None:
+            attrs: dict[str, Any] = {"__module__": __name__}
+            connection = getattr(cls, "ConnectionCls", None)
+            if connection is urllib3.connection.HTTPConnection:
+                attrs["ConnectionCls"] = _WatchedHTTPConnection
+            elif connection is urllib3.connection.HTTPSConnection:
+                attrs["ConnectionCls"] = _WatchedHTTPSConnection
+            watched = _WATCHED_POOLS[cls] = type(f"Watched{cls.__name__}", (WatchedPoolMixin, cls), attrs)
+        return watched
+
+
+def _watch_manager(manager: Any) -> None:
+    """Make ``manager`` (a urllib3 ``PoolManager``) build watched pools, and switch its open
+    stock pools to them (rule 3). Cheap when it is watched already."""
+    classes = getattr(manager, "pool_classes_by_scheme", None)
+    if not isinstance(classes, dict) or all(
+        issubclass(cls, WatchedPoolMixin) for cls in classes.values() if isinstance(cls, type)
+    ):
+        return
+    # A copy: by default the manager holds urllib3's module-wide dict.
+    manager.pool_classes_by_scheme = {
+        scheme: _watched_pool_class(cls) if isinstance(cls, type) else cls for scheme, cls in classes.items()
+    }
+    pools = getattr(manager, "pools", None)
+    try:
+        opened = [pools[key] for key in pools.keys()] if pools is not None else []
+    except Exception:  # noqa: BLE001 - a pool evicted meanwhile: watch the others next time
+        opened = []
+    for pool in opened:
+        if type(pool) in (urllib3.HTTPConnectionPool, urllib3.HTTPSConnectionPool):
+            pool.__class__ = _WATCHED_POOLS[type(pool)]  # methods added, nothing else
+
+
+def watch_session(session: requests.Session) -> None:
+    """Rule 3: the pools of every ``HTTPAdapter`` mounted on ``session`` are watched."""
+    try:
+        for adapter in list(getattr(session, "adapters", {}).values()):
+            if isinstance(adapter, requests.adapters.HTTPAdapter):
+                _watch_manager(getattr(adapter, "poolmanager", None))
+                for manager in list(getattr(adapter, "proxy_manager", {}).values()):
+                    _watch_manager(manager)
+    except Exception as exc:  # noqa: BLE001 - an exotic adapter or pool: sent unwatched, as before
+        log.debug("session not watched: %s", type(exc).__name__)
+
+
+class _WatchedAdapter(requests.adapters.HTTPAdapter):
+    """``requests``' adapter whose pools are watched (the same pools otherwise)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        _watch_manager(self.poolmanager)
+
+    def proxy_manager_for(self, *args: Any, **kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(*args, **kwargs)
+        _watch_manager(manager)
+        return manager
+
+
+def new_session() -> requests.Session:
+    """A ``requests.Session`` whose abandoned requests can be cut off before headers."""
+    session = requests.Session()
+    session.mount("http://", _WatchedAdapter())
+    session.mount("https://", _WatchedAdapter())
+    return session
+
+
+def _connect(conn: Any, stream: Sending) -> socket.socket:
+    """urllib3's ``create_connection`` for a worker: each socket is registered with
+    ``stream`` before it connects, and checked once connected (rules 1, 2)."""
+    host = dns_host(conn)
+    timeout = conn.timeout
+    try:
+        addresses = socket.getaddrinfo(
+            host, conn.port, urllib3.util.connection.allowed_gai_family(), socket.SOCK_STREAM
+        )
+    except OSError as exc:
+        raise urllib3.exceptions.NewConnectionError(conn, f"Failed to resolve {host!r} ({exc})") from exc
+    error: OSError | None = None
+    for family, kind, proto, _, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            if not stream.attach(sock=sock):
+                raise Aborted("the stream was aborted before its connect")
+            for option in conn.socket_options or ():
+                sock.setsockopt(*option)
+            if timeout is None or isinstance(timeout, (int, float)):  # not urllib3's "default" token
+                sock.settimeout(timeout)
+            if conn.source_address:
+                sock.bind(conn.source_address)
+            if stream.stopped():  # an abort just now found no connect to cut
+                raise Aborted("the stream was aborted before its connect")
+            sock.connect(address)
+            if stream.stopped():  # the connect outlived an abort: send nothing
+                raise Aborted("the stream was aborted while it connected")
+        except OSError as exc:
+            sock.close()
+            if stream.stopped():
+                raise urllib3.exceptions.NewConnectionError(conn, f"Connection aborted: {exc}") from exc
+            error = exc
+            continue
+        sys.audit("http.client.connect", conn, conn.host, conn.port)
+        return sock
+    if isinstance(error, TimeoutError):
+        raise urllib3.exceptions.ConnectTimeoutError(
+            conn, f"Connection to {conn.host} timed out. (connect timeout={timeout})"
+        ) from error
+    raise urllib3.exceptions.NewConnectionError(
+        conn, f"Failed to establish a new connection: {error or 'no address'}"
+    ) from error

@@ -1,0 +1,338 @@
+"""HttpStream: one request sent with ``requests`` and its streaming response.
+
+Contract: an :class:`HttpStream` is the :class:`~dshstream._transport.interface.ResponseStream`
+of :class:`~dshstream._transport.client.HttpTransport`. It exists before its request is
+sent, is registered with the :mod:`~dshstream._transport.watchdog` from then until it is
+closed or released, and is always closed.
+
+1. **Limits hold from the first connect.** The request is sent on a short-lived worker
+   thread (``dshstream-send``) while the caller waits on an event, so the total
+   ``deadline``, the content-idle clock (header bytes are not content), the ``cancel``
+   event and :meth:`HttpStream.abort` end it within one watchdog tick (~50 ms) while it is
+   connecting, sending or waiting for headers, exactly as they do once the body flows; the
+   pool hooks (:mod:`~dshstream._transport.pool` rule 1) tell the stream which connection
+   and socket its worker uses. A ``KeyboardInterrupt`` while waiting cuts the request off
+   too. Redirects are never followed (``allow_redirects=False``,
+   :mod:`~dshstream._transport.answers` rule 2); informational answers are read past
+   (:mod:`~dshstream._transport.readers` rule 3).
+2. **An abort ends it now.** :meth:`HttpStream.abort` (any thread: the watchdog, the
+   caller, a ``close()`` before the answer) takes the stream's lock, records its code and
+   shuts the response's socket down (or the socket being connected, and the checked-out
+   connection's), so a blocked connect, send or read returns at once; the caller then
+   raises the abort's error (``ABORTED`` or ``TIMEOUT``), never a transport failure. A
+   worker's next step sees the abort under the same lock (pool rule 2).
+3. **The answer.** Status and headers are kept as received; the request id comes from
+   them (:func:`~dshstream._core.headers.request_id_from`), dropped when it echoes a
+   credential. The body is read with the reader :mod:`~dshstream._transport.readers`
+   picks; a read that fails is mapped once (:mod:`~dshstream._transport.failures` rule 2).
+4. **A short release.** After the stream's terminal marker, handing the connection back
+   (reading what is left of the body: the chunked terminator) takes at most
+   :data:`RELEASE_WAIT` seconds in all, however the bytes trickle; anything after the end
+   (pings, stray bytes, an endless trailer) or no end within that time closes the
+   connection instead of reusing it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import requests
+
+from .._core.errors import cancelled_message, error_for, make_failure
+from .._core.headers import request_id_from
+from .._core.http_request import HttpRequest
+from .failures import read_failure, send_failure
+from .interface import ERROR_BODY_LIMIT
+from .pool import sending
+from .readers import INTERIM, ChunkedReader, Reader, final_response, reader_for, socket_of
+from .sockets import shutdown_response, shutdown_socket
+from .watchdog import limit_reached, watchdog
+
+__all__ = ["RELEASE_WAIT", "HttpStream"]
+
+#: the most seconds handing a finished stream's connection back takes (rule 4)
+RELEASE_WAIT = 0.05
+
+
+class HttpStream:
+    """One request and its streaming response: iterate for byte pieces; always closed.
+
+    It exists before the request is sent, so the watchdog covers every phase (rule 1).
+    """
+
+    def __init__(
+        self,
+        request: HttpRequest,
+        *,
+        provider: str,
+        cancel: threading.Event | None,
+        idle_timeout: float | None,
+        deadline: float | None,
+        started: float,
+    ) -> None:
+        self.response: requests.Response | None = None
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.request_id: str | None = None
+        self._request = request
+        self._provider = provider
+        self._cancel = cancel
+        self._idle_timeout = idle_timeout
+        self._deadline = deadline
+        self._last_content = started
+        self._abort_code: str | None = None
+        self._abort_message = ""
+        #: bytes read ahead (while checking what the body is), handed out first
+        self.prefix = b""
+        self._closed = False
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._outcome: requests.Response | BaseException | None = None
+        self._conn: Any = None  # the connection a worker checked out (rule 1)
+        self._sock: socket.socket | None = None  # the socket a worker is connecting (rule 2)
+        self._read: Reader | None = None
+        watchdog.add(self)
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self, session: requests.Session, method: str, kwargs: dict[str, Any]) -> None:
+        """Send the request on a worker thread; return when headers are in, or raise the
+        classified failure (including this stream's own abort) — never later than the
+        limits allow."""
+        worker = threading.Thread(
+            target=self._work, args=(session, method, kwargs), name="dshstream-send", daemon=True
+        )
+        try:
+            worker.start()
+            self._ready.wait()
+        except BaseException:  # KeyboardInterrupt while waiting: cut the request off
+            self.abort("ABORTED", f"{self._provider}: interrupted")
+            self.close()
+            raise
+        with self._lock:
+            outcome = self._outcome
+            aborted = self._abort_code is not None or self._closed
+            if aborted and self._abort_code is None:  # closed by another thread meanwhile
+                self._abort_code = "ABORTED"
+                self._abort_message = f"{self._provider}: stream closed by the caller"
+        if aborted:
+            if isinstance(outcome, requests.Response):
+                outcome.close()  # else the worker closes it when it gets it
+            self.close()
+            self.raise_if_aborted()
+        if isinstance(outcome, BaseException):
+            self.close()
+            raise send_failure(outcome, self._request, self._provider) from None
+        assert isinstance(outcome, requests.Response)
+        self.response = outcome
+        self.status = outcome.status_code
+        self.headers = dict(outcome.headers)
+        # a server echoing the key back must not put it in a repr (rule 3)
+        self.request_id = request_id_from(self.headers, self._request.secrets)
+        self._read = reader_for(outcome, self.headers)
+
+    def _work(self, session: requests.Session, method: str, kwargs: dict[str, Any]) -> None:
+        sending.stream = self
+        outcome: requests.Response | BaseException
+        try:
+            outcome = session.request(method, stream=True, allow_redirects=False, **kwargs)
+            while outcome.status_code in INTERIM:
+                outcome = final_response(outcome)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome = exc
+        finally:
+            sending.stream = None
+        with self._lock:
+            abandoned = self._abort_code is not None or self._closed
+            self._outcome = outcome
+        if abandoned and isinstance(outcome, requests.Response):
+            outcome.close()
+        self._ready.set()
+
+    def attach(self, *, conn: Any = None, sock: socket.socket | None = None) -> bool:
+        """The worker's connection or connecting socket, made known to :meth:`abort`; ``False``
+        (nothing registered) once the stream is stopped (pool rule 2)."""
+        with self._lock:
+            if self._abort_code is not None or self._closed:
+                return False
+            if conn is not None:
+                self._conn = conn
+            if sock is not None:
+                self._sock = sock
+            return True
+
+    def stopped(self) -> bool:
+        """Whether the worker must not go on: aborted, closed, or a limit reached that the
+        watchdog has not acted on yet (pool rule 2)."""
+        if self._abort_code is None and not self._closed:
+            self.check(time.monotonic())
+        return self._abort_code is not None or self._closed
+
+    # ------------------------------------------------------------------ control
+
+    def touch(self) -> None:
+        """Content arrived: restart the idle clock."""
+        self._last_content = time.monotonic()
+
+    def check(self, now: float) -> None:
+        """Watchdog tick: abort on cancel or an expired limit (watchdog rule 2)."""
+        if self._closed or self._abort_code is not None:
+            return
+        reached = limit_reached(
+            self._provider, self._cancel, self._deadline, self._idle_timeout, self._last_content, now
+        )
+        if reached is not None:
+            self.abort(*reached)
+
+    def abort(self, code: str = "ABORTED", message: str | None = None) -> None:
+        """End a blocked send or read now, from any thread; the caller raises ``code`` (rule 2)."""
+        with self._lock:
+            if self._abort_code is not None or self._closed:
+                return
+            self._abort_code = code
+            self._abort_message = message or cancelled_message(self._provider)
+            response = self.response
+            conn, sock = self._conn, self._sock
+        if response is not None:
+            shutdown_response(response)
+        else:
+            # A connect in progress fails at once; a sent request's wait for headers ends.
+            shutdown_socket(getattr(conn, "sock", None))
+            shutdown_socket(sock)
+            self._ready.set()
+
+    @property
+    def aborted(self) -> bool:
+        """Whether :meth:`abort` ended the stream."""
+        return self._abort_code is not None
+
+    def raise_if_aborted(self) -> None:
+        """Raise the abort's error if the stream was aborted."""
+        if self._abort_code is not None:
+            raise error_for(
+                make_failure(
+                    self._abort_code,
+                    self._abort_message,
+                    provider=self._provider,
+                    request_id=self.request_id,
+                )
+            )
+
+    def release(self) -> None:
+        """The stream reached its terminal marker: hand the connection back to the session's
+        pool for the next request when the rest of the body (usually just the chunked
+        terminator) arrives within :data:`RELEASE_WAIT` in all; otherwise close it (rule 4)."""
+        if self._closed or self.response is None or self._read is None:
+            self.close()
+            return
+        raw: Any = self.response.raw
+        sock = socket_of(raw)
+        if sock is None or self._abort_code is not None:
+            self.close()
+            return
+        read = self._read
+        end = time.monotonic() + RELEASE_WAIT
+        # One read can loop on trickling bytes (an endless chunked trailer) past any socket
+        # timeout: the watchdog cuts the socket at ``end`` (rule 4).
+        self._deadline = end if self._deadline is None else min(self._deadline, end)
+        try:
+            drained = 0
+            while True:
+                left = end - time.monotonic()
+                if left <= 0 or drained > ERROR_BODY_LIMIT:
+                    # Bytes keep coming after the end marker (pings, stray bytes): never
+                    # hold the caller for them, nor reuse the connection.
+                    self.close()
+                    return
+                sock.settimeout(left)
+                data = read()
+                if not data:
+                    break
+                drained += len(data)
+            sock.settimeout(None)
+        except Exception:  # noqa: BLE001 - any trouble: just close
+            self.close()
+            return
+        owner = getattr(read, "__self__", None)
+        if isinstance(owner, ChunkedReader) and not owner.reusable:
+            self.close()  # bytes after the body's end, or no final CRLF: not reusable
+            return
+        with self._lock:  # an abort (the watchdog at ``end``) and reuse exclude each other
+            reuse = self._abort_code is None and not self._closed
+            self._closed = True
+        watchdog.remove(self)
+        if not reuse:
+            self.response.close()
+            return
+        try:
+            raw.release_conn()
+        except Exception:  # noqa: BLE001
+            self.response.close()
+
+    def close(self) -> None:
+        """Release the connection (idempotent). Closed before its answer arrived, the
+        request's worker is cut off as by :meth:`abort` (rule 2)."""
+        with self._lock:
+            if self._closed:
+                return
+            if self.response is None and self._outcome is None and self._abort_code is None:
+                self._abort_code = "ABORTED"
+                self._abort_message = f"{self._provider}: stream closed by the caller"
+                cut = True
+            else:
+                cut = False
+            self._closed = True
+            response = self.response
+            conn, sock = self._conn, self._sock
+        watchdog.remove(self)
+        if response is None:
+            if cut:
+                shutdown_socket(getattr(conn, "sock", None))
+                shutdown_socket(sock)
+            self._ready.set()
+            return
+        try:
+            response.close()
+        except Exception:  # noqa: BLE001 - closing must never raise
+            pass
+
+    def __enter__(self) -> HttpStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ reading
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self.prefix:
+            prefix, self.prefix = self.prefix, b""
+            yield prefix
+        read = self._read
+        if read is None:
+            return
+        while True:
+            try:
+                data = read()
+            except Exception as exc:  # noqa: BLE001 - mapped once, here
+                self.raise_if_aborted()
+                raise read_failure(exc, self._request.secrets, self._provider, self.request_id) from None
+            if not data:
+                self.raise_if_aborted()
+                return
+            yield data
+
+    def read_bounded(self, limit: int) -> tuple[bytes, bool]:
+        """The body up to ``limit`` bytes, and whether more was there."""
+        pieces: list[bytes] = []
+        size = 0
+        for piece in self:
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
+                return b"".join(pieces)[:limit], True
+        return b"".join(pieces), False

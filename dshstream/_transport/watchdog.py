@@ -1,0 +1,94 @@
+"""The watchdog: one daemon thread that ends every open stream whose limits ran out.
+
+Contract: stdlib and the core's errors only; it knows a stream only as something with a
+``check(now)`` method (what the stream then does — shut a socket down, wake a wait — is
+the stream's business).
+
+1. **One thread for every stream.** Every open stream of every transport is registered
+   with :data:`watchdog` and removed when it is closed or released; the thread (started on
+   the first registration, a daemon, ``dshstream-watchdog``) calls each stream's
+   ``check(time.monotonic())`` every :data:`WATCH_INTERVAL` seconds, so a blocked send or
+   read never outlives its limits by more than one tick (~50 ms). With no stream open it
+   sleeps until the next registration.
+2. **The limits, in order.** :func:`limit_reached` is the one test, applied by each tick
+   and by a call about to start: the caller's ``cancel`` event set (``ABORTED``, the one
+   cancel message), then the total ``deadline`` passed (``TIMEOUT``), then no content for
+   ``idle_timeout`` seconds since the last content (``TIMEOUT``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol
+
+from .._core.errors import cancelled_message
+
+__all__ = ["WATCH_INTERVAL", "Watched", "limit_reached", "watchdog"]
+
+#: seconds between two checks of every open stream (rule 1)
+WATCH_INTERVAL = 0.05
+
+
+class Watched(Protocol):
+    """What the watchdog watches."""
+
+    def check(self, now: float) -> None:
+        """Abort if a limit ran out by ``now`` (``time.monotonic()``)."""
+
+
+def limit_reached(
+    provider: str,
+    cancel: threading.Event | None,
+    deadline: float | None,
+    idle_timeout: float | None,
+    last_content: float,
+    now: float,
+) -> tuple[str, str] | None:
+    """The ``(code, message)`` of the first limit reached by ``now`` (rule 2), or ``None``."""
+    if cancel is not None and cancel.is_set():
+        return "ABORTED", cancelled_message(provider)
+    if deadline is not None and now >= deadline:
+        return "TIMEOUT", f"{provider}: total timeout expired (TIMEOUT)"
+    if idle_timeout is not None and now - last_content >= idle_timeout:
+        return "TIMEOUT", f"{provider}: no content for {idle_timeout:g}s (idle timeout, TIMEOUT)"
+    return None
+
+
+class _Watchdog:
+    """One daemon thread that enforces cancel and time limits on every open stream."""
+
+    def __init__(self) -> None:
+        self._streams: set[Watched] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, stream: Watched) -> None:
+        with self._lock:
+            self._streams.add(stream)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="dshstream-watchdog", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def remove(self, stream: Watched) -> None:
+        with self._lock:
+            self._streams.discard(stream)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                streams = list(self._streams)
+            if not streams:
+                self._wake.wait(5.0)
+                self._wake.clear()
+                continue
+            now = time.monotonic()
+            for stream in streams:
+                stream.check(now)
+            time.sleep(WATCH_INTERVAL)
+
+
+#: the one watchdog (rule 1)
+watchdog = _Watchdog()
