@@ -6,7 +6,7 @@ Contract:
 1. A :class:`StreamWatch` follows one stream at one level (the service's
    :class:`~dshstream._chunk_stream.ChunkStream`, or an HTTP adapter's generator). It emits
    :class:`~dshstream._core.records.StreamStarted` when it is made,
-   :class:`~dshstream._core.records.FirstChunk` on the first content chunk, one
+   :class:`~dshstream._core.records.FirstChunkRecord` on the first content chunk, one
    :class:`~dshstream._core.records.AttemptRecord` when each HTTP attempt ends, and
    :class:`~dshstream._core.records.StreamFinished` exactly once — a lock and a flag; the
    lock is held while a record goes out, so no record from another thread follows it —
@@ -72,7 +72,7 @@ from ._core.redact import known_secrets, redact
 from ._core.records import (
     AttemptOutcome,
     AttemptRecord,
-    FirstChunk,
+    FirstChunkRecord,
     ObserveLevel,
     Observer,
     ObserverRecord,
@@ -393,7 +393,7 @@ class StreamWatch:
         with self._lock:  # a finish from another thread waits: it can't overtake this record
             if not self._done:
                 self._emit(
-                    FirstChunk(
+                    FirstChunkRecord(
                         stream_id=self.stream_id,
                         provider=self.provider,
                         model=self.model,

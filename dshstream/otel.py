@@ -88,7 +88,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._core.records import AttemptRecord, FirstChunk, ObserverRecord, StreamFinished, StreamStarted
+from ._core.records import AttemptRecord, FirstChunkRecord, ObserverRecord, StreamFinished, StreamStarted
 from ._core.request import Message
 from ._core.types import FinishReason, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from ._version import __version__
@@ -189,7 +189,7 @@ class OtelObserver:
     def __call__(self, record: ObserverRecord) -> None:
         if isinstance(record, StreamStarted):
             self._started(record)
-        elif isinstance(record, FirstChunk):
+        elif isinstance(record, FirstChunkRecord):
             span = self._span_of(record.stream_id, record.level)
             if span is not None:
                 span.add_event("dshstream.first_chunk", {"dshstream.chunk_type": record.chunk_type})

@@ -4,7 +4,7 @@ Contract: stdlib, ``types`` and ``request`` only; plain frozen values, no behavi
 clock, no I/O (the records are built by :mod:`dshstream._observe`).
 
 1. Per stream and per observer, in order: one :class:`StreamStarted`; then at most one
-   :class:`FirstChunk` and one :class:`AttemptRecord` per HTTP attempt (in attempt order);
+   :class:`FirstChunkRecord` and one :class:`AttemptRecord` per HTTP attempt (in attempt order);
    then exactly one :class:`StreamFinished`. Nothing follows the :class:`StreamFinished`.
 2. ``stream_id`` ties the records of one stream together; it is unique within the process.
    An adapter's records for a stream it serves through a service carry the service's id.
@@ -40,7 +40,7 @@ from .types import Block, FinishKind, FinishReason, LlmFailure, TokenUsage
 __all__ = [
     "AttemptOutcome",
     "AttemptRecord",
-    "FirstChunk",
+    "FirstChunkRecord",
     "ObserveLevel",
     "Observer",
     "ObserverRecord",
@@ -107,7 +107,7 @@ class StreamStarted:
 
 
 @dataclass(frozen=True, slots=True)
-class FirstChunk:
+class FirstChunkRecord:
     """The first content chunk (a block opening, or text, reasoning or tool-call data)
     reached the stream; usage and the finish don't count."""
 
@@ -199,7 +199,7 @@ class StreamFinished:
 
 
 #: every record an observer hears
-ObserverRecord: TypeAlias = StreamStarted | FirstChunk | AttemptRecord | StreamFinished
+ObserverRecord: TypeAlias = StreamStarted | FirstChunkRecord | AttemptRecord | StreamFinished
 #: an ``observer=``: hears every record; what it returns is ignored, what it raises is
 #: logged and swallowed
 Observer: TypeAlias = Callable[[ObserverRecord], object]

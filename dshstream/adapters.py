@@ -1,0 +1,62 @@
+"""dshstream.adapters: the adapters beyond the root's four, and the parts to configure or
+write one.
+
+Contract: an adapter turns ``GenerateOptions`` into one provider request and its response
+into chunks that keep the adapter contract (``dshstream.sansio.check_contract``); it is
+registered on an ``LlmService`` (``register_adapter`` returns a :class:`Registration`).
+The package root holds the four adapters for the providers' own APIs
+(``OpenAIChatAdapter`` — also every OpenAI-compatible server —, ``OpenAIResponsesAdapter``,
+``AnthropicAdapter``, ``GeminiAdapter``); this namespace holds the rest:
+
+- the clouds: :class:`AzureOpenAIAdapter`, :class:`AzureOpenAIResponsesAdapter`,
+  :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`;
+- the bridges: :class:`LiteLLMAdapter` (the ``litellm`` extra, imported on the first
+  stream) and :class:`CustomAdapter` (tools in the prompt, calls parsed from prose);
+- writing one: :class:`LlmAdapter` (the interface), :class:`HttpAdapter` (the base of every
+  HTTP adapter), :class:`ModelListFormat`, :class:`ModelInfo`, :class:`ProviderInfo`;
+- configuring one: :class:`HttpSettings` (the settings every HTTP adapter takes),
+  :class:`RetryPolicy`, :class:`AppIdentity` and :func:`attribution_headers` (the one
+  ``User-Agent``), :class:`MediaSupport` (which parts a provider takes);
+- credentials: :class:`AwsCredentials` (SigV4) and :class:`AuthorizedUserCredentials`
+  (Google Application Default Credentials without google-auth); every ``api_key=`` also
+  takes a zero-argument callable, asked before each attempt.
+
+Importing this module imports nothing more; each name loads its own module (and
+``requests``, for the adapters) on first use.
+"""
+
+import typing as _typing
+
+from . import _exports
+
+if _typing.TYPE_CHECKING:
+    from ._adapters.azure import (
+        AzureOpenAIAdapter as AzureOpenAIAdapter,
+        AzureOpenAIResponsesAdapter as AzureOpenAIResponsesAdapter,
+    )
+    from ._adapters.base import LlmAdapter as LlmAdapter, ModelInfo as ModelInfo, ProviderInfo as ProviderInfo
+    from ._adapters.bedrock import BedrockAdapter as BedrockAdapter
+    from ._adapters.custom import CustomAdapter as CustomAdapter
+    from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
+    from ._adapters.http import HttpAdapter as HttpAdapter, ModelListFormat as ModelListFormat
+    from ._adapters.litellm import LiteLLMAdapter as LiteLLMAdapter
+    from ._adapters.settings import HttpSettings as HttpSettings
+    from ._adapters.vertex import (
+        VertexAnthropicAdapter as VertexAnthropicAdapter,
+        VertexGeminiAdapter as VertexGeminiAdapter,
+    )
+    from ._core.attribution import AppIdentity as AppIdentity, attribution_headers as attribution_headers
+    from ._core.media_support import MediaSupport as MediaSupport
+    from ._core.retry import RetryPolicy as RetryPolicy
+    from ._core.sigv4 import AwsCredentials as AwsCredentials
+    from ._service import Registration as Registration
+
+__all__ = _exports.public_names("adapters")
+
+
+def __getattr__(name: str) -> _typing.Any:
+    return _exports.load("adapters", name)
+
+
+def __dir__() -> list[str]:
+    return _exports.dir_of("adapters")
