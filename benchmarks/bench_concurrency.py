@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import requests
 
 from dshstream import GenerateOptions, Message, OpenAIChatAdapter
-from dshstream import LlmService, ReplayServer, Route
+from dshstream import LlmService
+from dshstream.testing import ReplayServer, Route
 
 TARGET = 0.8
 

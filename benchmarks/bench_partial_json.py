@@ -6,7 +6,7 @@ same kind of document at 2 MB in 40,000 pieces, through:
 
 * ``feed``          ``PartialJsonReader.feed`` for every piece, no deltas;
 * ``feed+deltas``   the same, producing the ``add``/``append`` deltas;
-* ``partial_json``  ``dshstream.partial_json`` over 20,000 (40,000) ``TextDelta`` chunks:
+* ``partial_json``  ``dshstream.sansio.partial_json`` over 20,000 (40,000) ``TextDelta`` chunks:
                     one ``JsonSnapshot`` per piece, the last one's ``value`` read;
 * ``+100 values``   the same, also reading the ``value`` of 100 snapshots evenly spread
                     (a fresh tree each, O(its size): what a UI pays per refresh it draws);
@@ -36,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dshstream import PartialJsonReader, TextDelta, partial_json  # noqa: E402
+from dshstream import TextDelta  # noqa: E402
+from dshstream.sansio import PartialJsonReader, partial_json  # noqa: E402
 
 
 def best_time(fn: Callable[[], object], runs: int = 3) -> float:

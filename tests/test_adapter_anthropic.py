@@ -393,7 +393,7 @@ def test_tool_inputs_stream_eagerly_on_every_anthropic_route(eager: bool) -> Non
     # Fine-grained tool streaming: without it Anthropic buffers a tool's whole input and
     # sends nothing for minutes (a 35.9k-token input was measured at 329 s of silence).
     # The Claude API, Claude on Vertex and Bedrock's InvokeModel take the same field.
-    from dshstream import BedrockAdapter, VertexAnthropicAdapter
+    from dshstream.adapters import BedrockAdapter, VertexAnthropicAdapter
     from dshstream._core.sigv4 import AwsCredentials
 
     adapters = [

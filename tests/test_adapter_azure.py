@@ -17,15 +17,8 @@ from typing import Any
 
 import pytest
 
-from dshstream import (
-    AzureOpenAIAdapter,
-    AzureOpenAIResponsesAdapter,
-    ConfigurationError,
-    GenerateOptions,
-    Message,
-    ToolSpec,
-    default_service,
-)
+from dshstream import ConfigurationError, GenerateOptions, Message, ToolSpec, default_service
+from dshstream.adapters import AzureOpenAIAdapter, AzureOpenAIResponsesAdapter
 from dshstream._core.attribution import DEFAULT_IDENTITY
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService

@@ -819,7 +819,7 @@ def test_a_retried_500_through_the_service_is_two_attempts_and_one_finish(lit: A
     assert finished.usage == usage and usage.output_tokens > 0
     assert finished.time_to_first_chunk is not None and 0 < finished.time_to_first_chunk <= finished.duration
     assert [type(r).__name__ for r in recorder.records] == [
-        "StreamStarted", "AttemptRecord", "FirstChunk", "AttemptRecord", "StreamFinished"]
+        "StreamStarted", "AttemptRecord", "FirstChunkRecord", "AttemptRecord", "StreamFinished"]
 
 
 def test_an_adapter_used_directly_reports_its_own_stream(lit: Any, server: ReplayServer) -> None:

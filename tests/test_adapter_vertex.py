@@ -19,15 +19,8 @@ import pytest
 import requests
 
 import dshstream._transport
-from dshstream import (
-    ConfigurationError,
-    GenerateOptions,
-    Message,
-    ToolSpec,
-    VertexAnthropicAdapter,
-    VertexGeminiAdapter,
-    default_service,
-)
+from dshstream import ConfigurationError, GenerateOptions, Message, ToolSpec, default_service
+from dshstream.adapters import VertexAnthropicAdapter, VertexGeminiAdapter
 from dshstream._cli import main
 from dshstream._core.attribution import DEFAULT_IDENTITY
 from dshstream._replay_server import ReplayServer, Route

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from dshstream import (
-    BlockAssembler,
     BlockEnd,
     BlockStart,
     Finish,
@@ -19,8 +18,8 @@ from dshstream import (
     ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
-    assemble,
 )
+from dshstream.sansio import BlockAssembler, assemble
 from dshstream._core.errors import LlmError, make_failure
 
 

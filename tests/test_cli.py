@@ -120,7 +120,7 @@ def test_chat_provider_failure_exits_1() -> None:
 def test_chat_failure_tips_are_the_personal_ones_naming_the_key_variable(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dshstream import recovery_tips
+    from dshstream.errors import recovery_tips
     from dshstream._core.errors import make_failure
     from dshstream._replay_server import ReplayServer, Route
 

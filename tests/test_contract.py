@@ -16,8 +16,8 @@ from dshstream import (
     ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
-    check_contract,
 )
+from dshstream.sansio import check_contract
 from dshstream._core.errors import LlmError, make_failure
 
 STOP = Finish(reason=FinishReason(kind="stop"))

@@ -24,12 +24,7 @@ import pytest
 
 from dshstream import (
     AnthropicAdapter,
-    AuthorizedUserCredentials,
-    AzureOpenAIAdapter,
-    BedrockAdapter,
     ConfigurationError,
-    ConfigurationTypeError,
-    CustomAdapter,
     GeminiAdapter,
     GenerateOptions,
     LlmError,
@@ -37,8 +32,15 @@ from dshstream import (
     Message,
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
+)
+from dshstream.adapters import (
+    AuthorizedUserCredentials,
+    AzureOpenAIAdapter,
+    BedrockAdapter,
+    CustomAdapter,
     VertexGeminiAdapter,
 )
+from dshstream.errors import ConfigurationTypeError
 from dshstream._adapters import credentials as credentials_module
 from dshstream._adapters.credentials import CredentialSource
 from dshstream._adapters.google_oauth import TOKEN_URL, default_credentials_file

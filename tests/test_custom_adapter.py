@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from dshstream import GenerateOptions, Message, ToolCallBlock, ToolSpec, check_contract
+from dshstream import GenerateOptions, Message, ToolCallBlock, ToolSpec
+from dshstream.sansio import check_contract
 from dshstream._adapters.custom import CustomAdapter
 from dshstream._replay_server import ReplayServer
 from dshstream._service import LlmService
@@ -58,7 +59,7 @@ def test_unknown_names_and_unbalanced_calls_stay_text() -> None:
 
     data = sse("Try other_tool({\"a\": 1}) or get_weather(", '"Paris"')
     chunks = list(check_contract(decode(data, wire="custom", verbatim_tools=[WEATHER.to_openai()])))
-    from dshstream import assemble
+    from dshstream.sansio import assemble
 
     result = assemble(chunks)
     assert result.tool_calls == ()

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from dshstream import assemble, decode, detect_wire
+from dshstream.sansio import assemble, decode, detect_wire
 from dshstream._demo import DEMOS, Demo, load_transcript, run_demo
 
 

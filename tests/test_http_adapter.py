@@ -8,19 +8,10 @@ from typing import Any
 import pytest
 from helpers import fixture_bytes
 
-from dshstream import (
-    ConfigurationError,
-    GenerateOptions,
-    HttpAdapter,
-    LlmService,
-    Message,
-    ModelInfo,
-    ModelListFormat,
-    OpenAIChatTranslator,
-    ReplayServer,
-    Route,
-    Translator,
-)
+from dshstream import ConfigurationError, GenerateOptions, LlmService, Message
+from dshstream.adapters import HttpAdapter, ModelInfo, ModelListFormat
+from dshstream.sansio import OpenAIChatTranslator, Translator
+from dshstream.testing import ReplayServer, Route
 
 
 class AcmeAdapter(HttpAdapter):

@@ -50,9 +50,8 @@ from dshstream import (
     ToolCallDelta,
     ToolSpec,
     UsageChunk,
-    check_contract,
-    partial_json,
 )
+from dshstream.sansio import check_contract, partial_json
 from dshstream._service import LlmService
 
 if TYPE_CHECKING:

@@ -292,7 +292,7 @@ def _failing() -> list[StreamChunk]:
 
 
 def test_a_failure_is_shown_with_the_tips_for_the_credential() -> None:
-    from dshstream import recovery_tips
+    from dshstream.errors import recovery_tips
     from dshstream._core.errors import make_failure
 
     auth = make_failure("AUTH", "x")

@@ -26,26 +26,28 @@ import pytest
 from helpers import fake_key, fixture_bytes
 
 from dshstream import (
-    AttemptRecord,
     BlockStart,
-    ConfigurationTypeError,
     Finish,
     FinishReason,
-    FirstChunk,
     GenerateOptions,
     LlmFailure,
     Message,
-    ObserverRecord,
     OpenAIChatAdapter,
     ResponseMetadata,
-    RetryPolicy,
     StreamChunk,
-    StreamFinished,
-    StreamStarted,
     TextBlock,
     TextDelta,
     TokenUsage,
     UsageChunk,
+)
+from dshstream.adapters import RetryPolicy
+from dshstream.errors import ConfigurationTypeError
+from dshstream.observe import (
+    AttemptRecord,
+    FirstChunkRecord,
+    ObserverRecord,
+    StreamFinished,
+    StreamStarted,
 )
 from dshstream._chunk_stream import ChunkStream
 from dshstream._observe import StreamWatch, open_watch, server_of
@@ -106,7 +108,7 @@ class Recorder:
         assert isinstance(records[-1], StreamFinished), records[-1]
         assert len([r for r in records if isinstance(r, StreamStarted)]) == 1
         assert len([r for r in records if isinstance(r, StreamFinished)]) == 1
-        assert len([r for r in records if isinstance(r, FirstChunk)]) <= 1
+        assert len([r for r in records if isinstance(r, FirstChunkRecord)]) <= 1
         assert {r.stream_id for r in records} == {records[0].stream_id}
         assert {r.level for r in records} == {records[0].level}
         attempts = [r.attempt for r in records if isinstance(r, AttemptRecord)]
@@ -186,7 +188,7 @@ def test_a_stream_is_started_first_chunk_attempts_and_one_finish_in_order(
     assert text == "Hello!"
     assert [type(r).__name__ for r in recorder.records] == [
         "StreamStarted",
-        "FirstChunk",
+        "FirstChunkRecord",
         "AttemptRecord",
         "StreamFinished",
     ]
@@ -202,7 +204,7 @@ def test_a_stream_is_started_first_chunk_attempts_and_one_finish_in_order(
         settings.stop_count,
     ) == (64, 0.25, 2, 1)
     assert settings.timeout == 60.0 and settings.stop_sequences is None and started.messages is None
-    first = recorder.of(FirstChunk)[0]
+    first = recorder.of(FirstChunkRecord)[0]
     assert (
         first.chunk_type == "BlockStart"
         and first.time_to_first_chunk == finished.time_to_first_chunk
@@ -356,7 +358,7 @@ def test_close_from_another_thread_mid_stream_is_one_aborted_finish(server: Repl
     service, _ = make_service(server, recorder)
     stream = service.stream(options())
     thread, got = _consume_in_thread(stream)
-    recorder.wait_for(FirstChunk)
+    recorder.wait_for(FirstChunkRecord)
 
     started = time.monotonic()
     stream.close()
@@ -379,7 +381,7 @@ def test_the_cancel_event_is_one_aborted_finish(server: ReplayServer) -> None:
     cancel = threading.Event()
     stream = service.stream(options(cancel=cancel))
     thread, _ = _consume_in_thread(stream)
-    recorder.wait_for(FirstChunk)
+    recorder.wait_for(FirstChunkRecord)
 
     cancel.set()
     thread.join(SLOW / 3)
@@ -839,7 +841,7 @@ def test_concurrent_streams_through_one_service_each_finish_once(server: ReplayS
         by_stream.setdefault(record.stream_id, []).append(type(record).__name__)
     assert len(by_stream) == 18
     assert all(
-        kinds == ["StreamStarted", "FirstChunk", "AttemptRecord", "StreamFinished"]
+        kinds == ["StreamStarted", "FirstChunkRecord", "AttemptRecord", "StreamFinished"]
         for kinds in by_stream.values()
     )
 
@@ -932,12 +934,12 @@ def test_close_racing_the_first_chunk_never_emits_after_the_finish(monkeypatch: 
         [[BlockStart(0, "text"), TextDelta(0, "hi")], [Finish(FinishReason("stop"))]]
     )
     stream = ChunkStream(batches, options=opts, watch=open_watch(recorder, opts, "service"))
-    closers = _race_at(monkeypatch, "FirstChunk", stream.close)
+    closers = _race_at(monkeypatch, "FirstChunkRecord", stream.close)
     next(stream)
     for closer in closers:
         closer.join(SLOW)
     finished = recorder.one_stream()  # StreamFinished is the last record
-    assert finished.kind == "aborted" and len(recorder.of(FirstChunk)) == 1
+    assert finished.kind == "aborted" and len(recorder.of(FirstChunkRecord)) == 1
 
 
 def test_a_finish_racing_an_attempt_record_never_precedes_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -971,7 +973,7 @@ def test_an_observer_may_close_the_stream_from_inside_a_record() -> None:
 
     def closing(record: ObserverRecord) -> None:
         recorder(record)
-        if isinstance(record, FirstChunk):
+        if isinstance(record, FirstChunkRecord):
             holder[0].close()  # re-enters the watch on the same thread: no deadlock
 
     opts = options()

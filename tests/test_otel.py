@@ -52,13 +52,12 @@ from test_observer import (
 from dshstream import (
     AnthropicAdapter,
     FinishReason,
-    FirstChunk,
     GenerateOptions,
     Message,
     OpenAIChatAdapter,
     StreamChunk,
-    StreamFinished,
 )
+from dshstream.observe import FirstChunkRecord, StreamFinished
 from dshstream._core.errors import make_failure
 from dshstream._replay_server import ReplayServer
 from dshstream._service import LlmService, Next
@@ -360,7 +359,7 @@ def test_close_from_another_thread_is_one_aborted_span(
     stream = service.stream(options())
     thread = threading.Thread(target=lambda: list(stream), daemon=True)
     thread.start()
-    recorder.wait_for(FirstChunk)
+    recorder.wait_for(FirstChunkRecord)
     stream.close()
     thread.join(SLOW / 3)
 

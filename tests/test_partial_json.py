@@ -23,31 +23,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dshstream
+import dshstream.sansio
 from dshstream import (
     BlockEnd,
     BlockStart,
     ChunkStream,
     ConfigurationError,
-    ConfigurationTypeError,
     Finish,
     FinishReason,
     GenerateOptions,
-    JsonSnapshot,
     LlmService,
     Message,
     OpenAIChatAdapter,
-    PartialJsonReader,
-    ProtocolError,
     StreamChunk,
     TextBlock,
     TextDelta,
-    ToolArgumentsError,
     ToolCallBlock,
     ToolCallDelta,
     ToolSpec,
-    partial_json,
 )
+from dshstream.errors import ConfigurationTypeError, ProtocolError, ToolArgumentsError
+from dshstream.sansio import JsonSnapshot, PartialJsonReader, partial_json
 from dshstream._core.errors import make_failure
 from dshstream._core.partial_json_reader import JsonDelta
 from helpers import all_fixtures, decode_all, fixture_bytes, fixture_wire
@@ -628,9 +624,9 @@ def test_snapshot_equality_and_repr() -> None:
 
 
 def test_the_names_are_public() -> None:
-    assert dshstream.partial_json is partial_json
-    assert dshstream.JsonSnapshot.__module__ == "dshstream"
-    assert "PartialJsonReader" in dshstream.__all__
+    assert dshstream.sansio.partial_json is partial_json
+    assert dshstream.sansio.JsonSnapshot.__module__ == "dshstream.sansio"
+    assert "PartialJsonReader" in dshstream.sansio.__all__
 
 
 # --------------------------------------------------------------------------- real recorded streams

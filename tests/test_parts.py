@@ -18,7 +18,6 @@ import pytest
 from dshstream import (
     AudioPart,
     ConfigurationError,
-    ConfigurationTypeError,
     DocumentPart,
     ImagePart,
     MediaPart,
@@ -26,6 +25,7 @@ from dshstream import (
     ReasoningBlock,
     TextBlock,
 )
+from dshstream.errors import ConfigurationTypeError
 from dshstream._adapters.reporting import request_summary
 from dshstream._core.log import get_logger
 from dshstream._core.media_support import (

@@ -54,7 +54,7 @@ import pytest
 
 import dshstream
 import dshstream._defaults
-from dshstream import ReplayServer, Route
+from dshstream.testing import ReplayServer, Route
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.rst"

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from dshstream import (
-    ConfigurationError,
+from dshstream import ConfigurationError, LlmFailure
+from dshstream.errors import (
     ConfigurationTypeError,
-    LlmFailure,
     QuotaExceededError,
     may_view_detail,
     recovery_tips,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dshstream import RetryPolicy
+from dshstream.adapters import RetryPolicy
 from dshstream._core.errors import make_failure
 from dshstream._core.types import LlmFailure
 

@@ -16,7 +16,6 @@ from dshstream import (
     BlockEnd,
     BlockStart,
     ConfigurationError,
-    ConfigurationTypeError,
     Finish,
     GenerateOptions,
     JsonMode,
@@ -26,8 +25,9 @@ from dshstream import (
     TextDelta,
     ToolCallDelta,
     ToolSpec,
-    check_contract,
 )
+from dshstream.errors import ConfigurationTypeError
+from dshstream.sansio import check_contract
 from dshstream._adapters.anthropic import AnthropicAdapter
 from dshstream._adapters.azure import AzureOpenAIAdapter
 from dshstream._adapters.bedrock import BedrockAdapter

@@ -31,11 +31,11 @@ from dshstream import (
     TextBlock,
     TextDelta,
     ToolCallBlock,
-    ToolLoopError,
-    ToolLoopStream,
     ToolSpec,
     run_tools,
 )
+from dshstream.errors import ToolLoopError
+from dshstream.tool_loop import ToolLoopStream
 from dshstream._replay_server import ReplayServer, Route
 
 KEY = "sk-loop-test-0123456789abcdefABCDEF"

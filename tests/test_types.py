@@ -24,9 +24,8 @@ from dshstream import (
     ToolCallDelta,
     ToolResultBlock,
     UsageChunk,
-    chunk_from_dict,
-    chunk_to_dict,
 )
+from dshstream.sansio import chunk_from_dict, chunk_to_dict
 from dshstream._core.errors import (
     AuthenticationError,
     OverloadedError,
