@@ -24,16 +24,15 @@ from typing import Any
 from dshstream import (
     AnthropicAdapter,
     AudioPart,
-    BedrockAdapter,
     GeminiAdapter,
     GenerateOptions,
     ImagePart,
     LlmService,
     Message,
     OpenAIChatAdapter,
-    ReplayServer,
-    Route,
 )
+from dshstream.adapters import BedrockAdapter
+from dshstream.testing import ReplayServer, Route
 
 DEMO = files("dshstream") / "demo_data"
 REAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from dshstream import GenerateOptions, LlmService, Message, OpenAIChatAdapter, ReplayServer, Route
+from dshstream import GenerateOptions, LlmService, Message, OpenAIChatAdapter
+from dshstream.testing import ReplayServer, Route
 
 CHUNK = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"Once upon a time"}}]}\n\n'
 

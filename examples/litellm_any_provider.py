@@ -23,15 +23,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from dshstream import (  # noqa: E402 - after the environment setting above
     GenerateOptions,
-    LiteLLMAdapter,
     LlmService,
     Message,
     ReasoningDelta,
-    ReplayServer,
-    Route,
     TextDelta,
     ToolSpec,
 )
+from dshstream.adapters import LiteLLMAdapter  # noqa: E402
+from dshstream.testing import ReplayServer, Route  # noqa: E402
 
 VERSION_TOOL = ToolSpec("fixed_version", "Returns the version", {"type": "object", "properties": {}})
 CAPITAL_TOOL = ToolSpec("get_capital", "The capital of a country",

@@ -4,7 +4,8 @@ per finished stream, and (when ``opentelemetry-sdk`` is installed) an OpenTeleme
 Offline: a real OpenRouter stream (bundled with the package, ``demo_data``) is served on
 127.0.0.1. Three streams are watched:
 
-1. a plain one: ``StreamStarted``, ``FirstChunk``, one ``AttemptRecord``, ``StreamFinished``;
+1. a plain one: ``StreamStarted``, ``FirstChunkRecord``, one ``AttemptRecord``,
+   ``StreamFinished``;
 2. one whose first attempt is rate limited (HTTP 429, ``Retry-After: 0``): two attempts,
    still exactly one ``StreamFinished``;
 3. one the caller leaves after its first chunk (``break`` + ``close()``): its attempt and
@@ -22,19 +23,15 @@ from dataclasses import replace
 from importlib.resources import files
 from typing import Any
 
-from dshstream import (
+from dshstream import GenerateOptions, LlmService, Message, OpenAIChatAdapter
+from dshstream.observe import (
     AttemptRecord,
-    FirstChunk,
-    GenerateOptions,
-    LlmService,
-    Message,
+    FirstChunkRecord,
     ObserverRecord,
-    OpenAIChatAdapter,
-    ReplayServer,
-    Route,
     StreamFinished,
     StreamStarted,
 )
+from dshstream.testing import ReplayServer, Route
 
 RATE_LIMITED = Route(
     body=b'{"error": {"message": "Rate limit exceeded: free-models-per-min", "code": 429}}',
@@ -46,7 +43,7 @@ def watch(record: ObserverRecord) -> None:
     """The observer: called with each frozen record, never with prompt or output text."""
     if isinstance(record, StreamStarted):
         print(f"  started   {record.provider} {record.model} max_tokens={record.settings.max_tokens}")
-    elif isinstance(record, FirstChunk):
+    elif isinstance(record, FirstChunkRecord):
         print(f"  first     {record.chunk_type} after {record.time_to_first_chunk:.3f}s")
     elif isinstance(record, AttemptRecord):
         failure = f" {record.failure.code}" if record.failure else ""

@@ -11,6 +11,7 @@ import sys
 
 import dshstream
 from dshstream import ReasoningDelta, TextDelta
+from dshstream.errors import recovery_tips
 
 #: (key variable, provider id, a small current model); the first variable set wins
 PROVIDERS = (
@@ -44,7 +45,7 @@ def main() -> int:
     print(f"\n\n{provider} {model}\nusage: {result.usage}\nfinish: {result.finish.kind} ({result.finish.raw})")
     if result.failure is not None:
         print(f"error: {result.failure.message}", file=sys.stderr)
-        for tip in dshstream.recovery_tips(result.failure, credential="personal"):
+        for tip in recovery_tips(result.failure, credential="personal"):
             print(f"tip: {tip}", file=sys.stderr)
     return 0 if result.ok else 1
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from dshstream import assemble, chunk_to_dict, decode, detect_wire
+from dshstream.sansio import assemble, chunk_to_dict, decode, detect_wire
 
 
 def main(path: str) -> None:

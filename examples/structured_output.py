@@ -22,17 +22,10 @@ import json
 import struct
 from pathlib import Path
 
-from dshstream import (
-    BedrockAdapter,
-    GenerateOptions,
-    JsonSchema,
-    LlmService,
-    Message,
-    ReplayServer,
-    Route,
-    decode,
-    partial_json,
-)
+from dshstream import GenerateOptions, JsonSchema, LlmService, Message
+from dshstream.adapters import BedrockAdapter
+from dshstream.sansio import decode, partial_json
+from dshstream.testing import ReplayServer, Route
 
 REAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

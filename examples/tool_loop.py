@@ -22,11 +22,10 @@ from dshstream import (
     OpenAIChatAdapter,
     TextDelta,
     ToolCallBlock,
-    ToolLoopError,
     ToolSpec,
-    recovery_tips,
     run_tools,
 )
+from dshstream.errors import ToolLoopError, recovery_tips
 
 WEATHER = ToolSpec(
     name="get_weather",
