@@ -31,19 +31,21 @@ the rest lives in named sub-namespaces, each a public module with its own ``__al
 - ``dshstream.observe``: the ``Observer`` and the records it hears;
 - ``dshstream.sansio``: the sans-IO core: framers, translators, filters, JSON readers,
   the assembler, the contract checker;
-- ``dshstream.testing``: ``ReplayServer`` and ``Route``;
+- ``dshstream.testing``: ``ReplayServer`` and ``Route``; ``MemoryTransport`` and
+  ``MemoryAnswer``;
 - ``dshstream.tool_loop``: what ``run_tools`` returns.
 
 For maintainers: every public name is listed once, with its home and the private module
 that defines it, in :data:`dshstream._exports.SURFACE`; ``__all__`` and lazy loading come
-from that table, and the static imports below only tell type checkers the same (a test
-keeps the two in agreement). Only the vocabulary — the chunk, block and failure types and
-the exception tree — is imported with the package; everything else (and all that touches
-``requests``: adapters, the service, the transport) is imported on first use, so ``import
-dshstream`` stays fast. Public classes and functions carry their public home as their
-``__module__`` (``dshstream.TextDelta``, ``dshstream.sansio.SSEDecoder``; not the private
-path), in ``repr``, tracebacks and pickles. A name that left the root (0.1 had them all
-there) still resolves as ``dshstream.NAME`` with a ``DeprecationWarning`` naming its home.
+from that table, and the imports below name the same (the vocabulary's for real, the rest
+for type checkers only; a test keeps them in agreement). Only the vocabulary — the chunk,
+block and failure types and the exception tree — is imported with the package; everything
+else (and all that touches ``requests``: adapters, the service, the transport) is imported
+on first use, so ``import dshstream`` stays fast. Public classes and functions carry their
+public home as their ``__module__`` (``dshstream.TextDelta``,
+``dshstream.sansio.SSEDecoder``; not the private path), in ``repr``, tracebacks and
+pickles. A name that left the root (the flat layout had them all there) still resolves as
+``dshstream.NAME``, with a ``DeprecationWarning`` naming its home.
 The package tree, module by module, is the Layout section of CONTRIBUTING.rst.
 """
 
@@ -95,7 +97,11 @@ if _typing.TYPE_CHECKING:
         ImagePart as ImagePart,
         MediaPart as MediaPart,
     )
-    from ._core.request import GenerateOptions as GenerateOptions, Message as Message, ToolSpec as ToolSpec
+    from ._core.request import (
+        GenerateOptions as GenerateOptions,
+        Message as Message,
+        ToolSpec as ToolSpec,
+    )
     from ._core.response_format import JsonMode as JsonMode, JsonSchema as JsonSchema
     from ._defaults import default_service as default_service, stream as stream
     from ._service import LlmService as LlmService

@@ -17,8 +17,9 @@ vendored copy (``legacyapp._vendor.dshstream``) loads its own modules.
    (``dshstream.sansio.SSEDecoder``, ``dshstream.errors.ServerError``), whichever namespace
    asked, so ``repr``, tracebacks and pickles name the public path. The vocabulary's are
    set when the package is imported, so an exception always shows its public path.
-4. **Moved names.** A name that was public at the package root in 0.1 (:data:`FORMER_ROOT`)
-   and now lives in a namespace, or was renamed (:data:`RENAMED`), still resolves as
+4. **Moved names.** A name that was public at the package root in the flat layout, before
+   the namespaces (:data:`FORMER_ROOT`), and now lives in a namespace or was renamed
+   (:data:`RENAMED`), still resolves as
    ``dshstream.NAME`` (old code, vendored code, old pickles) with a
    :class:`DeprecationWarning` naming its new home. It is in neither ``__all__`` nor
    ``dir()``.
@@ -44,7 +45,8 @@ SURFACE: dict[str, dict[str, str]] = {
         "._chunk_stream": "ChunkStream",
         "._tool_loop": "run_tools",
         "._core.types": (
-            "StreamChunk BlockStart TextDelta ReasoningDelta ToolCallDelta BlockEnd UsageChunk Finish "
+            "StreamChunk BlockStart TextDelta ReasoningDelta ToolCallDelta BlockEnd UsageChunk "
+            "Finish "
             "Block TextBlock ReasoningBlock ToolCallBlock ToolResultBlock FileBlock Citation "
             "TokenUsage FinishReason LlmFailure ResponseMetadata"
         ),
@@ -90,7 +92,8 @@ SURFACE: dict[str, dict[str, str]] = {
     },
     "observe": {
         "._core.records": (
-            "Observer ObserverRecord StreamStarted FirstChunkRecord AttemptRecord StreamFinished RequestSettings"
+            "Observer ObserverRecord StreamStarted FirstChunkRecord AttemptRecord StreamFinished "
+            "RequestSettings"
         ),
     },
     "sansio": {
@@ -133,8 +136,9 @@ RENAMED = {
     "FirstChunk": "FirstChunkRecord",  # an observer record, not a chunk
 }
 
-#: every name public at the package root in dshstream 0.1 (``dshstream.NAME``); those that
-#: moved to a namespace or were renamed still resolve there, deprecated (rule 4)
+#: every name public at the package root in the flat layout, before the namespaces
+#: (``dshstream.NAME``): a record, never edited. Those that moved to a namespace or were
+#: renamed still resolve there, deprecated (rule 4)
 FORMER_ROOT = frozenset(
     """
     AbortedError AnthropicAdapter AnthropicTranslator AppIdentity AssembledResponse AttemptRecord

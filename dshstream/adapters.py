@@ -34,7 +34,11 @@ if _typing.TYPE_CHECKING:
         AzureOpenAIAdapter as AzureOpenAIAdapter,
         AzureOpenAIResponsesAdapter as AzureOpenAIResponsesAdapter,
     )
-    from ._adapters.base import LlmAdapter as LlmAdapter, ModelInfo as ModelInfo, ProviderInfo as ProviderInfo
+    from ._adapters.base import (
+        LlmAdapter as LlmAdapter,
+        ModelInfo as ModelInfo,
+        ProviderInfo as ProviderInfo,
+    )
     from ._adapters.bedrock import BedrockAdapter as BedrockAdapter
     from ._adapters.custom import CustomAdapter as CustomAdapter
     from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
@@ -45,7 +49,10 @@ if _typing.TYPE_CHECKING:
         VertexAnthropicAdapter as VertexAnthropicAdapter,
         VertexGeminiAdapter as VertexGeminiAdapter,
     )
-    from ._core.attribution import AppIdentity as AppIdentity, attribution_headers as attribution_headers
+    from ._core.attribution import (
+        AppIdentity as AppIdentity,
+        attribution_headers as attribution_headers,
+    )
     from ._core.media_support import MediaSupport as MediaSupport
     from ._core.retry import RetryPolicy as RetryPolicy
     from ._core.sigv4 import AwsCredentials as AwsCredentials

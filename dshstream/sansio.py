@@ -45,7 +45,10 @@ if _typing.TYPE_CHECKING:
         detect_wire as detect_wire,
         translator_for as translator_for,
     )
-    from ._core.eventstream import EventStreamDecoder as EventStreamDecoder, EventStreamMessage as EventStreamMessage
+    from ._core.eventstream import (
+        EventStreamDecoder as EventStreamDecoder,
+        EventStreamMessage as EventStreamMessage,
+    )
     from ._core.filters.json_repair import (
         parse_tool_arguments as parse_tool_arguments,
         repair_incomplete_json as repair_incomplete_json,
@@ -54,8 +57,15 @@ if _typing.TYPE_CHECKING:
     from ._core.filters.think_tags import ThinkTagStripper as ThinkTagStripper
     from ._core.filters.verbatim_tools import VerbatimToolCallParser as VerbatimToolCallParser
     from ._core.partial_json import partial_json as partial_json
-    from ._core.partial_json_reader import JsonSnapshot as JsonSnapshot, PartialJsonReader as PartialJsonReader
-    from ._core.sse import SSEComment as SSEComment, SSEDecoder as SSEDecoder, ServerSentEvent as ServerSentEvent
+    from ._core.partial_json_reader import (
+        JsonSnapshot as JsonSnapshot,
+        PartialJsonReader as PartialJsonReader,
+    )
+    from ._core.sse import (
+        SSEComment as SSEComment,
+        SSEDecoder as SSEDecoder,
+        ServerSentEvent as ServerSentEvent,
+    )
     from ._core.types import chunk_from_dict as chunk_from_dict, chunk_to_dict as chunk_to_dict
     from ._core.wires.anthropic import AnthropicTranslator as AnthropicTranslator
     from ._core.wires.bedrock import BedrockConverseTranslator as BedrockConverseTranslator

@@ -341,7 +341,7 @@ def test_the_moved_names_resolve_in_a_from_import_and_in_old_pickles() -> None:
 
 
 def test_every_former_root_name_is_still_reachable() -> None:
-    assert len(_exports.FORMER_ROOT) == 128, "the flat layout's names: a record, never edited"
+    assert len(_exports.FORMER_ROOT) == 128, "the flat layout's root names: a record, never edited"
     assert set(dshstream.__all__) - _exports.FORMER_ROOT == set(), "a new root name? then add it here"
     assert set(_exports.RENAMED) <= _exports.FORMER_ROOT
     assert not set(_exports.RENAMED.values()) & _exports.FORMER_ROOT
