@@ -12,11 +12,12 @@ vendored copy (``legacyapp._vendor.dshstream``) loads its own modules.
 2. **Lazy.** A namespace's ``__getattr__`` (:func:`load`) imports the defining module on
    first use and caches the value in the namespace. ``import dshstream`` imports only the
    vocabulary (:data:`EAGER`), and ``import dshstream.sansio`` (any namespace) nothing more.
-3. **Public paths.** When a private module is first loaded through a namespace, every
-   public class and function it defines takes the ``__module__`` of its own public home
-   (``dshstream.sansio.SSEDecoder``, ``dshstream.errors.ServerError``), whichever namespace
-   asked, so ``repr``, tracebacks and pickles name the public path. The vocabulary's are
-   set when the package is imported, so an exception always shows its public path.
+3. **Public paths.** Every public class and function takes the ``__module__`` of its own
+   public home (``dshstream.sansio.SSEDecoder``, ``dshstream.errors.ServerError``), so
+   ``repr``, tracebacks and pickles name the public path: the vocabulary's when the package
+   is imported (an exception always shows its public path), the others' when a name is
+   first loaded through any namespace, for its module and every other module of the
+   table imported by then, whichever namespace asked.
 4. **Moved names.** A name that was public at the package root in the flat layout, before
    the namespaces (:data:`FORMER_ROOT`), and now lives in a namespace or was renamed
    (:data:`RENAMED`), still resolves as
@@ -201,9 +202,10 @@ def public_names(home: str) -> list[str]:
 
 def _publish(module_name: str, module: types.ModuleType) -> None:
     """Rule 3: give each class and function ``module`` publishes its public home's name."""
-    if module_name in _published:
-        return
-    for home, private in _DEFINES.get(module_name, ()):
+    entries = _DEFINES.get(module_name, ())
+    if module_name in _published or not all(hasattr(module, private) for _, private in entries):
+        return  # done already, or the module is still being imported
+    for home, private in entries:
         value = getattr(module, private)
         # only what the module defines: a name it imports keeps its path (and a test fails)
         if isinstance(value, (type, types.FunctionType)) and value.__module__ == module.__name__:
@@ -211,10 +213,21 @@ def _publish(module_name: str, module: types.ModuleType) -> None:
     _published.add(module_name)
 
 
+def _publish_loaded() -> None:
+    """Rule 3 for every module of the table imported so far (loading one name imports its
+    module's own imports too: the records with the service, the framers with an adapter)."""
+    for module_name in _DEFINES:
+        if module_name not in _published:
+            module = sys.modules.get(PACKAGE + module_name)
+            if module is not None:
+                _publish(module_name, module)
+
+
 def publish_eager() -> None:
     """Rule 3 for :data:`EAGER`: the package calls this once, when it is imported."""
     for module_name in EAGER:
-        _publish(module_name, importlib.import_module(module_name, PACKAGE))
+        importlib.import_module(module_name, PACKAGE)
+    _publish_loaded()
 
 
 def load(home: str, name: str) -> Any:
@@ -225,7 +238,7 @@ def load(home: str, name: str) -> Any:
     if where is not None:
         module_name, private = where
         module = importlib.import_module(module_name, PACKAGE)
-        _publish(module_name, module)
+        _publish_loaded()
         value = getattr(module, private)
         vars(sys.modules[qualified(home)])[name] = value
         return value

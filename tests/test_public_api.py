@@ -282,10 +282,11 @@ def test_values_pickle_by_their_public_paths() -> None:
     assert type(copy) is ServerError and copy.failure == failure
 
 
-def test_an_error_shows_its_public_path_however_it_was_reached() -> None:
+def test_a_value_shows_its_public_path_however_it_was_reached() -> None:
     """The vocabulary's classes get their public paths when the package is imported: an
     error raised before ``dshstream.errors`` was ever imported shows (and pickles as)
-    ``dshstream.errors.ServerError`` all the same."""
+    ``dshstream.errors.ServerError`` all the same. Loading a name publishes every module
+    imported with it: the records an observer hears, with the service."""
     code = (
         "import pickle, sys, dshstream\n"
         "from dshstream._core.errors import error_for, make_failure\n"
@@ -293,8 +294,12 @@ def test_an_error_shows_its_public_path_however_it_was_reached() -> None:
         "print(type(error).__module__, 'dshstream.errors' in sys.modules)\n"
         "copy = pickle.loads(pickle.dumps(error))\n"
         "print(type(copy) is type(error), type(copy).__module__)\n"
+        "dshstream.LlmService\n"
+        "records = sys.modules['dshstream._core.records']\n"
+        "print(records.StreamStarted.__module__, 'dshstream.observe' in sys.modules)\n"
     )
-    assert _run(code).split() == ["dshstream.errors", "False", "True", "dshstream.errors"]
+    assert _run(code).split() == ["dshstream.errors", "False", "True", "dshstream.errors",
+                                  "dshstream.observe", "False"]
 
 
 @pytest.mark.parametrize("namespace", ["dshstream", *(f"dshstream.{home}" for home in _exports.NAMESPACES)])
