@@ -18,7 +18,7 @@ import dshstream
 from dshstream import _exports
 
 PACKAGE = Path(dshstream.__file__).parent
-REPOSITORY = PACKAGE.parent
+REPOSITORY = Path(__file__).resolve().parent.parent  # README.rst, CONTRIBUTING.rst, examples/
 
 # Imports only point down this list (same level allowed). DESIGN §1. A unit is a module
 # or subpackage of ``_core`` (``_core/wires`` is ``wires``), or a top-level private module.
