@@ -166,9 +166,9 @@ def test_import_dshstream_never_imports_litellm() -> None:
     import time); only the first stream does."""
     code = (
         "import sys, dshstream\n"
-        "cls = dshstream.LiteLLMAdapter\n"
+        "from dshstream.adapters import LiteLLMAdapter as cls\n"
         "assert 'litellm' not in sys.modules\n"
-        "if cls.__module__ == 'dshstream':\n"
+        "if cls.__module__ == 'dshstream.adapters':\n"
         "    try:\n"
         "        cls(model_prefix='openai/', api_key='k')\n"
         "    except dshstream.ConfigurationError:\n"
