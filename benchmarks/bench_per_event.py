@@ -149,14 +149,14 @@ def layers(w: bench.Workload, pieces: list[bytes]) -> list[tuple[str, Callable[[
 
     def decode() -> None:
         decoder = StreamDecoder(translator_for(wire))
-        frame, translate = decoder.sse.feed, decoder.translator.feed_events
+        frame, translate = decoder.framer.feed, decoder.translator.feed_events
         for piece in pieces:
             translate(frame(piece))
         decoder.close()
 
     def assemble() -> None:
         decoder = StreamDecoder(translator_for(wire))
-        frame, translate = decoder.sse.feed, decoder.translator.feed_events
+        frame, translate = decoder.framer.feed, decoder.translator.feed_events
         assembler = BlockAssembler()
         push = assembler.push
         for piece in pieces:

@@ -244,7 +244,7 @@ class ChunkStream:
     ) -> Iterator[JsonSnapshot]:
         """Snapshots of the JSON being streamed (the text, or with ``tool=`` a tool call's
         arguments by name or call id) that never change type; the last one is ``done`` or
-        ``truncated``. See :func:`dshstream.partial_json` (which also takes size limits)."""
+        ``truncated``. See :func:`dshstream.sansio.partial_json` (which also takes size limits)."""
         from ._core.partial_json import partial_json
 
         return partial_json(self, tool=tool, deltas=deltas, skip_prose=skip_prose)

@@ -82,8 +82,8 @@ def test_decoder_picks_eventstream_framing_only_for_bedrock() -> None:
     from dshstream._core.eventstream import EventStreamDecoder
     from dshstream._core.sse import SSEDecoder
 
-    assert isinstance(StreamDecoder(translator_for(WIRE)).sse, EventStreamDecoder)
-    assert isinstance(StreamDecoder(translator_for("anthropic")).sse, SSEDecoder)
+    assert isinstance(StreamDecoder(translator_for(WIRE)).framer, EventStreamDecoder)
+    assert isinstance(StreamDecoder(translator_for("anthropic")).framer, SSEDecoder)
 
 
 def test_text_usage_latency() -> None:

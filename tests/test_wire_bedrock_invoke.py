@@ -104,7 +104,7 @@ def test_detect_wire_and_framing() -> None:
     assert detect_wire(fixture_bytes(CLAUDE)) == WIRE
     assert detect_wire(_nova({"metadata": {}})) == WIRE
     assert detect_wire(fixture_bytes("bedrock/nova_micro_text.eventstream")) == "bedrock-converse"
-    assert isinstance(StreamDecoder(translator_for(WIRE)).sse, Framer)
+    assert isinstance(StreamDecoder(translator_for(WIRE)).framer, Framer)
 
 
 def test_synthetic_nova_stream_uses_the_converse_handlers() -> None:

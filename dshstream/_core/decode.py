@@ -66,15 +66,21 @@ class StreamDecoder:
     """Bytes in, chunks out: the translator's framing (SSE, or AWS event-stream) plus one
     wire translator."""
 
-    __slots__ = ("sse", "translator")
+    __slots__ = ("framer", "translator")
 
     def __init__(self, translator: Translator, *, max_event_size: int = 16 * 1024 * 1024) -> None:
-        self.sse: SSEDecoder | EventStreamDecoder
+        #: the framing decoder: SSE, or AWS event-stream for a translator that reads it
+        self.framer: SSEDecoder | EventStreamDecoder
         if translator.framing == "eventstream":
-            self.sse = EventStreamDecoder(max_event_size=max_event_size)
+            self.framer = EventStreamDecoder(max_event_size=max_event_size)
         else:
-            self.sse = SSEDecoder(max_event_size=max_event_size)
+            self.framer = SSEDecoder(max_event_size=max_event_size)
         self.translator = translator
+
+    @property
+    def sse(self) -> SSEDecoder | EventStreamDecoder:
+        """The old name of :attr:`framer` (it may hold an event-stream decoder)."""
+        return self.framer
 
     @property
     def done(self) -> bool:
@@ -83,12 +89,12 @@ class StreamDecoder:
 
     def feed(self, data: bytes) -> list[StreamChunk]:
         """Decode a piece of the body; returns the chunks it completed."""
-        return self.translator.feed_events(self.sse.feed(data))
+        return self.translator.feed_events(self.framer.feed(data))
 
     def close(self) -> list[StreamChunk]:
         """End of body: flush the framer and finish the stream."""
         translator = self.translator
-        out = translator.feed_events(self.sse.close())
+        out = translator.feed_events(self.framer.close())
         out += translator.close()
         return out
 

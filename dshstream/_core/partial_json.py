@@ -21,7 +21,7 @@ completes, and assembles, as usual).
    what had settled by then, kept, never thrown away (``None`` if nothing had). Code must
    not act on a truncated value as if it were whole.
 4. **Failures.** Malformed text raises ``ProtocolError``; malformed tool arguments raise
-   :class:`~dshstream.ToolArgumentsError` (``INVALID_TOOL_ARGUMENTS``). The arguments are
+   :class:`~dshstream.errors.ToolArgumentsError` (``INVALID_TOOL_ARGUMENTS``). The arguments are
    checked when :func:`partial_json` is called, not when the first snapshot is asked for.
 """
 

@@ -31,7 +31,7 @@ Protocol rules (what every snapshot guarantees):
    ``skip_prose=True``: then everything before the first ``{`` or ``[`` ("Here is the
    JSON:") and everything after the value is ignored (and the value must be an object or
    an array).
-6. **Clear failures.** Malformed text raises :class:`~dshstream.ProtocolError`
+6. **Clear failures.** Malformed text raises :class:`~dshstream.errors.ProtocolError`
    (``MALFORMED_RESPONSE``) naming the character offset and what was expected there; so
    does nesting deeper than ``max_depth``. More than ``max_chars`` characters fed raises
    ``EVENT_TOO_LARGE``. Messages never quote the text; ``failure.detail`` holds a

@@ -60,7 +60,7 @@ def pump(
     terminal marker is looked for only when a list ends with a ``Finish``.
     """
     direct = type(decoder) is StreamDecoder  # a subclass may feed differently
-    frame = decoder.sse.feed
+    frame = decoder.framer.feed
     translate = decoder.translator.feed_events
     touch = body.touch
     cancelled = cancel.is_set if cancel is not None else None
