@@ -70,3 +70,30 @@ def test_an_unknown_setting_is_refused_by_name() -> None:
     with pytest.raises(ConfigurationError, match="max_retrys") as caught:
         AcmeAdapter(max_retrys=3)  # type: ignore[call-arg]
     assert isinstance(caught.value, TypeError)
+
+
+def test_an_adapter_streams_over_a_transport_of_your_own() -> None:
+    # transport= takes any Transport: a user's test runs the adapter, the wire and the
+    # assembler on recorded bytes without a socket (dshstream.testing.MemoryTransport).
+    from dshstream import OpenAIChatAdapter as Adapter
+    from dshstream.testing import MemoryAnswer, MemoryTransport
+
+
+    from helpers import fixture_bytes
+
+    body = fixture_bytes("openai/single_tool_call.sse")
+    transport = MemoryTransport(MemoryAnswer(body=[body[:100], body[100:]]))
+    service = LlmService(check_contract=True)
+    service.register_adapter(["openai"], Adapter(api_key="k-memory-123", base_url="http://memory.invalid/v1",
+                                                 transport=transport))
+    options = GenerateOptions(provider="openai", model="gpt-4o-mini", messages=(Message.user("Weather?"),))
+    result = service.stream(options).result()
+    assert result.finish.kind == "tool-calls" and result.tool_calls
+    sent = transport.requests[-1]
+    assert sent.url == "http://memory.invalid/v1/chat/completions"
+    with pytest.raises(ConfigurationError, match="session= or transport="):
+        import requests
+
+        Adapter(api_key="k", transport=transport, session=requests.Session())
+    with pytest.raises(ConfigurationError, match="transport must be"):
+        Adapter(api_key="k", transport=object())  # type: ignore[arg-type]

@@ -57,7 +57,8 @@ from .._core.redact import redact
 from .._core.request import GenerateOptions
 from .._core.retry import RetryPolicy
 from .._core.validate import invalid
-from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, HttpStream, Transport
+from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, HttpTransport, ResponseStream
+from .._transport.interface import Transport as TransportProtocol
 from .._core.types import Finish, LlmFailure, StreamChunk
 from .._observe import StreamWatch, check_observer
 from .._core.wires.translator import Translator
@@ -143,7 +144,10 @@ class HttpAdapter(LlmAdapter):
             f"{type(self).__name__}.api_key",
         )
         self._attempt_key = threading.local()
-        self.transport = Transport(values.get("session"), connect_timeout=values.get("connect_timeout", 10.0))
+        #: sends this adapter's requests (settings ``transport=``; default HTTP over requests)
+        self.transport: TransportProtocol = values.get("transport") or HttpTransport(
+            values.get("session"), connect_timeout=values.get("connect_timeout", 10.0)
+        )
         self.identity: AppIdentity | None = values.get("identity")
         self.extra_headers: dict[str, str] = dict(values.get("headers") or {})
         self.retry_policy = RetryPolicy(max_retries=values.get("max_retries", 2))
@@ -319,7 +323,7 @@ class HttpAdapter(LlmAdapter):
     def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
         def open_attempt(
             attempt: int, deadline: float | None, watch: StreamWatch | None
-        ) -> tuple[HttpStream, Generator[list[StreamChunk], None, None]]:
+        ) -> tuple[ResponseStream, Generator[list[StreamChunk], None, None]]:
             http = self._open_attempt(options, deadline)
             return http, self._pump(options, http)
 
@@ -339,7 +343,7 @@ class HttpAdapter(LlmAdapter):
             reshape=lambda error: self.should_retry_request(error, options),
         )
 
-    def _open_attempt(self, options: GenerateOptions, deadline: float | None) -> HttpStream:
+    def _open_attempt(self, options: GenerateOptions, deadline: float | None) -> ResponseStream:
         """One attempt's request built, signed and sent; its response body, 2xx (the
         transport raises the classified failure for anything else)."""
         started = time.monotonic()
@@ -361,7 +365,7 @@ class HttpAdapter(LlmAdapter):
             started=started,
         )
 
-    def _pump(self, options: GenerateOptions, http: HttpStream) -> Generator[list[StreamChunk], None, None]:
+    def _pump(self, options: GenerateOptions, http: ResponseStream) -> Generator[list[StreamChunk], None, None]:
         """The attempt's body decoded into lists of chunks (``pump``)."""
         decoder = StreamDecoder(self.make_translator(options, http.request_id), max_event_size=self.max_event_size)
         return pump(http, decoder, cancel=options.cancel, provider=options.provider)

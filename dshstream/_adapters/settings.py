@@ -39,6 +39,7 @@ from .._core.validate import (
 if TYPE_CHECKING:
     from .._core.attribution import AppIdentity
     from .._transport import Session
+    from .._transport.interface import Transport
     from .._core.records import Observer
     from .._core.types import LlmFailure
 
@@ -61,6 +62,10 @@ class HttpSettings(TypedDict, total=False):
     base_url: str | None
     #: a ``requests.Session`` to send with (default: one per adapter)
     session: Session | None
+    #: what sends the requests instead of the HTTP transport — any
+    #: :class:`~dshstream._transport.interface.Transport`, e.g.
+    #: ``dshstream.testing.MemoryTransport`` in a test (not with ``session``)
+    transport: Transport | None
     #: the ``User-Agent`` attribution (default: dshstream's)
     identity: AppIdentity | None
     #: extra headers on every request (a caller's ``User-Agent`` loses to attribution)
@@ -93,6 +98,7 @@ def checked(settings: HttpSettings) -> HttpSettings:
         "api_key": check_credential(settings.get("api_key")),
         "base_url": settings.get("base_url"),
         "session": settings.get("session"),
+        "transport": _checked_transport(settings.get("transport"), settings.get("session")),
         "identity": settings.get("identity"),
         "headers": check_headers(headers) if headers is not None else {},
         "max_retries": check_nonneg_int(settings.get("max_retries", 2), "max_retries"),
@@ -103,6 +109,21 @@ def checked(settings: HttpSettings) -> HttpSettings:
         "max_event_size": check_positive_int(settings.get("max_event_size", DEFAULT_MAX_EVENT_SIZE), "max_event_size"),
         "title": settings.get("title"),
     }
+
+
+def _checked_transport(transport: object, session: object) -> Transport | None:
+    """``transport=`` (rule 2): something with the protocol's ``open`` and ``get_json``,
+    and not together with ``session=`` (which only the HTTP transport reads)."""
+    if transport is None:
+        return None
+    if session is not None:
+        raise invalid("pass session= or transport=, not both (a session is the HTTP transport's)")
+    if not all(callable(getattr(transport, name, None)) for name in ("open", "get_json")):
+        raise invalid(
+            f"transport must be a dshstream Transport (open, get_json), got {type(transport).__name__}",
+            wrong_type=True,
+        )
+    return transport  # type: ignore[return-value]
 
 
 def same_host(url: str, other: str) -> bool:
