@@ -45,14 +45,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._core.errors import cancelled_message, error_for, make_failure
 from .._core.headers import request_id_from
 from .._core.http_request import HttpRequest
 from .._core.redact import redact
 from .._core.validate import invalid
 from .base import BaseTransport
 from .failures import read_failure, send_failure
-from .watchdog import limit_reached, watchdog
+from .watchdog import WatchedStream, watchdog
 
 __all__ = ["MemoryAnswer", "MemoryStream", "MemoryTransport", "Piece", "SentRequest"]
 
@@ -129,9 +128,10 @@ class SentRequest:
         return f"SentRequest({self.method} {redact(self.url)})"
 
 
-class MemoryStream:
+class MemoryStream(WatchedStream):
     """The stream of one :class:`MemoryAnswer`: a
-    :class:`~dshstream._transport.interface.ResponseStream` (rules 1-4)."""
+    :class:`~dshstream._transport.interface.ResponseStream` (rules 1-4), with the limits
+    and abort state of every stream (watchdog rule 3)."""
 
     def __init__(
         self,
@@ -144,27 +144,20 @@ class MemoryStream:
         deadline: float | None,
         started: float,
     ) -> None:
+        super().__init__(
+            provider=provider, cancel=cancel, idle_timeout=idle_timeout, deadline=deadline, started=started
+        )
         self.status = 0
         self.headers: dict[str, str] = {}
-        self.request_id: str | None = None
         #: bytes read ahead (while checking what the body is), handed out first
         self.prefix = b""
         #: the stream ended cleanly and was released (a connection back to the pool)
         self.released = False
         self._request = request
         self._answer = answer
-        self._provider = provider
-        self._cancel = cancel
-        self._idle_timeout = idle_timeout
-        self._deadline = deadline
-        self._last_content = started
         self._pieces = answer.pieces()
         self._at = 0  # the next piece to read
         self._arrived = False
-        self._abort_code: str | None = None
-        self._abort_message = ""
-        self._closed = False
-        self._lock = threading.Lock()
         self._woken = threading.Event()  # set by an abort or a close: a wait ends
         watchdog.add(self)
 
@@ -201,45 +194,8 @@ class MemoryStream:
         """Whether the stream was closed (or released)."""
         return self._closed
 
-    @property
-    def aborted(self) -> bool:
-        """Whether :meth:`abort` (or a limit) ended the stream."""
-        return self._abort_code is not None
-
-    def touch(self) -> None:
-        """Content arrived: restart the idle clock."""
-        self._last_content = time.monotonic()
-
-    def check(self, now: float) -> None:
-        """Watchdog tick: abort on cancel or an expired limit."""
-        if self._closed or self._abort_code is not None:
-            return
-        reached = limit_reached(
-            self._provider, self._cancel, self._deadline, self._idle_timeout, self._last_content, now
-        )
-        if reached is not None:
-            self.abort(*reached)
-
-    def abort(self, code: str = "ABORTED", message: str | None = None) -> None:
-        """End a wait now, from any thread; the reader raises ``code``."""
-        with self._lock:
-            if self._abort_code is not None or self._closed:
-                return
-            self._abort_code = code
-            self._abort_message = message or cancelled_message(self._provider)
-        self._woken.set()
-
-    def raise_if_aborted(self) -> None:
-        """Raise the abort's error if the stream was aborted."""
-        if self._abort_code is not None:
-            raise error_for(
-                make_failure(
-                    self._abort_code,
-                    self._abort_message,
-                    provider=self._provider,
-                    request_id=self.request_id,
-                )
-            )
+    def _interrupt(self, held: Any) -> None:
+        self._woken.set()  # a pause or the wait for headers ends (watchdog rule 3)
 
     def release(self) -> None:
         """The stream reached its terminal marker: released when nothing but the end is

@@ -42,7 +42,6 @@ from typing import Any
 
 import requests
 
-from .._core.errors import cancelled_message, error_for, make_failure
 from .._core.headers import request_id_from
 from .._core.http_request import HttpRequest
 from .failures import read_failure, send_failure
@@ -50,7 +49,7 @@ from .interface import ERROR_BODY_LIMIT
 from .pool import sending
 from .readers import INTERIM, ChunkedReader, Reader, final_response, reader_for, socket_of
 from .sockets import shutdown_response, shutdown_socket
-from .watchdog import limit_reached, watchdog
+from .watchdog import WatchedStream, watchdog
 
 __all__ = ["RELEASE_WAIT", "HttpStream"]
 
@@ -58,10 +57,11 @@ __all__ = ["RELEASE_WAIT", "HttpStream"]
 RELEASE_WAIT = 0.05
 
 
-class HttpStream:
+class HttpStream(WatchedStream):
     """One request and its streaming response: iterate for byte pieces; always closed.
 
-    It exists before the request is sent, so the watchdog covers every phase (rule 1).
+    It exists before the request is sent, so the watchdog covers every phase (rule 1);
+    its limits and abort state are every stream's (watchdog rule 3).
     """
 
     def __init__(
@@ -74,22 +74,15 @@ class HttpStream:
         deadline: float | None,
         started: float,
     ) -> None:
+        super().__init__(
+            provider=provider, cancel=cancel, idle_timeout=idle_timeout, deadline=deadline, started=started
+        )
         self.response: requests.Response | None = None
         self.status = 0
         self.headers: dict[str, str] = {}
-        self.request_id: str | None = None
         self._request = request
-        self._provider = provider
-        self._cancel = cancel
-        self._idle_timeout = idle_timeout
-        self._deadline = deadline
-        self._last_content = started
-        self._abort_code: str | None = None
-        self._abort_message = ""
         #: bytes read ahead (while checking what the body is), handed out first
         self.prefix = b""
-        self._closed = False
-        self._lock = threading.Lock()
         self._ready = threading.Event()
         self._outcome: requests.Response | BaseException | None = None
         self._conn: Any = None  # the connection a worker checked out (rule 1)
@@ -174,29 +167,13 @@ class HttpStream:
 
     # ------------------------------------------------------------------ control
 
-    def touch(self) -> None:
-        """Content arrived: restart the idle clock."""
-        self._last_content = time.monotonic()
+    def _hold(self) -> tuple[requests.Response | None, Any, socket.socket | None]:
+        """What an abort cuts (rule 2), taken under the lock: the response once headers are
+        in, else the checked-out connection and the socket being connected."""
+        return self.response, self._conn, self._sock
 
-    def check(self, now: float) -> None:
-        """Watchdog tick: abort on cancel or an expired limit (watchdog rule 2)."""
-        if self._closed or self._abort_code is not None:
-            return
-        reached = limit_reached(
-            self._provider, self._cancel, self._deadline, self._idle_timeout, self._last_content, now
-        )
-        if reached is not None:
-            self.abort(*reached)
-
-    def abort(self, code: str = "ABORTED", message: str | None = None) -> None:
-        """End a blocked send or read now, from any thread; the caller raises ``code`` (rule 2)."""
-        with self._lock:
-            if self._abort_code is not None or self._closed:
-                return
-            self._abort_code = code
-            self._abort_message = message or cancelled_message(self._provider)
-            response = self.response
-            conn, sock = self._conn, self._sock
+    def _interrupt(self, held: tuple[requests.Response | None, Any, socket.socket | None]) -> None:
+        response, conn, sock = held
         if response is not None:
             shutdown_response(response)
         else:
@@ -204,23 +181,6 @@ class HttpStream:
             shutdown_socket(getattr(conn, "sock", None))
             shutdown_socket(sock)
             self._ready.set()
-
-    @property
-    def aborted(self) -> bool:
-        """Whether :meth:`abort` ended the stream."""
-        return self._abort_code is not None
-
-    def raise_if_aborted(self) -> None:
-        """Raise the abort's error if the stream was aborted."""
-        if self._abort_code is not None:
-            raise error_for(
-                make_failure(
-                    self._abort_code,
-                    self._abort_message,
-                    provider=self._provider,
-                    request_id=self.request_id,
-                )
-            )
 
     def release(self) -> None:
         """The stream reached its terminal marker: hand the connection back to the session's

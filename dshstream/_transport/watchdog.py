@@ -14,17 +14,22 @@ the stream's business).
    and by a call about to start: the caller's ``cancel`` event set (``ABORTED``, the one
    cancel message), then the total ``deadline`` passed (``TIMEOUT``), then no content for
    ``idle_timeout`` seconds since the last content (``TIMEOUT``).
+3. **One abort state.** :class:`WatchedStream` is what every transport's stream shares:
+   its limits, ``touch`` (content restarts the idle clock), the tick's ``check``, and the
+   abort — recorded once under the stream's lock (the first code wins; nothing after a
+   close), then the stream's own ``_interrupt`` (shut a socket, wake a wait) outside it —
+   and ``raise_if_aborted``, the one error an abort becomes.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
-from .._core.errors import cancelled_message
+from .._core.errors import cancelled_message, error_for, make_failure
 
-__all__ = ["WATCH_INTERVAL", "Watched", "limit_reached", "watchdog"]
+__all__ = ["WATCH_INTERVAL", "Watched", "WatchedStream", "limit_reached", "watchdog"]
 
 #: seconds between two checks of every open stream (rule 1)
 WATCH_INTERVAL = 0.05
@@ -53,6 +58,75 @@ def limit_reached(
     if idle_timeout is not None and now - last_content >= idle_timeout:
         return "TIMEOUT", f"{provider}: no content for {idle_timeout:g}s (idle timeout, TIMEOUT)"
     return None
+
+
+class WatchedStream:
+    """The limits and abort state every transport's stream shares (rule 3)."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        cancel: threading.Event | None,
+        idle_timeout: float | None,
+        deadline: float | None,
+        started: float,
+    ) -> None:
+        #: the provider's request id, once the headers are in
+        self.request_id: str | None = None
+        self._provider = provider
+        self._cancel = cancel
+        self._idle_timeout = idle_timeout
+        self._deadline = deadline
+        self._last_content = started
+        self._abort_code: str | None = None
+        self._abort_message = ""
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def aborted(self) -> bool:
+        """Whether :meth:`abort` (or a limit) ended the stream."""
+        return self._abort_code is not None
+
+    def touch(self) -> None:
+        """Content arrived: restart the idle clock."""
+        self._last_content = time.monotonic()
+
+    def check(self, now: float) -> None:
+        """Watchdog tick: abort on cancel or an expired limit (rule 2)."""
+        if self._closed or self._abort_code is not None:
+            return
+        reached = limit_reached(
+            self._provider, self._cancel, self._deadline, self._idle_timeout, self._last_content, now
+        )
+        if reached is not None:
+            self.abort(*reached)
+
+    def abort(self, code: str = "ABORTED", message: str | None = None) -> None:
+        """End a blocked send, read or wait now, from any thread; the caller raises
+        ``code`` (rule 3)."""
+        with self._lock:
+            if self._abort_code is not None or self._closed:
+                return
+            self._abort_code = code
+            self._abort_message = message or cancelled_message(self._provider)
+            held = self._hold()
+        self._interrupt(held)
+
+    def _hold(self) -> Any:
+        """Under the lock, as an abort is recorded: what :meth:`_interrupt` will cut."""
+        return None
+
+    def _interrupt(self, held: Any) -> None:
+        """After an abort is recorded, outside the lock: make a blocked call return."""
+
+    def raise_if_aborted(self) -> None:
+        """Raise the abort's error if the stream was aborted (rule 3)."""
+        if self._abort_code is not None:
+            raise error_for(
+                make_failure(self._abort_code, self._abort_message, provider=self._provider, request_id=self.request_id)
+            )
 
 
 class _Watchdog:
