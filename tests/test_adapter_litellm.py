@@ -623,7 +623,7 @@ def test_a_callable_key_is_refreshed_once_after_a_401(lit: Any, server: ReplaySe
 
 def test_a_key_litellm_read_from_the_environment_is_redacted_too(lit: Any, server: ReplayServer,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    env_key = "sk-ant-from-the-environment-0123456789"
+    env_key = "loopback-key-from-the-environment-0123456789"  # CANARY: fake
     monkeypatch.setenv("ANTHROPIC_API_KEY", env_key)
     server.add("/", error_route(401, {"type": "error", "error": {"type": "authentication_error",
                                                                   "message": f"invalid x-api-key {env_key}"}}))

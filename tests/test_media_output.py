@@ -306,7 +306,7 @@ def test_a_config_error_names_the_part_not_its_bytes() -> None:
     wav = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 40
     options = GenerateOptions(provider="anthropic", model="claude-sonnet-4-5", messages=(Message.user("hear", AudioPart.from_bytes(wav, name="memo.wav")),))
     with pytest.raises(ConfigurationError) as caught:
-        AnthropicAdapter(api_key="sk-ant-loopback-0123456789abcdef").build_request(options)
+        AnthropicAdapter(api_key="loopback-key-0123456789abcdef").build_request(options)
     assert str(caught.value.failure.message) == (
         "messages[0].content[1]: Anthropic Messages does not take audio parts (AudioPart: audio/wav, 56 B, 'memo.wav')"
     )
