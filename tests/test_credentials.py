@@ -5,7 +5,7 @@ refresh-and-retry before the stream started, no token reaches a message, a repr,
 failure report or a log, and a fetch that never ends (a silent token endpoint, a blocked
 callable: Vertex OAuth, OpenAI, Azure Entra, Bedrock AWS) still ends the stream at its
 timeout, idle clock, cancel or ``close()``. Also the building blocks: ``check_credential``,
-``Transport.post_form`` and the ``authorized_user`` reader (its token endpoint routed to
+``HttpTransport.post_form`` and the ``authorized_user`` reader (its token endpoint routed to
 127.0.0.1)."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from dshstream._core.redact import known_secrets, redact
 from dshstream._core.validate import check_credential
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
-from dshstream._transport import Transport
+from dshstream._transport import HttpTransport
 from helpers import client_sockets, fixture_bytes, routed_session
 from rawserver import RawServer
 
@@ -328,7 +328,7 @@ def test_no_token_in_any_message_repr_report_or_log(server: ReplayServer, caplog
 
 def test_post_form_sends_a_form_and_reads_bounded_json(server: ReplayServer) -> None:
     server.add("/token", Route(body=b'{"access_token": "at-1", "expires_in": 3599}', content_type="application/json"))
-    transport = Transport()
+    transport = HttpTransport()
     answer = transport.post_form(
         f"{server.url}/token", {"grant_type": "refresh_token", "refresh_token": "1//rt value&x=y"},
         {"user-agent": "t/1"}, provider="oauth",
@@ -349,7 +349,7 @@ def test_post_form_never_follows_a_redirect_and_redacts_its_secrets(server: Repl
     server.add("/moved", Route(body=b"", status=307, content_type="text/plain", headers={"Location": f"{server.url}/token"}))
     server.add("/bad", Route(body=f'{{"error":"invalid_grant","error_description":"bad {secret}"}}'.encode(),
                              status=400, content_type="application/json"))
-    transport = Transport()
+    transport = HttpTransport()
     with pytest.raises(LlmError) as info:
         transport.post_form(f"{server.url}/moved", {"refresh_token": secret}, provider="oauth", secrets=(secret,))
     assert info.value.failure.code == "REDIRECT" and len(server.requests) == 1

@@ -15,7 +15,7 @@ Contract:
 2. Calling the object returns a current access token: the cached one until
    :data:`REFRESH_MARGIN` seconds before its ``expires_in`` runs out, else a new one from
    ``POST https://oauth2.googleapis.com/token`` (``grant_type=refresh_token``) sent through
-   :meth:`~dshstream._transport.Transport.post_form` — no redirects, at most
+   :meth:`~dshstream._transport.client.HttpTransport.post_form` — no redirects, at most
    :data:`TOKEN_BODY_LIMIT` bytes within :data:`TOKEN_TIMEOUT` seconds, the refresh
    token and client secret redacted from any failure. One refresh at a time (a lock);
    the file is read once, when the object is built.
@@ -54,7 +54,7 @@ from .._core.attribution import AppIdentity, merge_headers
 from .._core.errors import LlmError, error_for, make_failure
 from .._core.redact import register_secret
 from .._core.validate import check_api_key, invalid
-from .._transport import Transport
+from .._transport import HttpTransport
 from .credentials import FetchLimits, current_limits
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ class AuthorizedUserCredentials:
         self.token_url = token_url
         self.identity = identity
         self.timeout = timeout
-        self.transport = Transport(session)
+        self.transport = HttpTransport(session)
         self._token: str | None = None
         self._expires = 0.0
         self._lock = threading.Lock()

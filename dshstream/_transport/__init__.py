@@ -24,9 +24,8 @@ failures.py     foreign exceptions mapped once, redacted
 memory.py       MemoryTransport: answers from memory, the same outcomes, no sockets
 ==============  ==========================================================================
 
-The names below are the ones the rest of the package imports; the package's
-``Transport`` is still the HTTP transport (the adapters construct it by that name), the
-protocol is :class:`dshstream._transport.interface.Transport`.
+The names below are the ones the rest of the package imports; the protocol is
+:class:`dshstream._transport.interface.Transport`.
 """
 
 from __future__ import annotations
@@ -47,8 +46,6 @@ from .pool import new_session as new_session
 from .stream import RELEASE_WAIT as RELEASE_WAIT
 from .stream import HttpStream as HttpStream
 
-#: the HTTP transport under the name the adapters construct it by
-Transport = HttpTransport
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -65,6 +62,5 @@ __all__ = [
     "ResponseStream",
     "SentRequest",
     "Session",
-    "Transport",
     "new_session",
 ]
