@@ -260,21 +260,29 @@ def fake_key(prefix: str, length: int, alphabet: str = KEY_CHARS, seed: int = 0)
 # --------------------------------------------------------------------------- sockets and threads
 
 
-def client_sockets(port: int) -> int:
-    """Open sockets of this process connected *to* ``port`` on loopback, whatever their TCP
-    state (connecting included). Reads ``/proc`` (Linux); 0 where there is none."""
+def socket_inodes() -> set[str]:
+    """The inodes of this process's open sockets (``/proc``, Linux; empty where there is none)."""
     import os
 
     if not os.path.isdir("/proc/self/fd"):
-        return 0
-    ours = set()
+        return set()
+    inodes = set()
     for fd in os.listdir("/proc/self/fd"):
         try:
             target = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             continue
         if target.startswith("socket:["):
-            ours.add(target[8:-1])
+            inodes.add(target[8:-1])
+    return inodes
+
+
+def client_sockets(port: int) -> int:
+    """Open sockets of this process connected *to* ``port`` on loopback, whatever their TCP
+    state (connecting included). Reads ``/proc`` (Linux); 0 where there is none."""
+    ours = socket_inodes()
+    if not ours:
+        return 0
     count = 0
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:

@@ -30,7 +30,6 @@ Raw socket servers here bind 127.0.0.1 only, run on daemon threads and stop by t
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 import time
@@ -48,6 +47,7 @@ from dshstream._core.assembler import AssembledResponse
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
 from dshstream._core.types import TextDelta
+from helpers import socket_inodes
 from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, FullAcceptQueue, RawServer, chunk, reset
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="socket accounting reads /proc")
@@ -85,22 +85,10 @@ def stream_once(adapter: HttpAdapter, *, idle_timeout: float) -> tuple[Assembled
     return result, time.monotonic() - started
 
 
-def _socket_inodes() -> set[str]:
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    return inodes
-
-
 def client_sockets(port: int) -> int:
     """Open sockets of this process connected *to* ``port`` (the client side of every
     connection to that server, whatever its TCP state)."""
-    ours = _socket_inodes()
+    ours = socket_inodes()
     count = 0
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:

@@ -222,12 +222,6 @@ class MemoryStream(WatchedStream):
         watchdog.remove(self)
         self._woken.set()
 
-    def __enter__(self) -> MemoryStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ------------------------------------------------------------------ reading
 
     def __iter__(self) -> Iterator[bytes]:

@@ -260,12 +260,6 @@ class HttpStream(WatchedStream):
         except Exception:  # noqa: BLE001 - closing must never raise
             pass
 
-    def __enter__(self) -> HttpStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ------------------------------------------------------------------ reading
 
     def __iter__(self) -> Iterator[bytes]:

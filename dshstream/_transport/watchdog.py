@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from .._core.errors import cancelled_message, error_for, make_failure
 
@@ -120,6 +123,16 @@ class WatchedStream:
 
     def _interrupt(self, held: Any) -> None:
         """After an abort is recorded, outside the lock: make a blocked call return."""
+
+    def close(self) -> None:
+        """End the stream (idempotent, never raises): each transport's own."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def raise_if_aborted(self) -> None:
         """Raise the abort's error if the stream was aborted (rule 3)."""
