@@ -371,7 +371,7 @@ def test_thinking_mode_follows_the_model_generation() -> None:
         "claude-haiku-4-5": False,
     }
     for model, adaptive in cases.items():
-        body = adapter.build_body(
+        body = adapter.wire.build_body(
             GenerateOptions(provider="anthropic", model=model, messages=(Message.user("hi"),),
                             reasoning_effort="medium", temperature=0.3)
         )
@@ -383,7 +383,7 @@ def test_thinking_mode_follows_the_model_generation() -> None:
             assert body["thinking"]["type"] == "enabled" and body["thinking"]["budget_tokens"] >= 1024, model
             assert "output_config" not in body
     forced = AnthropicAdapter(api_key="k-1234567", thinking_mode="enabled")
-    body = forced.build_body(GenerateOptions(provider="anthropic", model="claude-opus-4-7",
+    body = forced.wire.build_body(GenerateOptions(provider="anthropic", model="claude-opus-4-7",
                                              messages=(Message.user("hi"),), reasoning_effort="high"))
     assert body["thinking"]["type"] == "enabled"
 
@@ -404,7 +404,7 @@ def test_tool_inputs_stream_eagerly_on_every_anthropic_route(eager: bool) -> Non
                        eager_input_streaming=eager),
     ]
     for adapter in adapters:
-        body = adapter.build_body(options([Message.user("Weather?")], tools=(WEATHER,)))
+        body = adapter.wire.build_body(options([Message.user("Weather?")], tools=(WEATHER,)))
         tool = body["tools"][0]
         assert tool["name"] == WEATHER.name and "input_schema" in tool
         assert tool.get("eager_input_streaming", False) is eager, type(adapter).__name__

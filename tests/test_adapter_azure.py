@@ -74,7 +74,7 @@ def test_classic_deployment_url_from_the_environment(azure: tuple[ReplayServer, 
     server.add("/openai/deployments/", Route(body=fixture_bytes("azure/gpt35_turbo_prompt_filter_first.sse")))
     adapter = AzureOpenAIAdapter(session=session)
     assert adapter.base_url == RESOURCE and adapter.classic
-    assert adapter.endpoint(options()) == (
+    assert adapter.wire.endpoint(options()) == (
         f"{RESOURCE}/openai/deployments/openllmetry-testing/chat/completions?api-version=2024-02-01"
     )
     result = stream(adapter, max_tokens=50, temperature=0.2)
@@ -160,7 +160,7 @@ def test_v1_preview_and_the_responses_api(azure: tuple[ReplayServer, Any]) -> No
     assert sent.body["model"] == "gpt-4.1" and sent.body["stream"] is True and sent.body["store"] is False
     assert result.finish.kind == "stop" and result.text and tokens == [ENTRA]
     dated = AzureOpenAIResponsesAdapter(endpoint=RESOURCE, api_key=KEY, api_version="2025-04-01-preview")
-    assert dated.endpoint(options()) == f"{RESOURCE}/openai/responses?api-version=2025-04-01-preview"
+    assert dated.wire.endpoint(options()) == f"{RESOURCE}/openai/responses?api-version=2025-04-01-preview"
 
 
 def test_model_list_urls(azure: tuple[ReplayServer, Any]) -> None:

@@ -240,7 +240,7 @@ def test_stream_options_rejected_is_retried_without_and_remembered(server: Repla
     sent = bodies(server)
     assert "stream_options" in sent[0]
     assert "stream_options" not in sent[1] and "stream_options" not in sent[2]
-    assert adapter.include_usage is False
+    assert adapter.wire.include_usage is False
     assert reports == ["INVALID_REQUEST"]
 
 
@@ -250,4 +250,4 @@ def test_other_400s_are_not_retried(server: ReplayServer) -> None:
     service, adapter = chat_service(server, "openai")
     result = service.stream(request("openai", Message.user("hi"))).result()
     assert result.failure is not None and result.failure.code == "INVALID_REQUEST"
-    assert len(server.requests) == 1 and adapter.include_usage is True
+    assert len(server.requests) == 1 and adapter.wire.include_usage is True

@@ -349,7 +349,7 @@ def test_thinking_config_follows_the_model_generation() -> None:
     def config(model: str, effort: str) -> object:
         options = GenerateOptions(provider="gemini", model=model, messages=(Message.user("hi"),),
                                   reasoning_effort=effort)  # type: ignore[arg-type]
-        return adapter.build_body(options)["generationConfig"]["thinkingConfig"]
+        return adapter.wire.build_body(options)["generationConfig"]["thinkingConfig"]
 
     assert config("gemini-3-pro-preview", "high") == {"includeThoughts": True, "thinkingLevel": "high"}
     assert config("gemini-3-flash", "off") == {"includeThoughts": True, "thinkingLevel": "low"}

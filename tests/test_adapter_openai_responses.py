@@ -71,7 +71,7 @@ def terminal_output(data: bytes) -> list[dict[str, Any]]:
 
 
 def test_minimal_body() -> None:
-    body = adapter().build_body(request(Message.user("hi")))
+    body = adapter().wire.build_body(request(Message.user("hi")))
     assert body == {
         "model": "test-model",
         "input": [{"role": "user", "content": "hi"}],
@@ -82,13 +82,13 @@ def test_minimal_body() -> None:
 
 
 def test_endpoint_and_default_base_url() -> None:
-    assert adapter().endpoint(request(Message.user("hi"))) == "https://api.openai.com/v1/responses"
+    assert adapter().wire.endpoint(request(Message.user("hi"))) == "https://api.openai.com/v1/responses"
     custom = adapter(base_url="http://127.0.0.1:9/api/v1")
-    assert custom.endpoint(request(Message.user("hi"))) == "http://127.0.0.1:9/api/v1/responses"
+    assert custom.wire.endpoint(request(Message.user("hi"))) == "http://127.0.0.1:9/api/v1/responses"
 
 
 def test_leading_system_messages_are_instructions_later_ones_stay_in_input() -> None:
-    body = adapter().build_body(
+    body = adapter().wire.build_body(
         request(
             Message.system("You are terse."),
             Message.system(""),
@@ -104,7 +104,7 @@ def test_leading_system_messages_are_instructions_later_ones_stay_in_input() -> 
 def test_tools_are_flat_functions_with_the_schema_untouched() -> None:
     strict_schema = {"type": "object", "properties": {}, "additionalProperties": False}
     other = ToolSpec("now", "The time", strict_schema)
-    body = adapter().build_body(request(Message.user("hi"), tools=(CALCULATOR, other)))
+    body = adapter().wire.build_body(request(Message.user("hi"), tools=(CALCULATOR, other)))
     assert body["tools"] == [
         {"type": "function", "name": "calculator", "description": "Arithmetic",
          "parameters": dict(CALCULATOR.parameters), "strict": False},
@@ -124,24 +124,24 @@ def test_tools_are_flat_functions_with_the_schema_untouched() -> None:
     ],
 )
 def test_reasoning_effort_spelling(effort: str, reasoning: dict[str, str]) -> None:
-    body = adapter().build_body(request(Message.user("hi"), reasoning_effort=effort))
+    body = adapter().wire.build_body(request(Message.user("hi"), reasoning_effort=effort))
     assert body["reasoning"] == reasoning
 
 
 def test_reasoning_summary_setting() -> None:
     options = request(Message.user("hi"), reasoning_effort="low")
-    assert adapter(reasoning_summary=None).build_body(options)["reasoning"] == {"effort": "low"}
-    assert adapter(reasoning_summary="detailed").build_body(options)["reasoning"] == {
+    assert adapter(reasoning_summary=None).wire.build_body(options)["reasoning"] == {"effort": "low"}
+    assert adapter(reasoning_summary="detailed").wire.build_body(options)["reasoning"] == {
         "effort": "low", "summary": "detailed"}
-    assert "reasoning" not in adapter().build_body(request(Message.user("hi")))
+    assert "reasoning" not in adapter().wire.build_body(request(Message.user("hi")))
 
 
 def test_encrypted_reasoning_include_can_be_turned_off() -> None:
-    assert "include" not in adapter(include_encrypted_reasoning=False).build_body(request(Message.user("hi")))
+    assert "include" not in adapter(include_encrypted_reasoning=False).wire.build_body(request(Message.user("hi")))
 
 
 def test_limits_temperature_and_extra_body_but_no_stop() -> None:
-    body = adapter().build_body(
+    body = adapter().wire.build_body(
         request(Message.user("hi"), max_tokens=300, temperature=0.5, stop=("END",),
                 extra_body={"service_tier": "flex", "store": True})
     )
@@ -152,7 +152,7 @@ def test_limits_temperature_and_extra_body_but_no_stop() -> None:
 
 def test_tool_results_are_function_call_outputs() -> None:
     results = Message("tool", (ToolResultBlock("c1", "19"), ToolResultBlock("c2", "oops", is_error=True)))
-    assert adapter().convert_message(results) == [
+    assert adapter().wire.convert_message(results) == [
         {"type": "function_call_output", "call_id": "c1", "output": "19"},
         {"type": "function_call_output", "call_id": "c2", "output": "oops"},
     ]
@@ -166,7 +166,7 @@ def test_assistant_turn_without_replay_state_is_built_from_blocks() -> None:
         TextBlock("second"),
         ToolCallBlock("c2", "calculator", ""),
     ])
-    assert adapter().convert_message(turn) == [
+    assert adapter().wire.convert_message(turn) == [
         {"type": "message", "role": "assistant",
          "content": [{"type": "output_text", "text": "first"}, {"type": "output_text", "text": "second"}]},
         {"type": "function_call", "call_id": "c1", "name": "calculator", "arguments": '{"a": 1}'},
@@ -183,12 +183,12 @@ REPLAY_STATE = {"wire": "openai-responses", "items": [
 def test_item_ids_from_replay_state_are_sent_unless_turned_off() -> None:
     turn = Message("assistant", (ToolCallBlock("call_1", "calculator", '{"a": 2}'),), provider="p",
                    replay_state=REPLAY_STATE)
-    assert adapter().convert_message(turn) == [
+    assert adapter().wire.convert_message(turn) == [
         {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "s"}],
          "encrypted_content": "E1"},
         {"type": "function_call", "call_id": "call_1", "name": "calculator", "arguments": '{"a": 2}', "id": "fc_1"},
     ]
-    assert adapter(send_item_ids=False).convert_message(turn) == [
+    assert adapter(send_item_ids=False).wire.convert_message(turn) == [
         {"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}], "encrypted_content": "E1"},
         {"type": "function_call", "call_id": "call_1", "name": "calculator", "arguments": '{"a": 2}'},
     ]
@@ -200,7 +200,7 @@ def test_reasoning_with_only_an_id_is_not_replayed() -> None:
         {"type": "message", "id": "msg_1", "text_parts": 1},
     ]}
     turn = Message("assistant", (TextBlock("hi"),), provider="p", replay_state=state)
-    assert adapter().convert_message(turn) == [
+    assert adapter().wire.convert_message(turn) == [
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]},
     ]
 
@@ -208,7 +208,7 @@ def test_reasoning_with_only_an_id_is_not_replayed() -> None:
 def test_replay_state_of_another_wire_is_ignored() -> None:
     state = {"wire": "anthropic", "items": REPLAY_STATE["items"]}
     turn = Message("assistant", (ToolCallBlock("call_1", "calculator", "{}"),), provider="p", replay_state=state)
-    assert adapter().convert_message(turn) == [
+    assert adapter().wire.convert_message(turn) == [
         {"type": "function_call", "call_id": "call_1", "name": "calculator", "arguments": "{}"},
     ]
 
@@ -225,7 +225,7 @@ def test_responses_reasoning_is_not_replayed_without_its_following_item() -> Non
     ]}
     # the tool call was dropped (max-tokens): its reasoning must go too; so must a trailing one
     message = Message("assistant", (TextBlock("partial"),), provider="p", replay_state=state)
-    assert adapter.convert_message(message) == [
+    assert adapter.wire.convert_message(message) == [
         {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "E2"},
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "partial"}]},
     ]

@@ -184,13 +184,13 @@ def test_express_mode_sends_the_key_as_a_header_and_no_project(
 
 def test_model_resources_and_api_version() -> None:
     adapter = VertexGeminiAdapter(project="p", location="us-central1", api_key=Tokens(), api_version="v1beta1")
-    assert adapter.endpoint(options("gemini-1.5-flash-002")) == (
+    assert adapter.wire.endpoint(options("gemini-1.5-flash-002")) == (
         f"{REGIONAL}/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-1.5-flash-002"
         ":streamGenerateContent?alt=sse"
     )
     tuned = "projects/p/locations/us-central1/endpoints/1234567890"
-    assert adapter.endpoint(options(tuned)) == f"{REGIONAL}/v1beta1/{tuned}:streamGenerateContent?alt=sse"
-    assert adapter.endpoint(options("publishers/google/models/gemini-2.0-flash")) == (
+    assert adapter.wire.endpoint(options(tuned)) == f"{REGIONAL}/v1beta1/{tuned}:streamGenerateContent?alt=sse"
+    assert adapter.wire.endpoint(options("publishers/google/models/gemini-2.0-flash")) == (
         f"{REGIONAL}/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.0-flash"
         ":streamGenerateContent?alt=sse"
     )

@@ -330,7 +330,7 @@ def turn(output: list[dict[str, Any]]) -> AssembledResponse:
 
 def body_for(*messages: Message) -> list[dict[str, Any]]:
     options = GenerateOptions(provider=PROVIDER, model="m", messages=messages)
-    items: list[dict[str, Any]] = adapter().build_body(options)["input"]
+    items: list[dict[str, Any]] = adapter().wire.build_body(options)["input"]
     return items
 
 

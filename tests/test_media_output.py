@@ -107,13 +107,13 @@ def test_gemini_replays_the_image_in_the_model_turn() -> None:
     _, result = run(GEMINI_IMAGE_STREAM, "gemini")
     adapter = GeminiAdapter(api_key=fake_key("AIzaSy", 33))
     history = [Message.user("Draw a cat"), result.message(), Message.user("Make it blue")]
-    contents = adapter.build_contents(history)
+    contents = adapter.wire.build_contents(history)
     assert contents[1]["role"] == "model" and IMAGE in contents[1]["parts"] and DRAFT in contents[1]["parts"]
     for content in contents:
         assert_gemini_content(content)
     # history written by hand (no replay state): the file block goes back as inlineData
     by_hand = Message.assistant([TextBlock("Here:"), FileBlock("image/png", PNG)])
-    rebuilt = adapter.build_contents([Message.user("Draw"), by_hand])[1]
+    rebuilt = adapter.wire.build_contents([Message.user("Draw"), by_hand])[1]
     assert rebuilt == {"role": "model", "parts": [{"text": "Here:"}, IMAGE]}
     assert_gemini_content(rebuilt)
 
@@ -167,7 +167,7 @@ def test_a_generated_image_is_delivered_once_and_replayed_by_item() -> None:
     assert result.metadata is not None and result.metadata.server_tools[0]["type"] == "image_generation_call"
     adapter = OpenAIResponsesAdapter(api_key="sk-loopback-0123456789abcdef")
     options = GenerateOptions(provider="openai", model="gpt-5", messages=(Message.user("Draw a cat"), result.message(), Message.user("Bluer")))
-    items = adapter.build_body(options)["input"]
+    items = adapter.wire.build_body(options)["input"]
     assert items[1] == done and items[2]["type"] == "message"  # verbatim, in output order
 
 

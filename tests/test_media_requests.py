@@ -27,7 +27,7 @@ from dshstream._adapters.bedrock import BedrockAdapter
 from dshstream._adapters.custom import CustomAdapter
 from dshstream._adapters.gemini import GeminiAdapter
 from dshstream._adapters.http import HttpAdapter
-from dshstream._adapters.openai_chat import OpenAIChatAdapter
+from dshstream._adapters.openai_chat import OpenAIChatAdapter, OpenAIChatWire
 from dshstream._adapters.openai_responses import OpenAIResponsesAdapter
 from dshstream._core.request import GenerateOptions
 from dshstream._replay_server import ReplayServer, Route
@@ -371,8 +371,11 @@ def test_bedrock_converse_needs_text_beside_a_document(server: ReplayServer) -> 
 
 
 def test_an_adapter_that_declares_no_media_support_refuses_parts(server: ReplayServer) -> None:
-    class TextOnly(OpenAIChatAdapter):
+    class TextOnlyWire(OpenAIChatWire):
         media = None
+
+    class TextOnly(OpenAIChatAdapter):
+        wire_class = TextOnlyWire
 
     adapter = TextOnly(api_key=KEY, base_url=server.url)
     refused_without_sending(server, adapter, "textonly", ImagePart.from_bytes(PNG), r"TextOnly does not take images, documents or audio")

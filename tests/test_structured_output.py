@@ -156,7 +156,7 @@ RESPONSE_FORMAT_DIALECTS = sorted(
 
 def chat_body(dialect: str, **fields: Any) -> dict[str, Any]:
     adapter = OpenAIChatAdapter(dialect=dialect, api_key=KEY, base_url="http://127.0.0.1:9/v1")
-    return adapter.build_body(opts(dialect, "m", **fields))
+    return adapter.wire.build_body(opts(dialect, "m", **fields))
 
 
 def test_the_dialects_that_spell_it_response_format() -> None:
@@ -252,7 +252,7 @@ def test_azure_refuses_a_schema_before_2024_08_01_preview() -> None:
         adapter = AzureOpenAIAdapter(
             endpoint="https://r.openai.azure.com", api_key=KEY, api_version=version
         )
-        return adapter.build_body(opts("azure", "gpt-4o", response_format=fmt))
+        return adapter.wire.build_body(opts("azure", "gpt-4o", response_format=fmt))
 
     refused(lambda: body("2024-06-01", SCHEMA), "2024-08-01-preview", "Azure OpenAI")
     assert body("2024-06-01", JsonMode())["response_format"] == {"type": "json_object"}
@@ -263,11 +263,11 @@ def test_azure_refuses_a_schema_before_2024_08_01_preview() -> None:
 def test_custom_adapter_refuses_prose_tools_with_a_format() -> None:
     adapter = CustomAdapter(base_url="http://127.0.0.1:9/v1")
     assert (
-        adapter.build_body(opts("custom", "m", response_format=SCHEMA))["response_format"]
+        adapter.wire.build_body(opts("custom", "m", response_format=SCHEMA))["response_format"]
         == OPENAI_SHAPE
     )
     refused(
-        lambda: adapter.build_body(opts("custom", "m", response_format=SCHEMA, tools=(WEATHER,))),
+        lambda: adapter.wire.build_body(opts("custom", "m", response_format=SCHEMA, tools=(WEATHER,))),
         "prose",
     )
 
@@ -277,8 +277,8 @@ def test_custom_adapter_refuses_prose_tools_with_a_format() -> None:
 
 def test_responses_text_format() -> None:
     adapter = OpenAIResponsesAdapter(api_key=KEY)
-    plain = adapter.build_body(opts("openai", "gpt-5"))
-    body = adapter.build_body(opts("openai", "gpt-5", response_format=SCHEMA))
+    plain = adapter.wire.build_body(opts("openai", "gpt-5"))
+    body = adapter.wire.build_body(opts("openai", "gpt-5", response_format=SCHEMA))
     assert body == {
         **plain,
         "text": {
@@ -291,7 +291,7 @@ def test_responses_text_format() -> None:
             }
         },
     }
-    json_mode = adapter.build_body(opts("openai", "gpt-5", response_format=JsonMode()))
+    json_mode = adapter.wire.build_body(opts("openai", "gpt-5", response_format=JsonMode()))
     assert json_mode["text"] == {"format": {"type": "json_object"}}
 
 
@@ -314,7 +314,7 @@ def anthropic_body(
     model: str, adapter: AnthropicAdapter | None = None, **fields: Any
 ) -> dict[str, Any]:
     adapter = adapter or AnthropicAdapter(api_key=KEY)
-    return adapter.build_body(opts("anthropic", model, **fields))
+    return adapter.wire.build_body(opts("anthropic", model, **fields))
 
 
 @pytest.mark.parametrize(
@@ -349,7 +349,7 @@ def test_anthropic_forced_tool_where_the_model_has_no_native_format(model: str) 
     body = anthropic_body(model, response_format=LOOSE)
     assert body == {**anthropic_body(model), **FORCED_ANTHROPIC}
     assert (
-        AnthropicAdapter(api_key=KEY).forced_tool_name(
+        AnthropicAdapter(api_key=KEY).wire.forced_tool_name(
             opts("anthropic", model, response_format=LOOSE)
         )
         == "city_info"
@@ -396,12 +396,12 @@ def test_structured_output_setting_overrides_the_model_rule() -> None:
 
 def test_vertex_claude_uses_the_forced_tool_unless_told_native() -> None:
     adapter = VertexAnthropicAdapter(project="p", location="us-east5", api_key=KEY)
-    body = adapter.build_body(opts("vertex", "claude-sonnet-4-5@20250929", response_format=LOOSE))
+    body = adapter.wire.build_body(opts("vertex", "claude-sonnet-4-5@20250929", response_format=LOOSE))
     assert body["tool_choice"] == FORCED_ANTHROPIC["tool_choice"] and "output_config" not in body
     native = VertexAnthropicAdapter(
         project="p", location="us-east5", api_key=KEY, structured_output="native"
     )
-    body = native.build_body(opts("vertex", "claude-sonnet-4-5@20250929", response_format=SCHEMA))
+    body = native.wire.build_body(opts("vertex", "claude-sonnet-4-5@20250929", response_format=SCHEMA))
     assert body["output_config"] == {"format": {"type": "json_schema", "schema": CITY}}
 
 
@@ -410,7 +410,7 @@ def test_vertex_claude_uses_the_forced_tool_unless_told_native() -> None:
 
 def test_gemini_mime_type_and_json_schema() -> None:
     adapter = GeminiAdapter(api_key=KEY)
-    body = adapter.build_body(
+    body = adapter.wire.build_body(
         opts("gemini", "gemini-2.5-flash", response_format=SCHEMA, temperature=0.1)
     )
     assert body["generationConfig"] == {
@@ -418,26 +418,26 @@ def test_gemini_mime_type_and_json_schema() -> None:
         "responseMimeType": "application/json",
         "responseJsonSchema": CITY,
     }
-    json_mode = adapter.build_body(opts("gemini", "gemini-2.5-flash", response_format=JsonMode()))
+    json_mode = adapter.wire.build_body(opts("gemini", "gemini-2.5-flash", response_format=JsonMode()))
     assert json_mode["generationConfig"] == {"responseMimeType": "application/json"}
-    assert "generationConfig" not in adapter.build_body(opts("gemini", "gemini-2.5-flash"))
+    assert "generationConfig" not in adapter.wire.build_body(opts("gemini", "gemini-2.5-flash"))
 
 
 def test_gemini_before_3_refuses_tools_with_a_format() -> None:
     adapter = GeminiAdapter(api_key=KEY)
     refused(
-        lambda: adapter.build_body(
+        lambda: adapter.wire.build_body(
             opts("gemini", "gemini-2.5-pro", response_format=SCHEMA, tools=(WEATHER,))
         ),
         "Gemini 3",
         "'gemini-2.5-pro'",
     )
-    body = adapter.build_body(
+    body = adapter.wire.build_body(
         opts("gemini", "gemini-3-pro-preview", response_format=SCHEMA, tools=(WEATHER,))
     )
     assert body["generationConfig"]["responseJsonSchema"] == CITY and body["tools"]
     vertex = VertexGeminiAdapter(location="us-central1", api_key=KEY)  # express mode
-    assert vertex.build_body(opts("vertex", "gemini-2.5-flash", response_format=SCHEMA))[
+    assert vertex.wire.build_body(opts("vertex", "gemini-2.5-flash", response_format=SCHEMA))[
         "generationConfig"
     ] == {
         "responseMimeType": "application/json",
@@ -458,7 +458,7 @@ def bedrock(**settings: Any) -> BedrockAdapter:
 
 
 def test_bedrock_converse_native_output_config() -> None:
-    body = bedrock().build_body(opts("bedrock", SONNET45, response_format=SCHEMA))
+    body = bedrock().wire.build_body(opts("bedrock", SONNET45, response_format=SCHEMA))
     assert body == {
         "messages": [{"role": "user", "content": [{"text": "Paris?"}]}],
         "outputConfig": {
@@ -478,7 +478,7 @@ def test_bedrock_converse_native_output_config() -> None:
         json.loads(body["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["schema"]) == CITY
     )
     refused(
-        lambda: bedrock().build_body(opts("bedrock", SONNET45, response_format=JsonMode())),
+        lambda: bedrock().wire.build_body(opts("bedrock", SONNET45, response_format=JsonMode())),
         "JSON mode",
         "Converse",
     )
@@ -486,7 +486,7 @@ def test_bedrock_converse_native_output_config() -> None:
 
 @pytest.mark.parametrize("model", [CLAUDE3, NOVA])
 def test_bedrock_converse_forced_tool(model: str) -> None:
-    body = bedrock().build_body(opts("bedrock", model, response_format=LOOSE, max_tokens=300))
+    body = bedrock().wire.build_body(opts("bedrock", model, response_format=LOOSE, max_tokens=300))
     assert body == {
         "messages": [{"role": "user", "content": [{"text": "Paris?"}]}],
         "inferenceConfig": {"maxTokens": 300},
@@ -504,12 +504,12 @@ def test_bedrock_converse_forced_tool(model: str) -> None:
         },
     }
     refused(
-        lambda: bedrock().build_body(opts("bedrock", model, response_format=SCHEMA)),
+        lambda: bedrock().wire.build_body(opts("bedrock", model, response_format=SCHEMA)),
         "strict=True",
         "Converse",
     )
     refused(
-        lambda: bedrock().build_body(
+        lambda: bedrock().wire.build_body(
             opts("bedrock", model, response_format=LOOSE, tools=(WEATHER,))
         ),
         "tools",
@@ -517,16 +517,16 @@ def test_bedrock_converse_forced_tool(model: str) -> None:
 
 
 def test_bedrock_structured_output_setting_and_claude_thinking() -> None:
-    native = bedrock(structured_output="native").build_body(
+    native = bedrock(structured_output="native").wire.build_body(
         opts("bedrock", NOVA, response_format=SCHEMA)
     )
     assert "outputConfig" in native and "toolConfig" not in native
-    tool = bedrock(structured_output="tool").build_body(
+    tool = bedrock(structured_output="tool").wire.build_body(
         opts("bedrock", SONNET45, response_format=LOOSE)
     )
     assert "toolConfig" in tool and "outputConfig" not in tool
     refused(
-        lambda: bedrock().build_body(
+        lambda: bedrock().wire.build_body(
             opts("bedrock", CLAUDE3, response_format=LOOSE, reasoning_effort="low")
         ),
         "thinking",
@@ -537,12 +537,12 @@ def test_bedrock_structured_output_setting_and_claude_thinking() -> None:
 
 def test_bedrock_invoke_claude_uses_the_anthropic_body() -> None:
     invoke = bedrock(api="invoke")
-    body = invoke.build_body(opts("bedrock", SONNET45, response_format=SCHEMA))
+    body = invoke.wire.build_body(opts("bedrock", SONNET45, response_format=SCHEMA))
     assert body["output_config"] == {"format": {"type": "json_schema", "schema": CITY}}
-    old = invoke.build_body(opts("bedrock", CLAUDE3, response_format=LOOSE))
+    old = invoke.wire.build_body(opts("bedrock", CLAUDE3, response_format=LOOSE))
     assert {k: old[k] for k in ("tools", "tool_choice")} == FORCED_ANTHROPIC
-    assert invoke.forced_tool_name(opts("bedrock", CLAUDE3, response_format=LOOSE)) == "city_info"
-    assert invoke.forced_tool_name(opts("bedrock", SONNET45, response_format=SCHEMA)) is None
+    assert invoke.wire.forced_tool_name(opts("bedrock", CLAUDE3, response_format=LOOSE)) == "city_info"
+    assert invoke.wire.forced_tool_name(opts("bedrock", SONNET45, response_format=SCHEMA)) is None
 
 
 # ------------------------------------------------------------------- forced tool, end to end

@@ -15,9 +15,10 @@ another lives here):
    the reported failure (with its diagnostics) is the one the consumer sees.
 3. **Retried only before acceptance.** An attempt is retried only while it was not
    accepted and produced nothing: an accepted request may be billed, so it is never
-   resent. Then, in this order: a ``401`` with a callable credential is followed by one
-   refresh and one more attempt at once (once per stream,
-   :meth:`~dshstream._adapters.credentials.CredentialSource.refresh_after`); a request the
+   resent. Then, in this order: a failure the auth flow answers by changing what it sends
+   (a ``401`` with a callable credential: its token dropped) is followed by one more
+   attempt at once (once per stream, ``auth.refresh_after``:
+   :meth:`~dshstream._adapters.auth.AuthFlow.refresh_after`); a request the
    server refused in a form the adapter can change (``reshape(error)``: without a field)
    is resent at once; otherwise the retry policy's delay (``Retry-After``, backoff with
    jitter, never past the deadline) is slept — a cancel interrupts it (``ABORTED``, with
@@ -35,7 +36,7 @@ import time
 from collections.abc import Callable, Generator
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from .._core.errors import LlmError, cancelled_failure, error_for
 from .._core.log import get_logger
@@ -44,11 +45,10 @@ from .._core.retry import RetryPolicy
 from .._core.types import Finish, LlmFailure, StreamChunk
 from .._core.records import Observer
 from .._observe import StreamWatch, watching
-from .credentials import CredentialSource
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["OpenAttempt", "Report", "run_attempts", "stream_policy"]
+__all__ = ["OpenAttempt", "Refreshes", "Report", "run_attempts", "stream_policy"]
 
 #: sends one attempt: ``(number, deadline, watch) -> (resource, batches)``, or raises (rule 1)
 OpenAttempt = Callable[
@@ -57,6 +57,12 @@ OpenAttempt = Callable[
 ]
 #: reports one failed attempt: ``(failure, attempt, chunks so far, started, watch)`` (rule 2)
 Report = Callable[[LlmFailure, int, int, float, StreamWatch | None], LlmFailure]
+
+
+class Refreshes(Protocol):
+    """What the loop asks of an auth flow (or a bare credential source): rule 3."""
+
+    def refresh_after(self, failure: LlmFailure, provider: str) -> bool: ...
 
 
 def stream_policy(policy: RetryPolicy, options: GenerateOptions) -> RetryPolicy:
@@ -72,7 +78,7 @@ def run_attempts(
     open_attempt: OpenAttempt,
     report: Report,
     policy: RetryPolicy,
-    credential: CredentialSource,
+    auth: Refreshes,
     observer: Observer | None,
     where: str | None,
     reshape: Callable[[LlmError], bool] = lambda error: False,
@@ -113,7 +119,7 @@ def run_attempts(
                 failure = report(exc.failure, attempt, produced, started, watch)
                 if produced or accepted:  # rule 3: it may be billed
                     raise error_for(failure) from None
-                if not refreshed and credential.refresh_after(failure, options.provider):
+                if not refreshed and auth.refresh_after(failure, options.provider):
                     refreshed = True
                     continue
                 if reshape(exc):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.request import GenerateOptions, Message, ToolSpec
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
-from .openai_chat import OpenAIChatAdapter
+from .openai_chat import OpenAIChatAdapter, OpenAIChatWire
 from .settings import HttpSettings
 from .structured_output import refuse
 
@@ -40,12 +40,8 @@ def describe_tools(tools: tuple[ToolSpec, ...]) -> str:
     return "\n".join(lines)
 
 
-class CustomAdapter(OpenAIChatAdapter):
-    """An OpenAI-compatible endpoint whose model writes tool calls in prose: the tools are
-    described in the system prompt, and ``name({...})`` in the answer becomes a tool call."""
-
-    def __init__(self, *, dialect: str = "custom", think_tags: bool | None = None, **settings: Unpack[HttpSettings]) -> None:
-        super().__init__(dialect=dialect, think_tags=think_tags, **settings)
+class CustomWire(OpenAIChatWire):
+    """Chat completions with the tools in the system prompt and calls read from prose."""
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         if not options.tools:
@@ -88,3 +84,13 @@ class CustomAdapter(OpenAIChatAdapter):
 
     def prose_tools(self, options: GenerateOptions) -> list[dict[str, Any]]:
         return [tool.to_openai() for tool in options.tools]
+
+
+class CustomAdapter(OpenAIChatAdapter):
+    """An OpenAI-compatible endpoint whose model writes tool calls in prose: the tools are
+    described in the system prompt, and ``name({...})`` in the answer becomes a tool call."""
+
+    wire_class = CustomWire
+
+    def __init__(self, *, dialect: str = "custom", think_tags: bool | None = None, **settings: Unpack[HttpSettings]) -> None:
+        super().__init__(dialect=dialect, think_tags=think_tags, **settings)

@@ -167,7 +167,7 @@ from .._transport import DEFAULT_IDLE_TIMEOUT
 from .attempts import run_attempts, stream_policy
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
-from .http import check_media_parts
+from .wire import check_media_parts
 from .openai_chat import chat_plain_turn, chat_tool_call, reasoning_text
 from .reporting import attempt_reporter, request_summary
 from .settings import FailureReporter, checked_base_url, resolve_api_key, same_host
@@ -925,7 +925,7 @@ class LiteLLMAdapter(LlmAdapter):
                 lambda: {"litellm_model": f"{self.model_prefix}{options.model}", **request_summary(options)},
             ),
             policy=stream_policy(self.retry_policy, options),
-            credential=self._credential,
+            auth=self._credential,
             observer=self.observer,
             where=self.api_base(options),
             reshape=lambda error: self._resend_without_stream_options(error.failure),

@@ -1,9 +1,9 @@
-"""OpenAIChatAdapter: ``POST {base_url}/chat/completions`` with ``stream: true`` for OpenAI
-and every OpenAI-compatible server (dialects: see :mod:`dshstream._core.dialects`; a
-:class:`~dshstream._core.dialects.Dialect` value may be passed instead of a name, as Azure
-OpenAI's adapter does).
+"""OpenAI chat completions: the wire (``POST {base_url}/chat/completions`` with ``stream:
+true``) and its adapter, for OpenAI and every OpenAI-compatible server (dialects: see
+:mod:`dshstream._core.dialects`; a :class:`~dshstream._core.dialects.Dialect` value may be
+passed instead of a name, as Azure OpenAI's adapter does).
 
-Contract: builds the request body from :class:`GenerateOptions` (messages with tool calls
+Contract: :class:`OpenAIChatWire` builds the request body from :class:`GenerateOptions` (messages with tool calls
 and tool results, tools, ``stream_options.include_usage``, max tokens, temperature, stop,
 reasoning effort in the dialect's spelling, ``response_format`` in the dialect's spelling,
 ``extra_body`` last) and decodes the stream
@@ -12,7 +12,8 @@ goes back as ``reasoning_content`` where the dialect needs it, OpenRouter
 ``reasoning_details`` and Gemini-compat tool ``thought_signature`` go back from replay
 state. A user turn with media parts becomes a list of content parts (text, ``image_url``,
 ``input_audio``, ``file``: :func:`chat_content_parts`). A server that rejects ``stream_options`` with a 400 is asked once more without it,
-and the adapter remembers that.
+and the wire remembers that. :class:`OpenAIChatAdapter` is that wire + ``Bearer`` auth +
+the attempt loop (:mod:`~dshstream._adapters.http`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .._core.wires.openai_chat import OpenAIChatTranslator
 from .http import HttpAdapter
 from .settings import HttpSettings
 from .structured_output import chat_fields
+from .wire import Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -83,31 +85,19 @@ def reasoning_text(message: Message) -> str:
     return "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
 
 
-class OpenAIChatAdapter(HttpAdapter):
-    """Stream chat completions from OpenAI or any OpenAI-compatible server."""
+class OpenAIChatWire(Wire):
+    """The chat-completions request and translator, in one dialect's spelling."""
 
     models_path = "/models"
     media: MediaSupport | None = OPENAI_CHAT
 
     def __init__(
-        self,
-        *,
-        dialect: str | Dialect = "openai",
-        think_tags: bool | None = None,
-        include_usage: bool = True,
-        **settings: Unpack[HttpSettings],
+        self, base_url: str, title: str, *, dialect: Dialect, think_tags: bool | None = None, include_usage: bool = True
     ) -> None:
-        self.dialect: Dialect = dialect if isinstance(dialect, Dialect) else get_dialect(dialect)
-        settings.setdefault("title", self.dialect.title)
-        super().__init__(
-            default_base_url=self.dialect.base_url,
-            key_env=(self.dialect.key_env,) if self.dialect.key_env else (),
-            **settings,
-        )
+        super().__init__(base_url, title)
+        self.dialect = dialect
         self.think_tags = think_tags
         self.include_usage = include_usage
-
-    # ------------------------------------------------------------------ request
 
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/chat/completions"
@@ -198,12 +188,10 @@ class OpenAIChatAdapter(HttpAdapter):
             and failure.status == 400
             and "stream_options" in (failure.detail or "")
         ):
-            with self._lock:
+            with self.lock:
                 self.include_usage = False
             return True
         return False
-
-    # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return OpenAIChatTranslator(
@@ -220,3 +208,34 @@ class OpenAIChatAdapter(HttpAdapter):
         this API calls tools natively)."""
         return []
 
+
+
+class OpenAIChatAdapter(HttpAdapter):
+    """Stream chat completions from OpenAI or any OpenAI-compatible server."""
+
+    #: the wire this adapter builds (a subclass of :class:`OpenAIChatWire`)
+    wire_class: type[OpenAIChatWire] = OpenAIChatWire
+
+    def __init__(
+        self,
+        *,
+        dialect: str | Dialect = "openai",
+        think_tags: bool | None = None,
+        include_usage: bool = True,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        chosen = dialect if isinstance(dialect, Dialect) else get_dialect(dialect)
+        settings.setdefault("title", chosen.title)
+        super().__init__(
+            default_base_url=chosen.base_url,
+            key_env=(chosen.key_env,) if chosen.key_env else (),
+            **settings,
+        )
+        self.wire: OpenAIChatWire = self.wire_class(
+            self.base_url, self.title, dialect=chosen, think_tags=think_tags, include_usage=include_usage
+        )
+
+    @property
+    def dialect(self) -> Dialect:
+        """The dialect requests are spelled in."""
+        return self.wire.dialect

@@ -1,0 +1,194 @@
+"""Auth flows: how one attempt's request gets its credentials — composed into an adapter,
+never overridden in it.
+
+Contract (the shape of httpx's ``Auth``: a flow sees the finished request and returns it
+authorized; the attempt loop asks it whether a rejection is worth one more try):
+
+1. **One flow per adapter.** :meth:`AuthFlow.authorize` takes the attempt's request —
+   URL, headers and body bytes final — and returns it with its credential headers; the
+   JSON body is never encoded again (:meth:`~dshstream._core.http_request.HttpRequest.
+   with_headers`). :meth:`AuthFlow.headers` gives the same headers for a request without
+   a body (``list_models``).
+2. **Fetched per attempt, under the attempt's limits.** A flow asks its source anew for
+   every attempt (a callable's rotating token) with the attempt's
+   :class:`~dshstream._adapters.credentials.FetchLimits` (credentials rule 6), and every
+   value it sends is registered for redaction and listed in the request's ``secrets``.
+3. **Refresh on rejection.** :meth:`AuthFlow.refresh_after` is the attempt loop's one
+   question after a failed attempt (attempts rule 3): ``True`` when the flow changed what
+   it will send (a callable's token dropped after a 401) and the attempt should be made
+   again at once.
+4. **The flows.** :class:`HeaderAuth` — a key or a callable's token in one header
+   (``authorization: Bearer``, ``x-api-key``, ``api-key``, ``x-goog-api-key``), plus fixed
+   headers that travel with it (a Google quota project); :class:`SigV4Auth` — AWS
+   Signature V4 over the final body bytes, from fixed credentials or a callable;
+   :class:`NoAuth`. A header a caller set with another spelling (``Authorization``) is
+   replaced, never sent twice.
+5. Nothing here shows a secret: :meth:`AuthFlow.describe` says how the credential is
+   held (``set``, ``callable``, ``none``, ``sigv4 <environment>``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Union
+from urllib.parse import urlsplit
+
+from .._core.http_request import HttpRequest
+from .._core.sigv4 import AwsCredentials, sign_headers
+from .._core.types import LlmFailure
+from .credentials import HISTORY, CredentialSource, FetchLimits, SecretHistory, call_credential
+
+__all__ = ["AuthFlow", "HeaderAuth", "NoAuth", "SigV4Auth", "with_added_headers"]
+
+
+def with_added_headers(request: HttpRequest, added: Mapping[str, str], secrets: tuple[str, ...] = ()) -> HttpRequest:
+    """``request`` with ``added`` on top of its headers, names compared case-insensitively
+    (rule 4), and ``secrets`` added to what it carries."""
+    names = {name.lower() for name in added}
+    headers = {name: value for name, value in request.headers.items() if name.lower() not in names}
+    headers.update(added)
+    return request.with_headers(headers, secrets)
+
+
+class AuthFlow:
+    """A request's credentials (rule 1); this base sends none."""
+
+    __slots__ = ()
+
+    def headers(self, provider: str, limits: FetchLimits | None = None) -> tuple[dict[str, str], tuple[str, ...]]:
+        """This attempt's credential headers and the secrets they carry (rule 2)."""
+        return {}, ()
+
+    def authorize(self, request: HttpRequest, provider: str, limits: FetchLimits | None = None) -> HttpRequest:
+        """``request`` as sent: its credential headers added (rule 1)."""
+        added, secrets = self.headers(provider, limits)
+        return with_added_headers(request, added, secrets) if added else request
+
+    def refresh_after(self, failure: LlmFailure, provider: str) -> bool:
+        """Whether ``failure`` made this flow change what it sends: try once more (rule 3)."""
+        return False
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this flow sent last."""
+        return ()
+
+    def describe(self) -> str:
+        """How the credential is held, never its value (rule 5)."""
+        return "none"
+
+
+class NoAuth(AuthFlow):
+    """No credentials: a local server."""
+
+    __slots__ = ()
+
+
+class HeaderAuth(AuthFlow):
+    """A key in one header: ``{header}: {scheme} {key}`` (``scheme=""``: the bare key),
+    with ``extra`` headers alongside when a key is sent (rule 4)."""
+
+    __slots__ = ("credential", "extra", "header", "scheme")
+
+    def __init__(
+        self,
+        credential: CredentialSource,
+        header: str = "authorization",
+        scheme: str = "Bearer",
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        self.credential = credential
+        self.header = header
+        self.scheme = scheme
+        self.extra = dict(extra or {})
+
+    def headers(self, provider: str, limits: FetchLimits | None = None) -> tuple[dict[str, str], tuple[str, ...]]:
+        key = self.credential.get(provider, limits)
+        if not key:
+            return {}, ()
+        return {**self.extra, self.header: f"{self.scheme} {key}" if self.scheme else key}, (key,)
+
+    def refresh_after(self, failure: LlmFailure, provider: str) -> bool:
+        return self.credential.refresh_after(failure, provider)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        key = self.credential.last
+        return (key,) if key else ()
+
+    def describe(self) -> str:
+        return self.credential.describe()
+
+    def __repr__(self) -> str:
+        return f"HeaderAuth(header={self.header!r}, key=<{self.describe()}>)"
+
+
+#: what SigV4 signs with: fixed credentials, or a zero-argument callable returning them
+AwsSource = Union[AwsCredentials, Callable[[], object]]
+
+
+class SigV4Auth(AuthFlow):
+    """AWS Signature V4 over the final body bytes (rule 4): fixed credentials, or a
+    callable asked anew each attempt under its limits (rule 2) whose value ``check`` turns
+    into :class:`~dshstream._core.sigv4.AwsCredentials` (a caller mistake raised there)."""
+
+    __slots__ = ("_fixed", "_history", "_last", "_source", "check", "origin", "region", "service")
+
+    def __init__(
+        self,
+        source: AwsSource,
+        *,
+        region: str,
+        service: str,
+        check: Callable[[object], AwsCredentials],
+        origin: str = "set",
+    ) -> None:
+        self._fixed = source if isinstance(source, AwsCredentials) else None
+        self._source = None if isinstance(source, AwsCredentials) else source
+        self.region = region
+        self.service = service
+        self.check = check
+        #: where fixed credentials came from (``set``, ``environment``), for :meth:`describe`
+        self.origin = "callable" if self._source is not None else origin
+        self._history = SecretHistory(2 * HISTORY)  # a secret key and a session token each
+        self._last: AwsCredentials | None = self._fixed
+        if self._fixed is not None:
+            self._remember(self._fixed)
+
+    def _remember(self, creds: AwsCredentials) -> None:
+        self._history.remember(creds.secret_access_key, creds.session_token)
+
+    def credentials(self, provider: str, limits: FetchLimits | None = None) -> AwsCredentials:
+        """This attempt's credentials (a callable is asked anew, under ``limits``: rule 2)."""
+        if self._source is None:
+            assert self._fixed is not None
+            return self._fixed
+        creds = self.check(call_credential(self._source, provider, "credentials", limits))
+        self._remember(creds)
+        self._last = creds
+        return creds
+
+    def authorize(self, request: HttpRequest, provider: str, limits: FetchLimits | None = None) -> HttpRequest:
+        creds = self.credentials(provider, limits)
+        parts = urlsplit(request.url)
+        default = {"https": 443, "http": 80}.get(parts.scheme)
+        host = parts.hostname or ""
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
+        headers["host"] = host if parts.port in (None, default) else f"{host}:{parts.port}"
+        added = sign_headers(
+            "POST", request.url, headers, request.body_bytes(), creds, region=self.region, service=self.service
+        )
+        signature = added["authorization"].rsplit("Signature=", 1)[-1]
+        secrets = tuple(s for s in (creds.secret_access_key, creds.session_token, signature) if s)
+        return request.with_headers({**headers, **added}, secrets)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        aws = self._last
+        return tuple(s for s in (aws.secret_access_key, aws.session_token) if s) if aws else ()
+
+    def describe(self) -> str:
+        return f"sigv4 <{self.origin}>"
+
+    def __repr__(self) -> str:
+        return f"SigV4Auth(region={self.region!r}, service={self.service!r}, credentials=<{self.origin}>)"

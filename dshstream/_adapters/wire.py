@@ -1,0 +1,119 @@
+"""Wire: a provider's HTTP API as a value — what to send for a request and how to read
+the answer — with no I/O and no credentials.
+
+Contract:
+
+1. **Pure.** A wire turns :class:`~dshstream._core.request.GenerateOptions` into a
+   request — :meth:`Wire.endpoint`, :meth:`Wire.build_body`, :meth:`Wire.protocol_headers`
+   (headers the API requires on every call, a version), :attr:`Wire.stream_accept` — and
+   builds a fresh translator per attempt (:meth:`Wire.make_translator`). It never reads
+   a credential, the network or the clock: the adapter composes it with an auth flow
+   (:mod:`~dshstream._adapters.auth`) and the one attempt loop
+   (:mod:`~dshstream._adapters.attempts`).
+2. **Media table.** :meth:`Wire.media_support` (default :attr:`Wire.media`) says what the
+   API takes of images, documents and audio; ``None``: none. The adapter refuses the rest
+   before anything is sent.
+3. **A second form.** :meth:`Wire.should_retry_request` may answer a rejected request
+   (before any byte of a stream) with ``True`` after changing the wire's own state — the
+   next attempt goes without a field the server refused; it guards that state with
+   :attr:`Wire.lock` (one wire serves many threads).
+4. **Models.** :meth:`Wire.models_url` (``None``: no list) is read as
+   :attr:`Wire.models_format` says.
+5. :meth:`Wire.diagnostics` is the bounded, prompt-free request summary a failure report
+   carries (:func:`~dshstream._adapters.reporting.request_summary` by default).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .._core.errors import LlmError
+from .._core.media_support import MediaSupport
+from .._core.request import GenerateOptions
+from .._core.validate import invalid
+from .._core.wires.translator import Translator
+from .reporting import request_summary
+
+__all__ = ["ModelListFormat", "Wire", "check_media_parts"]
+
+
+def check_media_parts(
+    options: GenerateOptions, support: Callable[[], MediaSupport | None], who: str
+) -> None:
+    """Refuse the media parts of ``options``' user turns that ``support()`` (asked only
+    when there are any) does not take — ``None``: none at all — with a
+    ``ConfigurationError`` naming the part, or ``who`` (rule 2). Shared by every adapter
+    that sends media (the LiteLLM one included)."""
+    if not any(message.attachments for message in options.messages if message.role == "user"):
+        return
+    table = support()
+    if table is None:
+        raise invalid(f"{who} does not take images, documents or audio")
+    table.check(options.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelListFormat:
+    """Where a model list keeps its entries: ``{list_key: [{id_key, name_key}...]}``;
+    ``id_prefix`` is dropped from ids (Gemini's ``models/``)."""
+
+    list_key: str = "data"
+    id_key: str = "id"
+    name_key: str = "name"
+    id_prefix: str = ""
+
+
+class Wire:
+    """One provider API's request and response shapes (rule 1); subclass it per API."""
+
+    #: the ``accept`` header of a streaming request
+    stream_accept = "text/event-stream"
+    #: what the API takes of media parts; ``None``: none (rule 2)
+    media: MediaSupport | None = None
+    #: the model list's path under ``base_url`` (``None``: no list; rule 4)
+    models_path: str | None = None
+    #: how to read the model list (rule 4)
+    models_format = ModelListFormat()
+
+    def __init__(self, base_url: str, title: str) -> None:
+        #: the API root requests go to
+        self.base_url = base_url
+        #: the provider's display name, in messages
+        self.title = title
+        #: guards state :meth:`should_retry_request` changes (rule 3)
+        self.lock = threading.Lock()
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        """The URL a request for ``options`` is POSTed to."""
+        raise NotImplementedError
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body for ``options``."""
+        raise NotImplementedError
+
+    def protocol_headers(self) -> dict[str, str]:
+        """Headers the API requires on every call (e.g. a version)."""
+        return {}
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        """A fresh translator for one attempt."""
+        raise NotImplementedError
+
+    def media_support(self, options: GenerateOptions) -> MediaSupport | None:
+        """What the API ``options`` go to takes of media parts (rule 2)."""
+        return self.media
+
+    def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
+        """Whether a rejected request should be resent at once in another form (rule 3)."""
+        return False
+
+    def models_url(self) -> str | None:
+        """The model list's URL (rule 4)."""
+        return f"{self.base_url}{self.models_path}" if self.models_path is not None else None
+
+    def diagnostics(self, options: GenerateOptions) -> dict[str, Any]:
+        """A bounded, prompt-free summary of the request for failure reports (rule 5)."""
+        return request_summary(options)
