@@ -66,7 +66,10 @@ SURFACE: dict[str, dict[str, str]] = {
     },
     "adapters": {
         "._adapters.base": "LlmAdapter ModelInfo ProviderInfo",
-        "._adapters.http": "HttpAdapter ModelListFormat",
+        "._adapters.http": "HttpAdapter",
+        "._adapters.wire": "Wire ModelListFormat",
+        "._adapters.auth": "AuthFlow HeaderAuth SigV4Auth NoAuth",
+        "._adapters.openai_chat": "OpenAIChatWire",
         "._adapters.settings": "HttpSettings",
         "._adapters.custom": "CustomAdapter",
         "._adapters.azure": "AzureOpenAIAdapter AzureOpenAIResponsesAdapter",

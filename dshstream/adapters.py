@@ -12,8 +12,11 @@ The package root holds the four adapters for the providers' own APIs
   :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`;
 - the bridges: :class:`LiteLLMAdapter` (the ``litellm`` extra, imported on the first
   stream) and :class:`CustomAdapter` (tools in the prompt, calls parsed from prose);
-- writing one: :class:`LlmAdapter` (the interface), :class:`HttpAdapter` (the base of every
-  HTTP adapter), :class:`ModelListFormat`, :class:`ModelInfo`, :class:`ProviderInfo`;
+- writing one: :class:`LlmAdapter` (the interface), :class:`HttpAdapter` (every HTTP
+  adapter: a wire, an auth flow and the attempt loop), :class:`Wire` (a provider API's
+  request and translator) with :class:`ModelListFormat`, :class:`OpenAIChatWire` (to extend
+  the chat wire), the auth flows :class:`AuthFlow`, :class:`HeaderAuth`,
+  :class:`SigV4Auth`, :class:`NoAuth`, and :class:`ModelInfo`, :class:`ProviderInfo`;
 - configuring one: :class:`HttpSettings` (the settings every HTTP adapter takes),
   :class:`RetryPolicy`, :class:`AppIdentity` and :func:`attribution_headers` (the one
   ``User-Agent``), :class:`MediaSupport` (which parts a provider takes);
@@ -42,7 +45,15 @@ if _typing.TYPE_CHECKING:
     from ._adapters.bedrock import BedrockAdapter as BedrockAdapter
     from ._adapters.custom import CustomAdapter as CustomAdapter
     from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
-    from ._adapters.http import HttpAdapter as HttpAdapter, ModelListFormat as ModelListFormat
+    from ._adapters.auth import (
+        AuthFlow as AuthFlow,
+        HeaderAuth as HeaderAuth,
+        NoAuth as NoAuth,
+        SigV4Auth as SigV4Auth,
+    )
+    from ._adapters.http import HttpAdapter as HttpAdapter
+    from ._adapters.openai_chat import OpenAIChatWire as OpenAIChatWire
+    from ._adapters.wire import ModelListFormat as ModelListFormat, Wire as Wire
     from ._adapters.litellm import LiteLLMAdapter as LiteLLMAdapter
     from ._adapters.settings import HttpSettings as HttpSettings
     from ._adapters.vertex import (

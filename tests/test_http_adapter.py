@@ -1,5 +1,6 @@
-"""Adding a provider: the README's ``HttpAdapter`` subclass, streamed and listed over
-loopback — endpoint, body, auth and translator are all it declares."""
+"""Adding a provider: the README's adapter — a ``Wire``, a ``HeaderAuth`` and
+``HttpAdapter`` composed — streamed and listed over loopback; and the same provider
+written the older way, as an ``HttpAdapter`` subclass with hook methods (http rule 6)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,40 @@ import pytest
 from helpers import fixture_bytes
 
 from dshstream import ConfigurationError, GenerateOptions, LlmService, Message
-from dshstream.adapters import HttpAdapter, ModelInfo, ModelListFormat
+from dshstream.adapters import AuthFlow, HeaderAuth, HttpAdapter, ModelInfo, ModelListFormat, Wire
 from dshstream.sansio import OpenAIChatTranslator, Translator
 from dshstream.testing import ReplayServer, Route
 
 
+class AcmeWire(Wire):
+    models_path = "/models"
+    models_format = ModelListFormat(list_key="data", id_key="id")
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/generate"
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        return {"model": options.model, "stream": True,
+                "messages": [{"role": m.role, "content": m.text} for m in options.messages]}
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        return OpenAIChatTranslator(provider=options.provider, request_id=request_id)
+
+
 class AcmeAdapter(HttpAdapter):
+    default_name = "Acme"
+    default_base_url = "https://api.acme.example/v2"
+    key_env = ("ACME_API_KEY",)
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.wire = AcmeWire(self.base_url, self.title)
+        self.auth_flow = HeaderAuth(self.credential, "x-acme-key", scheme="")
+
+
+class HookedAcmeAdapter(HttpAdapter):
+    """The same provider as hook methods of a subclass (http rule 6)."""
+
     default_name = "Acme"
     default_base_url = "https://api.acme.example/v2"
     key_env = ("ACME_API_KEY",)
@@ -35,7 +64,11 @@ class AcmeAdapter(HttpAdapter):
         return OpenAIChatTranslator(provider=options.provider, request_id=request_id)
 
 
-def test_a_subclass_streams_lists_models_and_inherits_every_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("acme", [AcmeAdapter, HookedAcmeAdapter], ids=["composed", "hooks"])
+def test_an_adapter_streams_lists_models_and_inherits_every_setting(
+    acme: type[HttpAdapter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    AcmeAdapter = acme
     monkeypatch.setenv("ACME_API_KEY", "acme-env-key-123")
     with ReplayServer() as srv:
         srv.add("/v2/generate", Route(body=fixture_bytes("openai/text_include_usage.sse")))
@@ -52,8 +85,33 @@ def test_a_subclass_streams_lists_models_and_inherits_every_setting(monkeypatch:
         assert service.list_models("acme") == [ModelInfo(id="a1", name="A One")]
         assert adapter.provider_info("acme").name == "Acme"
     # The environment key is read for Acme's own host only.
-    assert AcmeAdapter()._api_key == "acme-env-key-123"
-    assert AcmeAdapter(base_url="http://127.0.0.1:9/v2")._api_key is None
+    assert AcmeAdapter().credential.value == "acme-env-key-123"
+    assert AcmeAdapter(base_url="http://127.0.0.1:9/v2").credential.value is None
+    assert "acme-key-123" not in repr(adapter) and "acme-key-123" not in repr(adapter.auth_flow)
+
+
+def test_a_subclass_without_a_wire_or_hooks_is_told_what_is_missing() -> None:
+    class Bare(HttpAdapter):
+        pass
+
+    options = GenerateOptions(provider="bare", model="m", messages=(Message.user("hi"),))
+    with pytest.raises(ConfigurationError, match=r"Bare has no wire: pass wire=.*endpoint\(\)"):
+        Bare(base_url="http://127.0.0.1:9").build_request(options)
+
+
+def test_an_auth_flow_of_your_own_adds_its_headers_to_every_attempt() -> None:
+    class Signed(AuthFlow):
+        def headers(self, provider: str, limits: object = None) -> tuple[dict[str, str], tuple[str, ...]]:
+            return {"Authorization": "Acme token-0042", "x-acme-signed": "1"}, ("token-0042",)
+
+    adapter = HttpAdapter(wire=AcmeWire("http://127.0.0.1:9/v2", "Acme"), auth_flow=Signed(),
+                          base_url="http://127.0.0.1:9/v2", headers={"authorization": "from-the-caller"})
+    request = adapter.build_request(GenerateOptions(provider="acme", model="m", messages=(Message.user("hi"),)))
+    assert request.url == "http://127.0.0.1:9/v2/generate"
+    # the flow's header replaces the caller's, whatever its spelling: never sent twice
+    assert [k for k in request.headers if k.lower() == "authorization"] == ["Authorization"]
+    assert request.headers["x-acme-signed"] == "1" and "token-0042" in request.secrets
+    assert "token-0042" not in repr(request)
 
 
 def test_settings_are_validated_when_built() -> None:
