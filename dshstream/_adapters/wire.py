@@ -47,7 +47,10 @@ def check_media_parts(
     when there are any) does not take — ``None``: none at all — with a
     ``ConfigurationError`` naming the part, or ``who`` (rule 2). Shared by every adapter
     that sends media (the LiteLLM one included)."""
-    if not any(message.attachments for message in options.messages if message.role == "user"):
+    messages = options.messages
+    if all(type(message.content) is str for message in messages):  # the common case, at once
+        return
+    if not any(message.attachments for message in messages if message.role == "user"):
         return
     table = support()
     if table is None:
