@@ -205,6 +205,23 @@ class OtelObserver:
     def _provider_name(self, provider: str) -> str:
         return self.provider_names.get(provider, provider)
 
+    def _operation_attributes(self, record: StreamStarted | StreamFinished) -> dict[str, AttributeValue]:
+        """What a stream's span and its metric points both carry: the operation, the
+        provider's name and the requested model (rules 2, 3)."""
+        return {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self._provider_name(record.provider),
+            "gen_ai.request.model": record.model,
+        }
+
+    def _span_attributes(self, record: StreamStarted | StreamFinished) -> dict[str, AttributeValue]:
+        """A stream's span attributes from its start (rule 2)."""
+        return {
+            **self._operation_attributes(record),
+            "dshstream.provider": record.provider,
+            "dshstream.stream_id": record.stream_id,
+        }
+
     def _span_of(self, stream_id: str, level: str) -> Span | None:
         with self._lock:
             return self._open.get((stream_id, level))
@@ -213,19 +230,13 @@ class OtelObserver:
         from opentelemetry.trace import SpanKind
 
         settings = record.settings
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": self._provider_name(record.provider),
-            "gen_ai.request.model": record.model,
-            "dshstream.provider": record.provider,
-            "dshstream.stream_id": record.stream_id,
-        }
-        if settings.max_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            attributes["gen_ai.request.temperature"] = settings.temperature
-        if settings.reasoning_effort is not None:
-            attributes["dshstream.request.reasoning_effort"] = settings.reasoning_effort
+        attributes = self._span_attributes(record)
+        _put(
+            attributes,
+            ("gen_ai.request.max_tokens", settings.max_tokens),
+            ("gen_ai.request.temperature", settings.temperature),
+            ("dshstream.request.reasoning_effort", settings.reasoning_effort),
+        )
         if self.capture_content:
             if settings.stop_sequences:
                 attributes["gen_ai.request.stop_sequences"] = list(settings.stop_sequences)
@@ -250,28 +261,15 @@ class OtelObserver:
             span = self._open.pop((record.stream_id, record.level), None)
         if span is None:  # a finish without its start (the observer was attached late)
             span = self._tracer.start_span(
-                f"chat {record.model}",
-                kind=SpanKind.CLIENT,
-                attributes={
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.provider.name": self._provider_name(record.provider),
-                    "gen_ai.request.model": record.model,
-                    "dshstream.provider": record.provider,
-                    "dshstream.stream_id": record.stream_id,
-                },
+                f"chat {record.model}", kind=SpanKind.CLIENT, attributes=self._span_attributes(record)
             )
-        metric_attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": self._provider_name(record.provider),
-            "gen_ai.request.model": record.model,
-        }
+        metric_attributes = self._operation_attributes(record)
         attributes: dict[str, AttributeValue] = {
             "dshstream.finish": record.kind,
             "dshstream.attempts": record.attempts,
             "dshstream.chunk_count": record.chunk_count,
         }
-        if record.response_model:
-            metric_attributes["gen_ai.response.model"] = record.response_model
+        _put(metric_attributes, ("gen_ai.response.model", record.response_model or None))
         if record.server_address:
             metric_attributes["server.address"] = record.server_address
             if record.server_port is not None:
@@ -280,29 +278,26 @@ class OtelObserver:
         if failure is not None:
             metric_attributes["error.type"] = failure.code
         attributes.update(metric_attributes)
-        if record.response_id:
-            attributes["gen_ai.response.id"] = record.response_id
         reasons = _finish_reasons(record.finish)
-        if reasons:
-            attributes["gen_ai.response.finish_reasons"] = list(reasons)
-        if record.time_to_first_chunk is not None:
-            attributes["gen_ai.response.time_to_first_chunk"] = record.time_to_first_chunk
-        if record.serving_provider:
-            attributes["dshstream.serving_provider"] = record.serving_provider
-        if record.request_id:
-            attributes["dshstream.request_id"] = record.request_id
+        _put(
+            attributes,
+            ("gen_ai.response.id", record.response_id or None),
+            ("gen_ai.response.finish_reasons", list(reasons) if reasons else None),
+            ("gen_ai.response.time_to_first_chunk", record.time_to_first_chunk),
+            ("dshstream.serving_provider", record.serving_provider or None),
+            ("dshstream.request_id", record.request_id or None),
+        )
         usage = record.usage
         if usage is not None:
             attributes["gen_ai.usage.input_tokens"] = usage.total_input_tokens
             attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
-            if usage.cache_read_tokens is not None:
-                attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
-            if usage.cache_write_tokens is not None:
-                attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
-            if usage.reasoning_tokens is not None:
-                attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
-            if usage.cost is not None:
-                attributes["dshstream.usage.cost"] = usage.cost
+            _put(
+                attributes,
+                ("gen_ai.usage.cache_read.input_tokens", usage.cache_read_tokens),
+                ("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens),
+                ("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens),
+                ("dshstream.usage.cost", usage.cost),
+            )
         if self.capture_content and record.output is not None:
             attributes["gen_ai.output.messages"] = _dumps(
                 [
@@ -341,6 +336,13 @@ def _histogram(
         )
     except TypeError:  # opentelemetry-api before 1.28 takes no advice
         return meter.create_histogram(name, unit, description)
+
+
+def _put(attributes: dict[str, AttributeValue], *items: tuple[str, AttributeValue | None]) -> None:
+    """Set each attribute whose value is given (not ``None``)."""
+    for key, value in items:
+        if value is not None:
+            attributes[key] = value
 
 
 def _attempt_attributes(record: AttemptRecord) -> dict[str, AttributeValue]:

@@ -10,11 +10,13 @@ rules in its docstring:
 file            concern
 ==============  ==========================================================================
 interface.py    the ``Transport`` and ``ResponseStream`` protocols, the shared defaults
-base.py         BaseTransport: limits before sending, the answer judged, a GET tried twice
+base.py         BaseTransport: limits before sending, the answer judged, a GET tried
+                twice; BaseStream: what every stream keeps of its answer
 answers.py      which status and 2xx bodies are handed on; the failure for the others
 client.py       HttpTransport: a watched session, socket timeouts within the limits
 stream.py       HttpStream: the send worker, abort, the body reads, the short release
-watchdog.py     the one thread that ends streams whose limits ran out; the limit test
+watchdog.py     the one thread that ends streams whose limits ran out; a call's Limits
+                and their one test; every stream's abort state
 pool.py         the pool and connection hooks: cut-off before headers, nothing sent
                 after an abort, a caller's session watched
 readers.py      prompt and bulk body reads, the inflater, past a 1xx; every private

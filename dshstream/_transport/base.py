@@ -1,14 +1,17 @@
-"""BaseTransport: what every transport does around one exchange.
+"""BaseTransport and BaseStream: what every transport does around one exchange, and what
+every transport's stream holds of its answer.
 
 Contract: no ``requests``, no sockets. A transport subclasses :class:`BaseTransport` and
 writes one method, :meth:`BaseTransport._exchange` (send one request and return its
 stream with the status and headers in, or raise the classified failure); the base gives
 it the :class:`~dshstream._transport.interface.Transport` methods, the same for every
-transport:
+transport, and turns their arguments into the call's one
+:class:`~dshstream._transport.watchdog.Limits`, which is all an exchange and its stream
+are given of them:
 
 1. **Nothing starts past a limit.** Before an exchange, the caller's cancel, the total
    deadline and the idle clock (running from ``started``, at most now) are checked
-   (:func:`~dshstream._transport.watchdog.limit_reached`): an exhausted one raises
+   (:meth:`~dshstream._transport.watchdog.Limits.reached`): an exhausted one raises
    ``ABORTED`` or ``TIMEOUT`` and nothing is sent.
 2. **The answer judged.** A non-2xx answer is raised as its classified failure
    (:func:`~dshstream._transport.answers.settle`); a stream answer that is a JSON
@@ -20,6 +23,12 @@ transport:
    once on a fresh connection, within the same total time limit, unless the caller
    cancelled meanwhile. Streams are POSTs: their retries are the adapter's policy, never
    this layer's; so are form POSTs (``post_form``: an OAuth token refresh).
+4. **One answer shape.** A transport's stream subclasses :class:`BaseStream` (a
+   :class:`~dshstream._transport.watchdog.WatchedStream`) and writes how it waits for the
+   answer and reads the body (``__iter__``, :attr:`BaseStream.prefix` first); the base
+   keeps the status and headers as received and the request id taken from them (never
+   one that echoes a credential), and reads a body to a bound (``read_bounded``), the same
+   for every transport.
 """
 
 from __future__ import annotations
@@ -27,22 +36,60 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
 from .._core.errors import LlmError, error_for, make_failure
+from .._core.headers import request_id_from
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
-from .answers import Answer, json_answer, refuse_non_stream, settle
+from .answers import json_answer, refuse_non_stream, settle
 from .interface import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, JSON_BODY_LIMIT
-from .watchdog import limit_reached
+from .watchdog import Limits, WatchedStream
 
-__all__ = ["BaseTransport"]
+__all__ = ["BaseStream", "BaseTransport"]
 
 log = get_logger("dshstream.transport")
 
-S = TypeVar("S", bound=Answer)
+
+class BaseStream(WatchedStream):
+    """What every transport's stream holds of its answer (rule 4), besides the limits and
+    abort state of every stream (:mod:`~dshstream._transport.watchdog` rule 3)."""
+
+    def __init__(self, request: HttpRequest, limits: Limits, started: float) -> None:
+        super().__init__(limits, started)
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        #: bytes read ahead (while checking what the body is), handed out first
+        self.prefix = b""
+        self._request = request
+
+    def _answered(self, status: int, headers: Mapping[str, str]) -> None:
+        """The status and headers are in, kept as received; the request id comes from them
+        (dropped when it echoes a credential: a server echoing the key back must not put
+        it in a repr)."""
+        self.status = status
+        self.headers = dict(headers)
+        self.request_id = request_id_from(self.headers, self._request.secrets)
+
+    def read_bounded(self, limit: int) -> tuple[bytes, bool]:
+        """The body up to ``limit`` bytes, and whether more was there."""
+        pieces: list[bytes] = []
+        size = 0
+        for piece in self:
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
+                return b"".join(pieces)[:limit], True
+        return b"".join(pieces), False
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The body's pieces, :attr:`prefix` first: each transport's own."""
+        raise NotImplementedError
+
+
+S = TypeVar("S", bound=BaseStream)
 
 
 class BaseTransport(ABC, Generic[S]):
@@ -50,20 +97,11 @@ class BaseTransport(ABC, Generic[S]):
 
     @abstractmethod
     def _exchange(
-        self,
-        method: str,
-        request: HttpRequest,
-        *,
-        provider: str,
-        cancel: threading.Event | None,
-        idle_timeout: float | None,
-        deadline: float | None,
-        data: bytes | None,
-        started: float,
-        now: float,
+        self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float, now: float
     ) -> S:
         """Send ``request`` (``data`` is its body) and return its stream, headers in, under
-        the limits; or raise the classified failure (including the limits' own)."""
+        ``limits`` (the idle clock running from ``started``; ``now`` is the time of the
+        check, rule 1); or raise the classified failure (including the limits' own)."""
 
     def open(
         self,
@@ -78,16 +116,8 @@ class BaseTransport(ABC, Generic[S]):
         """POST ``request`` and return the open stream, or raise a classified LlmError.
         ``started`` (``time.monotonic()``, default now) is when the attempt began: its idle
         clock runs from there (a credential fetch before it counts)."""
-        stream = self._send(
-            "POST",
-            request,
-            provider=provider,
-            cancel=cancel,
-            idle_timeout=idle_timeout,
-            deadline=deadline,
-            data=request.body_bytes(),
-            started=started,
-        )
+        limits = Limits(provider, cancel=cancel, deadline=deadline, idle_timeout=idle_timeout)
+        stream = self._send("POST", request, request.body_bytes(), limits, started)
         refuse_non_stream(stream, request, provider)
         return stream
 
@@ -105,20 +135,13 @@ class BaseTransport(ABC, Generic[S]):
         """GET ``url`` and return its JSON — at most ``limit`` bytes, within ``timeout``
         seconds in all — or raise a classified LlmError."""
         request = HttpRequest(url=url, headers=headers, body={}, secrets=secrets)
-        deadline = time.monotonic() + timeout if timeout is not None else None
+        limits = _json_limits(provider, timeout, cancel)
         for last in (False, True):
             try:
-                stream = self._send(
-                    "GET", request, provider=provider, cancel=cancel, idle_timeout=None, deadline=deadline
-                )
-                return json_answer(stream, provider, limit)
+                return json_answer(self._send("GET", request, None, limits), provider, limit)
             except LlmError as exc:  # rule 3: once more on a fresh connection
-                if (
-                    last
-                    or exc.failure.code != "TRANSPORT"
-                    or (cancel is not None and cancel.is_set())
-                    or (deadline is not None and time.monotonic() >= deadline)
-                ):
+                now = time.monotonic()  # cancelled meanwhile, or out of time: no second try
+                if last or exc.failure.code != "TRANSPORT" or limits.reached(now, now) is not None:
                     raise
                 log.info("%s: GET failed (%s); trying once more", provider, exc.failure.code)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
@@ -149,46 +172,24 @@ class BaseTransport(ABC, Generic[S]):
             body={},
             secrets=secrets,
         )
-        deadline = time.monotonic() + timeout if timeout is not None else None
-        stream = self._send(
-            "POST",
-            request,
-            provider=provider,
-            cancel=cancel,
-            idle_timeout=None,
-            deadline=deadline,
-            data=urlencode(dict(form)).encode("ascii"),
-        )
+        limits = _json_limits(provider, timeout, cancel)
+        stream = self._send("POST", request, urlencode(dict(form)).encode("ascii"), limits)
         return json_answer(stream, provider, limit)
 
     def _send(
-        self,
-        method: str,
-        request: HttpRequest,
-        *,
-        provider: str,
-        cancel: threading.Event | None,
-        idle_timeout: float | None,
-        deadline: float | None,
-        data: bytes | None = None,
-        started: float | None = None,
+        self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float | None = None
     ) -> S:
-        """Send ``request`` under its limits; return the stream of a 2xx answer, or raise
-        the classified failure (rules 1, 2)."""
+        """Send ``request`` under ``limits``, the idle clock running from ``started`` (at
+        most now; default now); return the stream of a 2xx answer, or raise the classified
+        failure (rules 1, 2)."""
         now = time.monotonic()
         started = now if started is None else min(started, now)
-        reached = limit_reached(provider, cancel, deadline, idle_timeout, started, now)
+        reached = limits.reached(started, now)
         if reached is not None:
-            raise error_for(make_failure(*reached, provider=provider))
-        stream = self._exchange(
-            method,
-            request,
-            provider=provider,
-            cancel=cancel,
-            idle_timeout=idle_timeout,
-            deadline=deadline,
-            data=data,
-            started=started,
-            now=now,
-        )
-        return settle(stream, request, provider)
+            raise error_for(make_failure(*reached, provider=limits.provider))
+        return settle(self._exchange(method, request, data, limits, started, now), request, limits.provider)
+
+
+def _json_limits(provider: str, timeout: float | None, cancel: threading.Event | None) -> Limits:
+    """The limits of a JSON request: ``timeout`` seconds in all from now, no idle clock."""
+    return Limits(provider, cancel=cancel, deadline=time.monotonic() + timeout if timeout is not None else None)

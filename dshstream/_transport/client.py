@@ -17,7 +17,6 @@ made before the request is sent, then sent.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import requests
@@ -26,6 +25,7 @@ from .._core.http_request import HttpRequest
 from .base import BaseTransport
 from .pool import watch_session
 from .stream import HttpStream
+from .watchdog import Limits
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "HttpTransport", "Session"]
 
@@ -60,27 +60,15 @@ class HttpTransport(BaseTransport[HttpStream]):
         return f"HttpTransport(connect_timeout={self.connect_timeout!r})"
 
     def _exchange(
-        self,
-        method: str,
-        request: HttpRequest,
-        *,
-        provider: str,
-        cancel: threading.Event | None,
-        idle_timeout: float | None,
-        deadline: float | None,
-        data: bytes | None,
-        started: float,
-        now: float,
+        self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float, now: float
     ) -> HttpStream:
         connect_timeout = self.connect_timeout
-        read_timeout = idle_timeout
-        if deadline is not None:  # rule 2
-            remaining = max(0.001, deadline - now)
+        read_timeout = limits.idle_timeout
+        if limits.deadline is not None:  # rule 2
+            remaining = max(0.001, limits.deadline - now)
             connect_timeout = min(connect_timeout, remaining)
             read_timeout = remaining if read_timeout is None else min(read_timeout, remaining)
-        stream = HttpStream(
-            request, provider=provider, cancel=cancel, idle_timeout=idle_timeout, deadline=deadline, started=started
-        )
+        stream = HttpStream(request, limits, started)
         kwargs: dict[str, Any] = {
             "url": request.url,
             "headers": dict(request.headers),

@@ -16,7 +16,8 @@ pauses, a failure — and hand it to whatever takes a
    :class:`~dshstream._transport.client.HttpTransport`: the limits checked before sending
    (:mod:`~dshstream._transport.base` rule 1), the status judged and non-stream bodies
    refused (:mod:`~dshstream._transport.answers`), a failed GET sent once more (base rule
-   3), the request id taken from the headers (never one echoing a credential), and
+   3), the request id taken from the headers (never one echoing a credential; base rule
+   4), and
    ``fail`` and a failing read mapped as a real send or read failure
    (:mod:`~dshstream._transport.failures`). The same answer fails over HTTP and here with
    the same code.
@@ -45,13 +46,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._core.headers import request_id_from
 from .._core.http_request import HttpRequest
 from .._core.redact import redact
 from .._core.validate import invalid
-from .base import BaseTransport
+from .base import BaseStream, BaseTransport
 from .failures import read_failure, send_failure
-from .watchdog import WatchedStream, watchdog
+from .watchdog import Limits, watchdog
 
 __all__ = ["MemoryAnswer", "MemoryStream", "MemoryTransport", "Piece", "SentRequest"]
 
@@ -128,32 +128,16 @@ class SentRequest:
         return f"SentRequest({self.method} {redact(self.url)})"
 
 
-class MemoryStream(WatchedStream):
+class MemoryStream(BaseStream):
     """The stream of one :class:`MemoryAnswer`: a
     :class:`~dshstream._transport.interface.ResponseStream` (rules 1-4), with the limits
-    and abort state of every stream (watchdog rule 3)."""
+    and abort state of every stream (watchdog rule 3) and what every stream keeps of its
+    answer (base rule 4)."""
 
-    def __init__(
-        self,
-        request: HttpRequest,
-        answer: MemoryAnswer,
-        *,
-        provider: str,
-        cancel: threading.Event | None,
-        idle_timeout: float | None,
-        deadline: float | None,
-        started: float,
-    ) -> None:
-        super().__init__(
-            provider=provider, cancel=cancel, idle_timeout=idle_timeout, deadline=deadline, started=started
-        )
-        self.status = 0
-        self.headers: dict[str, str] = {}
-        #: bytes read ahead (while checking what the body is), handed out first
-        self.prefix = b""
+    def __init__(self, request: HttpRequest, answer: MemoryAnswer, limits: Limits, started: float) -> None:
+        super().__init__(request, limits, started)
         #: the stream ended cleanly and was released (a connection back to the pool)
         self.released = False
-        self._request = request
         self._answer = answer
         self._pieces = answer.pieces()
         self._at = 0  # the next piece to read
@@ -167,8 +151,7 @@ class MemoryStream(WatchedStream):
         try:
             self._pause(self._answer.delay)
         except BaseException:  # KeyboardInterrupt while waiting: the request is given up
-            self.abort("ABORTED", f"{self._provider}: interrupted")
-            self.close()
+            self._give_up()
             raise
         with self._lock:
             self._arrived = True
@@ -179,9 +162,7 @@ class MemoryStream(WatchedStream):
         if self._answer.fail is not None:
             self.close()
             raise send_failure(self._answer.fail, self._request, self._provider) from None
-        self.status = self._answer.status
-        self.headers = dict(self._answer.headers)
-        self.request_id = request_id_from(self.headers, self._request.secrets)
+        self._answered(self._answer.status, self._answer.headers)
 
     def _pause(self, seconds: float) -> None:
         if seconds > 0:
@@ -216,8 +197,7 @@ class MemoryStream(WatchedStream):
             if self._closed:
                 return
             if not self._arrived and self._abort_code is None:
-                self._abort_code = "ABORTED"
-                self._abort_message = f"{self._provider}: stream closed by the caller"
+                self._abort_closed()
             self._closed = True
         watchdog.remove(self)
         self._woken.set()
@@ -241,17 +221,6 @@ class MemoryStream(WatchedStream):
             else:
                 self._pause(piece)
         self.raise_if_aborted()
-
-    def read_bounded(self, limit: int) -> tuple[bytes, bool]:
-        """The body up to ``limit`` bytes, and whether more was there."""
-        pieces: list[bytes] = []
-        size = 0
-        for piece in self:
-            pieces.append(piece)
-            size += len(piece)
-            if size > limit:
-                return b"".join(pieces)[:limit], True
-        return b"".join(pieces), False
 
 
 class MemoryTransport(BaseTransport[MemoryStream]):
@@ -278,17 +247,7 @@ class MemoryTransport(BaseTransport[MemoryStream]):
         return f"MemoryTransport({len(self.requests)} requests served)"
 
     def _exchange(
-        self,
-        method: str,
-        request: HttpRequest,
-        *,
-        provider: str,
-        cancel: threading.Event | None,
-        idle_timeout: float | None,
-        deadline: float | None,
-        data: bytes | None,
-        started: float,
-        now: float,
+        self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float, now: float
     ) -> MemoryStream:
         sent = SentRequest(method=method, url=request.url, headers=dict(request.headers), data=data or b"")
         with self._lock:
@@ -296,15 +255,7 @@ class MemoryTransport(BaseTransport[MemoryStream]):
             index = min(self._served, len(self._answers) - 1)
             self._served += 1
         answer = _answer(self._handler(sent)) if self._handler is not None else self._answers[index]
-        stream = MemoryStream(
-            request,
-            answer,
-            provider=provider,
-            cancel=cancel,
-            idle_timeout=idle_timeout,
-            deadline=deadline,
-            started=started,
-        )
+        stream = MemoryStream(request, answer, limits, started)
         with self._lock:
             self.streams.append(stream)
         stream.arrive()

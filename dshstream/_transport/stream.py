@@ -21,10 +21,10 @@ closed or released, and is always closed.
    connection's), so a blocked connect, send or read returns at once; the caller then
    raises the abort's error (``ABORTED`` or ``TIMEOUT``), never a transport failure. A
    worker's next step sees the abort under the same lock (pool rule 2).
-3. **The answer.** Status and headers are kept as received; the request id comes from
-   them (:func:`~dshstream._core.headers.request_id_from`), dropped when it echoes a
-   credential. The body is read with the reader :mod:`~dshstream._transport.readers`
-   picks; a read that fails is mapped once (:mod:`~dshstream._transport.failures` rule 2).
+3. **The answer.** Status and headers are kept as received, and the request id taken
+   from them, as every stream keeps them (:mod:`~dshstream._transport.base` rule 4). The
+   body is read with the reader :mod:`~dshstream._transport.readers` picks; a read that
+   fails is mapped once (:mod:`~dshstream._transport.failures` rule 2).
 4. **A short release.** After the stream's terminal marker, handing the connection back
    (reading what is left of the body: the chunked terminator) takes at most
    :data:`RELEASE_WAIT` seconds in all, however the bytes trickle; anything after the end
@@ -42,14 +42,14 @@ from typing import Any
 
 import requests
 
-from .._core.headers import request_id_from
 from .._core.http_request import HttpRequest
 from .failures import read_failure, send_failure
+from .base import BaseStream
 from .interface import ERROR_BODY_LIMIT
 from .pool import sending
 from .readers import INTERIM, ChunkedReader, Reader, final_response, reader_for, socket_of
 from .sockets import shutdown_response, shutdown_socket
-from .watchdog import WatchedStream, watchdog
+from .watchdog import Limits, watchdog
 
 __all__ = ["RELEASE_WAIT", "HttpStream"]
 
@@ -57,32 +57,17 @@ __all__ = ["RELEASE_WAIT", "HttpStream"]
 RELEASE_WAIT = 0.05
 
 
-class HttpStream(WatchedStream):
+class HttpStream(BaseStream):
     """One request and its streaming response: iterate for byte pieces; always closed.
 
     It exists before the request is sent, so the watchdog covers every phase (rule 1);
-    its limits and abort state are every stream's (watchdog rule 3).
+    its limits and abort state are every stream's (watchdog rule 3), and so is what it
+    keeps of the answer (base rule 4).
     """
 
-    def __init__(
-        self,
-        request: HttpRequest,
-        *,
-        provider: str,
-        cancel: threading.Event | None,
-        idle_timeout: float | None,
-        deadline: float | None,
-        started: float,
-    ) -> None:
-        super().__init__(
-            provider=provider, cancel=cancel, idle_timeout=idle_timeout, deadline=deadline, started=started
-        )
+    def __init__(self, request: HttpRequest, limits: Limits, started: float) -> None:
+        super().__init__(request, limits, started)
         self.response: requests.Response | None = None
-        self.status = 0
-        self.headers: dict[str, str] = {}
-        self._request = request
-        #: bytes read ahead (while checking what the body is), handed out first
-        self.prefix = b""
         self._ready = threading.Event()
         self._outcome: requests.Response | BaseException | None = None
         self._conn: Any = None  # the connection a worker checked out (rule 1)
@@ -103,15 +88,13 @@ class HttpStream(WatchedStream):
             worker.start()
             self._ready.wait()
         except BaseException:  # KeyboardInterrupt while waiting: cut the request off
-            self.abort("ABORTED", f"{self._provider}: interrupted")
-            self.close()
+            self._give_up()
             raise
         with self._lock:
             outcome = self._outcome
             aborted = self._abort_code is not None or self._closed
             if aborted and self._abort_code is None:  # closed by another thread meanwhile
-                self._abort_code = "ABORTED"
-                self._abort_message = f"{self._provider}: stream closed by the caller"
+                self._abort_closed()
         if aborted:
             if isinstance(outcome, requests.Response):
                 outcome.close()  # else the worker closes it when it gets it
@@ -122,10 +105,7 @@ class HttpStream(WatchedStream):
             raise send_failure(outcome, self._request, self._provider) from None
         assert isinstance(outcome, requests.Response)
         self.response = outcome
-        self.status = outcome.status_code
-        self.headers = dict(outcome.headers)
-        # a server echoing the key back must not put it in a repr (rule 3)
-        self.request_id = request_id_from(self.headers, self._request.secrets)
+        self._answered(outcome.status_code, outcome.headers)  # rule 3
         self._read = reader_for(outcome, self.headers)
 
     def _work(self, session: requests.Session, method: str, kwargs: dict[str, Any]) -> None:
@@ -198,7 +178,7 @@ class HttpStream(WatchedStream):
         end = time.monotonic() + RELEASE_WAIT
         # One read can loop on trickling bytes (an endless chunked trailer) past any socket
         # timeout: the watchdog cuts the socket at ``end`` (rule 4).
-        self._deadline = end if self._deadline is None else min(self._deadline, end)
+        self._limits = self._limits.ending_by(end)
         try:
             drained = 0
             while True:
@@ -240,8 +220,7 @@ class HttpStream(WatchedStream):
             if self._closed:
                 return
             if self.response is None and self._outcome is None and self._abort_code is None:
-                self._abort_code = "ABORTED"
-                self._abort_message = f"{self._provider}: stream closed by the caller"
+                self._abort_closed()
                 cut = True
             else:
                 cut = False
@@ -279,14 +258,3 @@ class HttpStream(WatchedStream):
                 self.raise_if_aborted()
                 return
             yield data
-
-    def read_bounded(self, limit: int) -> tuple[bytes, bool]:
-        """The body up to ``limit`` bytes, and whether more was there."""
-        pieces: list[bytes] = []
-        size = 0
-        for piece in self:
-            pieces.append(piece)
-            size += len(piece)
-            if size > limit:
-                return b"".join(pieces)[:limit], True
-        return b"".join(pieces), False

@@ -10,21 +10,25 @@ the stream's business).
    ``check(time.monotonic())`` every :data:`WATCH_INTERVAL` seconds, so a blocked send or
    read never outlives its limits by more than one tick (~50 ms). With no stream open it
    sleeps until the next registration.
-2. **The limits, in order.** :func:`limit_reached` is the one test, applied by each tick
-   and by a call about to start: the caller's ``cancel`` event set (``ABORTED``, the one
-   cancel message), then the total ``deadline`` passed (``TIMEOUT``), then no content for
-   ``idle_timeout`` seconds since the last content (``TIMEOUT``).
+2. **The limits, in order.** A call's limits travel together, as one :class:`Limits`
+   (the provider its errors name, ``cancel``, ``deadline``, ``idle_timeout``), and
+   :meth:`Limits.reached` is the one test, applied by each tick and by a call about to
+   start: the caller's ``cancel`` event set (``ABORTED``, the one cancel message), then the
+   total ``deadline`` passed (``TIMEOUT``), then no content for ``idle_timeout`` seconds
+   since the last content (``TIMEOUT``).
 3. **One abort state.** :class:`WatchedStream` is what every transport's stream shares:
    its limits, ``touch`` (content restarts the idle clock), the tick's ``check``, and the
    abort — recorded once under the stream's lock (the first code wins; nothing after a
-   close), then the stream's own ``_interrupt`` (shut a socket, wake a wait) outside it —
-   and ``raise_if_aborted``, the one error an abort becomes.
+   close; a close before the answer is the one ``ABORTED`` "closed by the caller"), then
+   the stream's own ``_interrupt`` (shut a socket, wake a wait) outside it — and
+   ``raise_if_aborted``, the one error an abort becomes.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -32,7 +36,7 @@ if TYPE_CHECKING:
 
 from .._core.errors import cancelled_message, error_for, make_failure
 
-__all__ = ["WATCH_INTERVAL", "Watched", "WatchedStream", "limit_reached", "watchdog"]
+__all__ = ["WATCH_INTERVAL", "Limits", "Watched", "WatchedStream", "watchdog"]
 
 #: seconds between two checks of every open stream (rule 1)
 WATCH_INTERVAL = 0.05
@@ -45,43 +49,44 @@ class Watched(Protocol):
         """Abort if a limit ran out by ``now`` (``time.monotonic()``)."""
 
 
-def limit_reached(
-    provider: str,
-    cancel: threading.Event | None,
-    deadline: float | None,
-    idle_timeout: float | None,
-    last_content: float,
-    now: float,
-) -> tuple[str, str] | None:
-    """The ``(code, message)`` of the first limit reached by ``now`` (rule 2), or ``None``."""
-    if cancel is not None and cancel.is_set():
-        return "ABORTED", cancelled_message(provider)
-    if deadline is not None and now >= deadline:
-        return "TIMEOUT", f"{provider}: total timeout expired (TIMEOUT)"
-    if idle_timeout is not None and now - last_content >= idle_timeout:
-        return "TIMEOUT", f"{provider}: no content for {idle_timeout:g}s (idle timeout, TIMEOUT)"
-    return None
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """One call's limits (rule 2), and the provider their errors name."""
+
+    provider: str
+    #: an event another thread may set: ``ABORTED``
+    cancel: threading.Event | None = None
+    #: a ``time.monotonic()`` value: ``TIMEOUT`` once passed
+    deadline: float | None = None
+    #: seconds without content: ``TIMEOUT``
+    idle_timeout: float | None = None
+
+    def reached(self, last_content: float, now: float) -> tuple[str, str] | None:
+        """The ``(code, message)`` of the first limit reached by ``now`` (rule 2), or
+        ``None``; the idle clock runs from ``last_content``."""
+        cancel, deadline, idle_timeout = self.cancel, self.deadline, self.idle_timeout
+        if cancel is not None and cancel.is_set():
+            return "ABORTED", cancelled_message(self.provider)
+        if deadline is not None and now >= deadline:
+            return "TIMEOUT", f"{self.provider}: total timeout expired (TIMEOUT)"
+        if idle_timeout is not None and now - last_content >= idle_timeout:
+            return "TIMEOUT", f"{self.provider}: no content for {idle_timeout:g}s (idle timeout, TIMEOUT)"
+        return None
+
+    def ending_by(self, end: float) -> Limits:
+        """These limits with the deadline no later than ``end``."""
+        return replace(self, deadline=end if self.deadline is None else min(self.deadline, end))
 
 
 class WatchedStream:
     """The limits and abort state every transport's stream shares (rule 3)."""
 
-    def __init__(
-        self,
-        *,
-        provider: str,
-        cancel: threading.Event | None,
-        idle_timeout: float | None,
-        deadline: float | None,
-        started: float,
-    ) -> None:
+    def __init__(self, limits: Limits, started: float) -> None:
         #: the provider's request id, once the headers are in
         self.request_id: str | None = None
-        self._provider = provider
-        self._cancel = cancel
-        self._idle_timeout = idle_timeout
-        self._deadline = deadline
-        self._last_content = started
+        self._provider = limits.provider
+        self._limits = limits
+        self._last_content = started  # the idle clock runs from here (rule 2)
         self._abort_code: str | None = None
         self._abort_message = ""
         self._closed = False
@@ -100,9 +105,7 @@ class WatchedStream:
         """Watchdog tick: abort on cancel or an expired limit (rule 2)."""
         if self._closed or self._abort_code is not None:
             return
-        reached = limit_reached(
-            self._provider, self._cancel, self._deadline, self._idle_timeout, self._last_content, now
-        )
+        reached = self._limits.reached(self._last_content, now)
         if reached is not None:
             self.abort(*reached)
 
@@ -116,6 +119,18 @@ class WatchedStream:
             self._abort_message = message or cancelled_message(self._provider)
             held = self._hold()
         self._interrupt(held)
+
+    def _abort_closed(self) -> None:
+        """Under the lock: the stream is closed before its answer, the abort ``ABORTED``
+        (rule 3)."""
+        self._abort_code = "ABORTED"
+        self._abort_message = f"{self._provider}: stream closed by the caller"
+
+    def _give_up(self) -> None:
+        """Interrupted (a ``KeyboardInterrupt``) while waiting for the answer: the request
+        is given up, aborted then closed; the caller re-raises."""
+        self.abort("ABORTED", f"{self._provider}: interrupted")
+        self.close()
 
     def _hold(self) -> Any:
         """Under the lock, as an abort is recorded: what :meth:`_interrupt` will cut."""
