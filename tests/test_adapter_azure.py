@@ -361,7 +361,7 @@ def test_default_service_registers_azure_from_the_environment(monkeypatch: pytes
     assert info["azure"] == "Azure OpenAI"
     adapter = service.adapter_for("azure")
     assert isinstance(adapter, AzureOpenAIAdapter)
-    assert adapter.api_version == "2024-10-21" and adapter.base_url == RESOURCE and adapter._api_key == KEY
+    assert adapter.api_version == "2024-10-21" and adapter.base_url == RESOURCE and adapter.credential.value == KEY
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

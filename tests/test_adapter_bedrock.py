@@ -256,7 +256,7 @@ def test_secrets_absent_from_repr_and_failures(aws: tuple[ReplayServer, Any]) ->
               content_type="application/json"),
     )
     adapter = BedrockAdapter(region="us-east-1", credentials=(KEY_ID, SECRET, TOKEN), session=session, max_retries=0)
-    request = adapter.sign(adapter.build_request(options()), options())
+    request = adapter.build_request(options())  # as sent: signed by the SigV4 flow
     signature = request.headers["authorization"].rsplit("=", 1)[1]
     texts = [repr(adapter), repr(request)]
     with pytest.raises(LlmError) as caught:

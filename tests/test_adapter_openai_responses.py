@@ -431,7 +431,7 @@ def test_responses_include_rejected_is_retried_without_and_remembered(server: Re
     assert service.stream(request(Message.user("hi"))).result().ok
     sent = bodies(server)
     assert "include" in sent[0] and "include" not in sent[1] and "include" not in sent[2]
-    assert adapter.include_encrypted_reasoning is False
+    assert adapter.wire.include_encrypted_reasoning is False and adapter.include_encrypted_reasoning is False
 
 
 def test_other_400s_are_not_retried(server: ReplayServer) -> None:
@@ -440,7 +440,7 @@ def test_other_400s_are_not_retried(server: ReplayServer) -> None:
     service, adapter = responses_service(server)
     result = service.stream(request(Message.user("hi"))).result()
     assert result.failure is not None and result.failure.code == "INVALID_REQUEST"
-    assert len(server.requests) == 1 and adapter.include_encrypted_reasoning is True
+    assert len(server.requests) == 1 and adapter.wire.include_encrypted_reasoning is True
 
 
 # moved from tests/test_adapter_dialects.py

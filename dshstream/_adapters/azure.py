@@ -1,6 +1,7 @@
 """Azure OpenAI: :class:`AzureOpenAIAdapter` (chat completions) and
-:class:`AzureOpenAIResponsesAdapter` (the Responses API) — the OpenAI adapters with
-Azure's URLs and auth; the wire is OpenAI's.
+:class:`AzureOpenAIResponsesAdapter` (the Responses API) — OpenAI's wires with Azure's
+URLs (:class:`AzureChatWire`, :class:`AzureResponsesWire`), an ``api-key`` or ``Bearer``
+auth flow, and the attempt loop.
 
 Contract:
 
@@ -27,8 +28,10 @@ Contract:
    token provider, e.g. ``azure.identity.get_bearer_token_provider``) in
    ``Authorization: Bearer``, asked before every attempt under the stream's deadline,
    idle clock and cancel (credentials rule 6: a token provider that hangs does not hold
-   the stream). ``auth="api-key"`` or
-   ``"bearer"`` overrides the choice (a rotating key from a vault; a fixed token).
+   the stream). ``auth="api-key"`` or ``"bearer"`` overrides the choice (a rotating key
+   from a vault; a fixed token). The style is the adapter's ``auth``; its auth flow is a
+   :class:`~dshstream._adapters.auth.HeaderAuth` (``api-key`` with the bare key, or
+   ``authorization: Bearer``).
 4. **Environment, as the official SDK reads it**: ``AZURE_OPENAI_API_KEY`` is sent only
    to the host of ``AZURE_OPENAI_ENDPOINT`` — the provider's own host here — so an
    endpoint that is not that host gets no environment key (pass ``api_key=``).
@@ -41,6 +44,12 @@ Contract:
 6. ``list_models`` reads ``{endpoint}/openai/v1/models`` (classic:
    ``{endpoint}/openai/models?api-version=...``): the models the resource offers, not
    its deployments.
+7. **Composition.** The URL shapes, the ``max_tokens`` field and the structured-output
+   cut-off (rule 2) and the model list (rule 6) are the wires' — pure values holding
+   ``api_version`` (and, for chat, ``deployment``); the adapters override no hook: their
+   ``__init__`` resolves the endpoint, version, credential and auth style (rules 1-4),
+   builds the wire and the auth flow, and ``api_version``, ``classic`` and
+   ``deployment`` read back from the wire.
 """
 
 from __future__ import annotations
@@ -51,21 +60,22 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from urllib.parse import quote
 
-from .._core.dialects import get_dialect
+from .._core.dialects import Dialect, get_dialect
 from .._core.errors import LlmError
 from .._core.request import GenerateOptions
 from .._core.response_format import JsonSchema
 from .._core.validate import check_base_url, check_choice, check_credential, check_str_or_none, invalid
-from .credentials import Credential
-from .openai_chat import OpenAIChatAdapter
-from .openai_responses import OpenAIResponsesAdapter
+from .auth import AuthFlow, HeaderAuth
+from .credentials import Credential, CredentialSource
+from .openai_chat import OpenAIChatAdapter, OpenAIChatWire
+from .openai_responses import OpenAIResponsesAdapter, OpenAIResponsesWire
 from .settings import HttpSettings, resolve_api_key
 from .structured_output import refuse
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["AzureOpenAIAdapter", "AzureOpenAIResponsesAdapter", "AzureAuth"]
+__all__ = ["AzureAuth", "AzureChatWire", "AzureOpenAIAdapter", "AzureOpenAIResponsesAdapter", "AzureResponsesWire"]
 
 ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
 KEY_ENV = "AZURE_OPENAI_API_KEY"
@@ -153,41 +163,36 @@ def _query(api_version: str) -> str:
     return "" if api_version == "v1" else f"?api-version={quote(api_version, safe='')}"
 
 
-def _auth_headers(style: AzureAuth, key: str | None) -> dict[str, str] | None:
-    if not key:
-        return None
-    return {"authorization": f"Bearer {key}"} if style == "bearer" else {"api-key": key}
+def _auth_flow(style: AzureAuth, credential: CredentialSource) -> AuthFlow:
+    """The auth flow of ``style`` (rule 3): the bare key in ``api-key``, or ``Bearer``."""
+    return HeaderAuth(credential) if style == "bearer" else HeaderAuth(credential, "api-key", "")
 
 
-class AzureOpenAIAdapter(OpenAIChatAdapter):
-    """Stream chat completions from Azure OpenAI (classic deployment URLs or the v1 API)."""
+def _models_url(base_url: str, api_version: str) -> str:
+    """The resource's model list (rule 6)."""
+    path = "/openai/v1/models" if api_version in _V1 else "/openai/models"
+    return f"{base_url}{path}{_query(api_version)}"
 
-    default_name = "Azure OpenAI"
+
+class AzureChatWire(OpenAIChatWire):
+    """OpenAI's chat wire at Azure's URLs (rule 2): the v1 API or a classic deployment."""
 
     def __init__(
         self,
+        base_url: str,
+        title: str,
         *,
-        endpoint: str | None = None,
-        api_version: str | None = None,
-        deployment: str | None = None,
-        auth: AzureAuth | None = None,
+        dialect: Dialect,
         think_tags: bool | None = None,
         include_usage: bool = True,
-        **settings: Unpack[HttpSettings],
+        api_version: str = DEFAULT_API_VERSION,
+        deployment: str | None = None,
     ) -> None:
-        name = type(self).__name__
-        target = _target(name, endpoint, api_version, auth, settings)
-        self.api_version = target.api_version
-        self.auth: AzureAuth = target.auth
-        self.deployment = check_str_or_none(deployment, f"{name}.deployment") or None
-        settings.setdefault("title", "Azure OpenAI")
-        dialect = replace(get_dialect("openai"), base_url=target.base_url, key_env=None, title="Azure OpenAI")
-        super().__init__(
-            dialect=dialect,
-            think_tags=think_tags,
-            include_usage=include_usage,
-            **settings,
-        )
+        super().__init__(base_url, title, dialect=dialect, think_tags=think_tags, include_usage=include_usage)
+        #: ``v1``, ``preview`` or a dated version (the classic API)
+        self.api_version = api_version
+        #: the classic URL's deployment (``None``: the request's model)
+        self.deployment = deployment
 
     @property
     def classic(self) -> bool:
@@ -199,9 +204,6 @@ class AzureOpenAIAdapter(OpenAIChatAdapter):
             return f"{self.base_url}/openai/v1/chat/completions{_query(self.api_version)}"
         deployment = quote(self.deployment or options.model, safe="-._~")
         return f"{self.base_url}/openai/deployments/{deployment}/chat/completions{_query(self.api_version)}"
-
-    def auth_headers(self) -> dict[str, str] | None:
-        return _auth_headers(self.auth, self._api_key)
 
     def max_tokens_field(self) -> str:
         if self.classic and self.api_version[:10] < MAX_COMPLETION_TOKENS_SINCE:
@@ -221,16 +223,113 @@ class AzureOpenAIAdapter(OpenAIChatAdapter):
         return super().response_format_fields(options)
 
     def models_url(self) -> str:
-        if self.classic:
-            return f"{self.base_url}/openai/models{_query(self.api_version)}"
-        return f"{self.base_url}/openai/v1/models{_query(self.api_version)}"
+        return _models_url(self.base_url, self.api_version)
+
+
+class AzureResponsesWire(OpenAIResponsesWire):
+    """OpenAI's Responses wire at Azure's URLs (rule 2)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        title: str,
+        *,
+        api_version: str = DEFAULT_API_VERSION,
+        include_encrypted_reasoning: bool = True,
+        reasoning_summary: str | None = "auto",
+        send_item_ids: bool = True,
+    ) -> None:
+        super().__init__(
+            base_url,
+            title,
+            include_encrypted_reasoning=include_encrypted_reasoning,
+            reasoning_summary=reasoning_summary,
+            send_item_ids=send_item_ids,
+        )
+        #: ``v1``, ``preview`` or a dated version (the classic preview URL)
+        self.api_version = api_version
+
+    @property
+    def classic(self) -> bool:
+        """Whether requests use the classic preview URL (a dated ``api_version``)."""
+        return self.api_version not in _V1
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        path = "/openai/responses" if self.classic else "/openai/v1/responses"
+        return f"{self.base_url}{path}{_query(self.api_version)}"
+
+    def models_url(self) -> str:
+        return _models_url(self.base_url, self.api_version)
+
+
+class AzureOpenAIAdapter(OpenAIChatAdapter):
+    """Stream chat completions from Azure OpenAI (classic deployment URLs or the v1 API):
+    :class:`AzureChatWire` + the ``api-key`` or ``Bearer`` auth flow + the attempt loop."""
+
+    default_name = "Azure OpenAI"
+    #: the wire this adapter builds (a subclass of :class:`AzureChatWire`)
+    wire_class: type[AzureChatWire] = AzureChatWire
+
+    def __init__(
+        self,
+        *,
+        endpoint: str | None = None,
+        api_version: str | None = None,
+        deployment: str | None = None,
+        auth: AzureAuth | None = None,
+        think_tags: bool | None = None,
+        include_usage: bool = True,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        name = type(self).__name__
+        target = _target(name, endpoint, api_version, auth, settings)
+        #: how the credential is sent (rule 3)
+        self.auth: AzureAuth = target.auth
+        chosen_deployment = check_str_or_none(deployment, f"{name}.deployment") or None
+        settings.setdefault("title", "Azure OpenAI")
+        dialect = replace(get_dialect("openai"), base_url=target.base_url, key_env=None, title="Azure OpenAI")
+        super().__init__(
+            dialect=dialect,
+            think_tags=think_tags,
+            include_usage=include_usage,
+            **settings,
+        )
+        # the chat adapter built its wire without Azure's URL settings: this one has them
+        self.wire: AzureChatWire = self.wire_class(
+            self.base_url,
+            self.title,
+            dialect=dialect,
+            think_tags=think_tags,
+            include_usage=include_usage,
+            api_version=target.api_version,
+            deployment=chosen_deployment,
+        )
+        self.auth_flow = _auth_flow(self.auth, self.credential)
+
+    @property
+    def api_version(self) -> str:
+        """``v1``, ``preview`` or the dated version requests use (the wire's)."""
+        return self.wire.api_version
+
+    @property
+    def deployment(self) -> str | None:
+        """The classic URL's deployment (``None``: the request's model; the wire's)."""
+        return self.wire.deployment
+
+    @property
+    def classic(self) -> bool:
+        """Whether requests use the classic deployment URL (a dated ``api_version``)."""
+        return self.wire.classic
 
 
 class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
-    """Stream from Azure OpenAI's Responses API (``/openai/v1/responses``)."""
+    """Stream from Azure OpenAI's Responses API (``/openai/v1/responses``):
+    :class:`AzureResponsesWire` + the ``api-key`` or ``Bearer`` auth flow + the attempt loop."""
 
     default_name = "Azure OpenAI Responses"
     default_base_url = ""
+    #: the wire this adapter builds (a subclass of :class:`AzureResponsesWire`)
+    wire_class: type[AzureResponsesWire] = AzureResponsesWire
 
     def __init__(
         self,
@@ -244,8 +343,8 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
         **settings: Unpack[HttpSettings],
     ) -> None:
         target = _target(type(self).__name__, endpoint, api_version, auth, settings)
-        self.api_version = target.api_version
-        self.auth = target.auth
+        #: how the credential is sent (rule 3)
+        self.auth: AzureAuth = target.auth
         settings.setdefault("title", "Azure OpenAI Responses")
         super().__init__(
             key_env=None,
@@ -254,20 +353,23 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
             send_item_ids=send_item_ids,
             **settings,
         )
+        # the Responses adapter built its wire without Azure's URL settings: this one has them
+        self.wire: AzureResponsesWire = self.wire_class(
+            self.base_url,
+            self.title,
+            api_version=target.api_version,
+            include_encrypted_reasoning=include_encrypted_reasoning,
+            reasoning_summary=reasoning_summary,
+            send_item_ids=send_item_ids,
+        )
+        self.auth_flow = _auth_flow(self.auth, self.credential)
+
+    @property
+    def api_version(self) -> str:
+        """``v1``, ``preview`` or the dated version requests use (the wire's)."""
+        return self.wire.api_version
 
     @property
     def classic(self) -> bool:
         """Whether requests use the classic preview URL (a dated ``api_version``)."""
-        return self.api_version not in _V1
-
-    def endpoint(self, options: GenerateOptions) -> str:
-        path = "/openai/responses" if self.classic else "/openai/v1/responses"
-        return f"{self.base_url}{path}{_query(self.api_version)}"
-
-    def auth_headers(self) -> dict[str, str] | None:
-        return _auth_headers(self.auth, self._api_key)
-
-    def models_url(self) -> str:
-        if self.classic:
-            return f"{self.base_url}/openai/models{_query(self.api_version)}"
-        return f"{self.base_url}/openai/v1/models{_query(self.api_version)}"
+        return self.wire.classic

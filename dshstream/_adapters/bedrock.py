@@ -1,6 +1,9 @@
 """Amazon Bedrock: :class:`BedrockAdapter` streams the Converse API
 (``POST /model/{modelId}/converse-stream``, AWS event-stream framing) for any model Bedrock
-serves; the wire is ``bedrock-converse`` (:mod:`dshstream._core.wires.bedrock`).
+serves; the wire is ``bedrock-converse`` (:mod:`dshstream._core.wires.bedrock`). The
+adapter is :class:`BedrockWire` (the request and translator: rules 1, 5, 6) + an auth
+flow (SigV4, a Bedrock API key, or none: rules 2-4) + the attempt loop
+(:mod:`~dshstream._adapters.http`); it overrides no hook (rule 7).
 
 Contract:
 
@@ -14,14 +17,20 @@ Contract:
    attempt's deadline, idle clock and cancel: credentials rule 6). Without it (and
    without a bearer key) ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/
    ``AWS_SESSION_TOKEN`` are used — only when the requests go to the real
-   bedrock-runtime host. Each attempt is signed (service ``bedrock``) on its final body
-   bytes, with ``host``, ``x-amz-date`` and ``x-amz-security-token`` signed.
+   bedrock-runtime host. The flow is a :class:`~dshstream._adapters.auth.SigV4Auth`
+   (service ``bedrock``): each attempt is signed on its final body bytes — encoded once,
+   the signature added with :meth:`~dshstream._core.http_request.HttpRequest.with_headers`
+   — with ``host``, ``x-amz-date`` and ``x-amz-security-token`` signed.
 3. **Auth, API keys.** ``api_key=`` (a Bedrock API key, or a callable) or, on the real
-   host, ``AWS_BEARER_TOKEN_BEDROCK`` is sent as ``Authorization: Bearer``; it wins over
-   environment access keys. ``api_key=`` and ``credentials=`` together are refused.
+   host, ``AWS_BEARER_TOKEN_BEDROCK`` is sent as ``Authorization: Bearer`` (a
+   :class:`~dshstream._adapters.auth.HeaderAuth`); it wins over environment access keys.
+   ``api_key=`` and ``credentials=`` together are refused. With neither, the flow is
+   :class:`~dshstream._adapters.auth.NoAuth` (a proxy that signs). ``auth_mode`` says
+   which: ``sigv4``, ``bearer`` or ``none``.
 4. Secret keys and session tokens are registered for redaction (the most recent
-   :data:`~dshstream._adapters.credentials.HISTORY` of a callable); a signature travels
-   only in ``authorization`` (masked in every ``repr``) and in the request's secrets.
+   :data:`~dshstream._adapters.credentials.HISTORY` of a callable, kept by the SigV4
+   flow); a signature travels only in ``authorization`` (masked in every ``repr``) and in
+   the request's secrets.
 5. **Body.** ``messages`` (text; media parts as ``image``/``document``/``audio`` blocks
    with their ``format`` and base64 ``bytes`` or an ``s3Location``, a document with a
    ``name`` Converse allows, and only beside text; assistant tool calls as ``toolUse``
@@ -43,6 +52,11 @@ Contract:
    ``model``/``stream`` and with ``anthropic_version: "bedrock-2023-05-31"`` (a response
    format: ``output_config.format`` for Claude 4.5 and later, else a forced tool). Any other
    model id is a ``ConfigurationError`` asking for ``api="converse"`` (the default).
+7. **Composition.** :class:`BedrockWire` holds the request settings (``api``,
+   ``structured_output``, ``default_max_tokens``, the InvokeModel body builder) and reads
+   no credential; :class:`BedrockAdapter`'s ``__init__`` resolves region, host and
+   credentials (rules 1-3), builds the wire and the auth flow, and ``api``, ``region``,
+   ``structured_output`` and ``default_max_tokens`` read back as attributes.
 """
 
 from __future__ import annotations
@@ -51,15 +65,14 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
-from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.redact import redact
 from .._core.parts import MediaPart
 from .._core.media_support import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaSupport, converse_document_name
 from .._core.request import GenerateOptions, Message
-from .._core.sigv4 import AwsCredentials, sign_headers
+from .._core.sigv4 import AwsCredentials
 from .._core.strict_json import parse_json_object
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
@@ -67,10 +80,11 @@ from .._core.wires.translator import Translator
 from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from .._core.response_format import JsonMode
+from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
-from .credentials import HISTORY, SecretHistory, call_credential
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
+from .wire import Wire
 from .structured_output import (
     STRUCTURED_MODES,
     StructuredMode,
@@ -85,7 +99,7 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["AwsCredentialsLike", "BedrockAdapter", "bedrock_host"]
+__all__ = ["AwsCredentialsLike", "BedrockAdapter", "BedrockWire", "bedrock_host"]
 
 REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
@@ -123,143 +137,40 @@ def _as_credentials(value: object, field: str) -> AwsCredentials:
     return AwsCredentials(key_id, secret, token or None)
 
 
-class BedrockAdapter(HttpAdapter):
-    """Stream any Bedrock model through the Converse API (SigV4 or a Bedrock API key)."""
+class BedrockWire(Wire):
+    """Bedrock's request and translator (rules 1, 5 and 6): Converse, or InvokeModel with
+    Claude's Messages body."""
 
-    default_name = "Amazon Bedrock"
-    default_base_url = ""
-    key_env = ()
-    models_path = None
     stream_accept = "application/vnd.amazon.eventstream"
+    media: MediaSupport | None = BEDROCK_CONVERSE
 
     def __init__(
         self,
+        base_url: str,
+        title: str,
         *,
-        region: str | None = None,
-        credentials: AwsCredentialsLike | None = None,
         api: Literal["converse", "invoke"] = "converse",
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         thinking_budgets: Mapping[str, int] | None = None,
         structured_output: StructuredMode = "auto",
         eager_input_streaming: bool = True,
-        **settings: Unpack[HttpSettings],
     ) -> None:
-        name = type(self).__name__
-        if structured_output not in STRUCTURED_MODES:
-            raise invalid(f"{name}.structured_output must be one of {', '.join(STRUCTURED_MODES)}")
+        super().__init__(base_url, title)
+        #: ``converse`` or ``invoke`` (rule 6)
+        self.api: Literal["converse", "invoke"] = api
+        #: how a response format is sent (rule 5)
         self.structured_output: StructuredMode = structured_output
-        chosen = check_str_or_none(region, f"{name}.region") or next(
-            (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
-        )
-        if not chosen:
-            raise invalid(f"{name} needs region= or {'/'.join(REGION_ENV)} in the environment")
-        if api not in APIS:
-            raise invalid(f"{name}.api must be 'converse' or 'invoke', got {str(api)[:40]!r}")
-        self.api = api
-        if not _REGION.fullmatch(chosen):
-            raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
-        self.region = chosen
-        home = bedrock_host(chosen)
-        base_url = checked_base_url(settings.pop("base_url", None) or home)
-        api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
-        if api_key is not None and credentials is not None:
-            raise invalid(f"{name}: pass api_key= (a Bedrock API key) or credentials= (SigV4), not both")
-        own_host = same_host(base_url, home)
-        self._aws_source: Callable[[], _Value] | None = None
-        self._aws_fixed: AwsCredentials | None = None
-        self._aws_from_env = False
-        if credentials is not None:
-            if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
-                self._aws_source = credentials
-            else:
-                self._aws_fixed = _as_credentials(credentials, f"{name}.credentials")
-        elif api_key is None:
-            bearer = os.environ.get(BEARER_ENV, "").strip()
-            key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
-            if not own_host and (bearer or key_id):
-                log.info(
-                    "%s: not sending environment AWS credentials to %s (not %s); pass credentials= or api_key=",
-                    name, redact(base_url), home,
-                )
-            elif bearer:
-                api_key = check_api_key(bearer, BEARER_ENV)
-            elif key_id and secret:
-                self._aws_fixed = _as_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID")
-                self._aws_from_env = True
-        self._aws_secrets = SecretHistory(2 * HISTORY)  # a secret key and a session token each
-        self._aws_last: AwsCredentials | None = self._aws_fixed
-        if self._aws_fixed is not None:
-            self._remember(self._aws_fixed)
-        settings.setdefault("title", "Amazon Bedrock")
-        settings["base_url"] = base_url
-        settings["api_key"] = api_key
-        super().__init__(default_base_url=home, key_env=(), **settings)
-        if default_max_tokens < 1:
-            raise invalid(f"{name}.default_max_tokens must be positive")
+        #: ``maxTokens`` beside a thinking budget when none is asked for
         self.default_max_tokens = default_max_tokens
-        self._claude = MessagesBody(
+        #: the InvokeModel body: the Anthropic adapter's own builder (rule 6)
+        self.claude = MessagesBody(
             default_max_tokens=default_max_tokens,
             thinking_budgets=thinking_budgets,
             structured_output=structured_output,
             eager_input_streaming=eager_input_streaming,
-            label=f"{self.title} (InvokeModel)",
+            label=f"{title} (InvokeModel)",
         )
-        self._claude.media = BEDROCK_CLAUDE
-
-    @property
-    def auth_mode(self) -> str:
-        """``sigv4``, ``bearer`` or ``none``."""
-        if self._aws_fixed is not None or self._aws_source is not None:
-            return "sigv4"
-        return "bearer" if self.credential.value is not None else "none"
-
-    def __repr__(self) -> str:
-        if self.auth_mode == "sigv4":
-            how = "callable" if self._aws_source is not None else ("environment" if self._aws_from_env else "set")
-            auth = f"sigv4 <{how}>"
-        else:
-            auth = f"{self.auth_mode} <{self.credential.describe()}>"
-        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, region={self.region!r}, auth={auth})"
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        aws = self._aws_last
-        extra = tuple(s for s in (aws.secret_access_key, aws.session_token) if s) if aws else ()
-        return super().secrets + extra
-
-    # ------------------------------------------------------------------ auth
-
-    def _remember(self, creds: AwsCredentials) -> None:
-        self._aws_secrets.remember(creds.secret_access_key, creds.session_token)
-
-    def aws_credentials(self, provider: str) -> AwsCredentials | None:
-        """This attempt's SigV4 credentials (a callable is asked anew; rule 2)."""
-        if self._aws_source is None:
-            return self._aws_fixed
-        # Under the attempt's deadline, idle clock and cancel, like the request (credentials rule 6).
-        value = call_credential(self._aws_source, provider, "credentials", self.fetch_limits())
-        creds = _as_credentials(value, "credentials()")
-        self._remember(creds)
-        self._aws_last = creds
-        return creds
-
-    def sign(self, request: HttpRequest, options: GenerateOptions) -> HttpRequest:
-        creds = self.aws_credentials(options.provider)
-        if creds is None:
-            return request
-        parts = urlsplit(request.url)
-        default = {"https": 443, "http": 80}.get(parts.scheme)
-        host = parts.hostname or ""
-        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
-        headers["host"] = host if parts.port in (None, default) else f"{host}:{parts.port}"
-        added = sign_headers(
-            "POST", request.url, headers, request.body_bytes(), creds, region=self.region, service=SERVICE
-        )
-        signature = added["authorization"].rsplit("Signature=", 1)[-1]
-        secrets = tuple(s for s in (creds.secret_access_key, creds.session_token, signature) if s)
-        return request.with_headers({**headers, **added}, secrets)
-
-    # ------------------------------------------------------------------ request
+        self.claude.media = BEDROCK_CLAUDE
 
     def endpoint(self, options: GenerateOptions) -> str:
         action = "invoke-with-response-stream" if self.api == "invoke" else "converse-stream"
@@ -274,16 +185,16 @@ class BedrockAdapter(HttpAdapter):
         or not a Claude model) — the Anthropic adapter's rule, from its shared body builder."""
         if "claude" not in options.model.lower():
             return None
-        return self._claude.thinking_budget(options)
+        return self.claude.thinking_budget(options)
 
     def invoke_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The InvokeModel body: Claude's Anthropic Messages body (rule 6)."""
         if "claude" not in options.model.lower():
             raise invalid(
-                f"{type(self).__name__}: api='invoke' supports Claude models only; "
+                f"BedrockAdapter: api='invoke' supports Claude models only; "
                 f"use api='converse' for {options.model[:80]!r}"
             )
-        body = self._claude.build_body(options)
+        body = self.claude.build_body(options)
         body.pop("model", None)
         body.pop("stream", None)
         return {"anthropic_version": BEDROCK_ANTHROPIC_VERSION, **body}
@@ -341,7 +252,7 @@ class BedrockAdapter(HttpAdapter):
         if self.api == "invoke":
             if "claude" not in options.model.lower():
                 return None
-            return self._claude.forced_tool_name(options)
+            return self.claude.forced_tool_name(options)
         fmt = options.response_format
         if fmt is None or isinstance(fmt, JsonMode) or self.converse_native(options.model):
             return None
@@ -475,3 +386,121 @@ class BedrockAdapter(HttpAdapter):
         if forced is not None:
             translator.unwrap_tool_call(forced)
         return translator
+
+
+class BedrockAdapter(HttpAdapter):
+    """Stream any Bedrock model through the Converse API (SigV4 or a Bedrock API key):
+    :class:`BedrockWire` + the auth flow + the attempt loop (rule 7)."""
+
+    default_name = "Amazon Bedrock"
+    default_base_url = ""
+    key_env = ()
+
+    def __init__(
+        self,
+        *,
+        region: str | None = None,
+        credentials: AwsCredentialsLike | None = None,
+        api: Literal["converse", "invoke"] = "converse",
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budgets: Mapping[str, int] | None = None,
+        structured_output: StructuredMode = "auto",
+        eager_input_streaming: bool = True,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        name = type(self).__name__
+        if structured_output not in STRUCTURED_MODES:
+            raise invalid(f"{name}.structured_output must be one of {', '.join(STRUCTURED_MODES)}")
+        chosen = check_str_or_none(region, f"{name}.region") or next(
+            (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
+        )
+        if not chosen:
+            raise invalid(f"{name} needs region= or {'/'.join(REGION_ENV)} in the environment")
+        if api not in APIS:
+            raise invalid(f"{name}.api must be 'converse' or 'invoke', got {str(api)[:40]!r}")
+        if not _REGION.fullmatch(chosen):
+            raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
+        #: the AWS region requests are signed for (rule 1)
+        self.region = chosen
+        home = bedrock_host(chosen)
+        base_url = checked_base_url(settings.pop("base_url", None) or home)
+        api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
+        if api_key is not None and credentials is not None:
+            raise invalid(f"{name}: pass api_key= (a Bedrock API key) or credentials= (SigV4), not both")
+        own_host = same_host(base_url, home)
+        sigv4: SigV4Auth | None = None
+        if credentials is not None:
+            if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
+                sigv4 = self._sigv4(credentials)  # asked anew each attempt (rule 2)
+            else:
+                sigv4 = self._sigv4(_as_credentials(credentials, f"{name}.credentials"))
+        elif api_key is None:
+            bearer = os.environ.get(BEARER_ENV, "").strip()
+            key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
+            if not own_host and (bearer or key_id):
+                log.info(
+                    "%s: not sending environment AWS credentials to %s (not %s); pass credentials= or api_key=",
+                    name, redact(base_url), home,
+                )
+            elif bearer:
+                api_key = check_api_key(bearer, BEARER_ENV)
+            elif key_id and secret:
+                sigv4 = self._sigv4(
+                    _as_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment"
+                )
+        settings.setdefault("title", "Amazon Bedrock")
+        settings["base_url"] = base_url
+        settings["api_key"] = api_key
+        super().__init__(default_base_url=home, key_env=(), **settings)
+        if default_max_tokens < 1:
+            raise invalid(f"{name}.default_max_tokens must be positive")
+        self.wire: BedrockWire = BedrockWire(
+            self.base_url,
+            self.title,
+            api=api,
+            default_max_tokens=default_max_tokens,
+            thinking_budgets=thinking_budgets,
+            structured_output=structured_output,
+            eager_input_streaming=eager_input_streaming,
+        )
+        # SigV4 (rule 2), else the Bedrock API key as Bearer (rule 3), else none
+        flow: AuthFlow = sigv4 or (HeaderAuth(self.credential) if self.credential.value is not None else NoAuth())
+        self.auth_flow = flow
+
+    def _sigv4(self, source: AwsCredentials | Callable[[], _Value], origin: str = "set") -> SigV4Auth:
+        """The SigV4 flow over ``source`` (a callable's value checked each attempt: rule 2)."""
+        return SigV4Auth(
+            source,
+            region=self.region,
+            service=SERVICE,
+            check=lambda value: _as_credentials(value, "credentials()"),
+            origin=origin,
+        )
+
+    @property
+    def auth_mode(self) -> str:
+        """``sigv4``, ``bearer`` or ``none`` (the auth flow's kind)."""
+        flow = self.auth_flow
+        if isinstance(flow, SigV4Auth):
+            return "sigv4"
+        return "bearer" if isinstance(flow, HeaderAuth) else "none"
+
+    @property
+    def api(self) -> Literal["converse", "invoke"]:
+        """``converse`` or ``invoke`` (the wire's; rule 6)."""
+        return self.wire.api
+
+    @property
+    def structured_output(self) -> StructuredMode:
+        """How a response format is sent (the wire's; rule 5)."""
+        return self.wire.structured_output
+
+    @property
+    def default_max_tokens(self) -> int:
+        """``maxTokens`` beside a thinking budget when none is asked for (the wire's)."""
+        return self.wire.default_max_tokens
+
+    def __repr__(self) -> str:
+        flow = self.auth_flow
+        auth = flow.describe() if isinstance(flow, SigV4Auth) else f"{self.auth_mode} <{flow.describe()}>"
+        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, region={self.region!r}, auth={auth})"

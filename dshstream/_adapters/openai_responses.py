@@ -1,38 +1,55 @@
-"""OpenAIResponsesAdapter: ``POST {base_url}/responses`` with ``stream: true`` — OpenAI's
-Responses API, and the endpoints that copy it (DeepSeek, OpenRouter).
+"""OpenAI's Responses API — ``POST {base_url}/responses`` with ``stream: true`` — and the
+endpoints that copy it (DeepSeek, OpenRouter): :class:`OpenAIResponsesWire` and
+:class:`OpenAIResponsesAdapter`.
 
-Contract: builds a stateless request (``store: false``) from :class:`GenerateOptions`:
+Contract:
 
-* leading system messages become ``instructions``; later ones stay in ``input``;
-* user turns are input messages (with media parts: ``input_text``, ``input_image`` and
-  ``input_file`` content, :meth:`OpenAIResponsesAdapter.content_parts`; Responses has no
-  audio input part, so an audio part is refused); an assistant turn becomes, in output order, its
-  reasoning items (replayed from replay state with ``id``, ``encrypted_content``,
-  ``summary`` and ``content``), its text as ``output_text`` messages and its tool calls as
-  ``function_call`` items (``call_id``, name, raw arguments, and the item ``id`` from replay
-  state); built-in tool items (client-executed calls still in the turn, and every
-  server-executed item) go back verbatim, in output order, from replay state;
-* tool results become ``function_call_output`` items, or, for a client-executed built-in
-  call (known from an earlier turn's replay state), its own output item:
-  ``local_shell_call_output`` (``id``: the call id, ``output``: the text),
-  ``shell_call_output`` (``output``: the content when it is a JSON list of
-  ``{stdout, stderr, outcome}``, else one entry with the text as stdout, or as stderr
-  with exit code 1 for an error result), ``apply_patch_call_output`` (``status``
-  ``failed`` for an error result, else ``completed``; the text as ``output``),
-  ``computer_call_output`` (``output``: the content when it is a JSON screenshot object,
-  else a ``computer_screenshot`` with the text as ``file_id`` when it starts with
-  ``file-``, as ``image_url`` otherwise), ``custom_tool_call_output`` and
-  ``mcp_approval_response`` (``approve``: the content as a JSON boolean, a JSON object's
-  ``approve`` (and ``reason``), or a yes-word — ``true``, ``yes``, ``approve``,
-  ``approved``, ``allow``, ``ok``; anything else, and any error result, is a refusal);
-* tools in the flat Responses function format (``strict: false``: dshstream passes the
-  caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
-  asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
-  ``temperature``, ``response_format`` as ``text.format``, ``extra_body`` last.
+1. **The wire.** :class:`OpenAIResponsesWire` (a :class:`~dshstream._adapters.wire.Wire`:
+   pure, no credentials, no I/O) builds a stateless request (``store: false``) from
+   :class:`GenerateOptions` (rule 2) and decodes the stream with
+   :class:`~dshstream._core.wires.openai_responses.OpenAIResponsesTranslator`; the model
+   list is ``{base_url}/models``.
+2. **The body:**
 
-A server that rejects ``include`` (``Encrypted content is not supported with this model``)
-with a 400 before streaming is asked once more without it, and the adapter remembers that.
-Responses has no ``stop`` parameter; ``options.stop`` is not sent.
+   * leading system messages become ``instructions``; later ones stay in ``input``;
+   * user turns are input messages (with media parts: ``input_text``, ``input_image`` and
+     ``input_file`` content, :meth:`OpenAIResponsesWire.content_parts`; Responses has no
+     audio input part, so an audio part is refused); an assistant turn becomes, in output
+     order, its reasoning items (replayed from replay state with ``id``,
+     ``encrypted_content``, ``summary`` and ``content``), its text as ``output_text``
+     messages and its tool calls as ``function_call`` items (``call_id``, name, raw
+     arguments, and the item ``id`` from replay state); built-in tool items
+     (client-executed calls still in the turn, and every server-executed item) go back
+     verbatim, in output order, from replay state;
+   * tool results become ``function_call_output`` items, or, for a client-executed built-in
+     call (known from an earlier turn's replay state), its own output item:
+     ``local_shell_call_output`` (``id``: the call id, ``output``: the text),
+     ``shell_call_output`` (``output``: the content when it is a JSON list of
+     ``{stdout, stderr, outcome}``, else one entry with the text as stdout, or as stderr
+     with exit code 1 for an error result), ``apply_patch_call_output`` (``status``
+     ``failed`` for an error result, else ``completed``; the text as ``output``),
+     ``computer_call_output`` (``output``: the content when it is a JSON screenshot object,
+     else a ``computer_screenshot`` with the text as ``file_id`` when it starts with
+     ``file-``, as ``image_url`` otherwise), ``custom_tool_call_output`` and
+     ``mcp_approval_response`` (``approve``: the content as a JSON boolean, a JSON object's
+     ``approve`` (and ``reason``), or a yes-word — ``true``, ``yes``, ``approve``,
+     ``approved``, ``allow``, ``ok``; anything else, and any error result, is a refusal);
+   * tools in the flat Responses function format (``strict: false``: dshstream passes the
+     caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
+     asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
+     ``temperature``, ``response_format`` as ``text.format``, ``extra_body`` last.
+
+   Responses has no ``stop`` parameter; ``options.stop`` is not sent.
+3. **A second form.** A server that rejects ``include`` (``Encrypted content is not
+   supported with this model``) with a 400 before streaming is asked once more without
+   it, and the wire remembers that (its ``include_encrypted_reasoning``, changed under
+   :attr:`~dshstream._adapters.wire.Wire.lock`).
+4. **The adapter.** :class:`OpenAIResponsesAdapter` is that wire + ``Bearer`` auth with
+   ``api_key`` (or ``key_env``, by default ``OPENAI_API_KEY``, sent only to OpenAI's host;
+   a variable the caller names goes anywhere) + the attempt loop
+   (:mod:`~dshstream._adapters.http`). It overrides no hook: its ``__init__`` resolves the
+   settings and builds :attr:`OpenAIResponsesAdapter.wire_class`; the wire's settings read
+   back through read-only properties (``include_encrypted_reasoning``...).
 """
 
 from __future__ import annotations
@@ -59,6 +76,7 @@ from .._core.wires.openai_responses import (
 from .http import HttpAdapter
 from .settings import HttpSettings
 from .structured_output import responses_text_format
+from .wire import Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -141,31 +159,27 @@ def tool_output_item(block: ToolResultBlock, kind: str | None) -> dict[str, Any]
     return {"type": "function_call_output", "call_id": call_id, "output": content}
 
 
-class OpenAIResponsesAdapter(HttpAdapter):
-    """Stream from the OpenAI Responses API (or a compatible ``/responses`` endpoint)."""
+class OpenAIResponsesWire(Wire):
+    """The Responses request and translator (rules 1-3)."""
 
-    default_name = "OpenAI Responses"
-    default_base_url = DEFAULT_BASE_URL
     models_path = "/models"
     media: MediaSupport | None = OPENAI_RESPONSES
 
     def __init__(
         self,
+        base_url: str,
+        title: str,
         *,
-        key_env: str | None = "OPENAI_API_KEY",
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
-        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(
-            key_env=(key_env,) if key_env else (),
-            # the default variable goes only to OpenAI; one the caller named goes anywhere
-            key_any_host=key_env != "OPENAI_API_KEY",
-            **settings,
-        )
+        super().__init__(base_url, title)
+        #: whether ``include: ["reasoning.encrypted_content"]`` is sent (rule 3 turns it off)
         self.include_encrypted_reasoning = include_encrypted_reasoning
+        #: the ``reasoning.summary`` asked for with an effort (``None``: none)
         self.reasoning_summary = reasoning_summary
+        #: whether replayed items carry their ``id``
         self.send_item_ids = send_item_ids
 
     # ------------------------------------------------------------------ request
@@ -373,7 +387,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
             and failure.status == 400
             and any(marker in detail for marker in _INCLUDE_REJECTED)
         ):
-            with self._lock:
+            with self.lock:
                 self.include_encrypted_reasoning = False
             return True
         return False
@@ -385,3 +399,50 @@ class OpenAIResponsesAdapter(HttpAdapter):
             provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
         )
 
+
+class OpenAIResponsesAdapter(HttpAdapter):
+    """Stream from the OpenAI Responses API (or a compatible ``/responses`` endpoint): the
+    Responses wire + ``Bearer`` auth + the attempt loop (rule 4)."""
+
+    default_name = "OpenAI Responses"
+    default_base_url = DEFAULT_BASE_URL
+    #: the wire this adapter builds (a subclass of :class:`OpenAIResponsesWire`)
+    wire_class: type[OpenAIResponsesWire] = OpenAIResponsesWire
+
+    def __init__(
+        self,
+        *,
+        key_env: str | None = "OPENAI_API_KEY",
+        include_encrypted_reasoning: bool = True,
+        reasoning_summary: str | None = "auto",
+        send_item_ids: bool = True,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        super().__init__(
+            key_env=(key_env,) if key_env else (),
+            # the default variable goes only to OpenAI; one the caller named goes anywhere
+            key_any_host=key_env != "OPENAI_API_KEY",
+            **settings,
+        )
+        self.wire: OpenAIResponsesWire = self.wire_class(
+            self.base_url,
+            self.title,
+            include_encrypted_reasoning=include_encrypted_reasoning,
+            reasoning_summary=reasoning_summary,
+            send_item_ids=send_item_ids,
+        )
+
+    @property
+    def include_encrypted_reasoning(self) -> bool:
+        """Whether encrypted reasoning is asked for (the wire's; off once a server refused it)."""
+        return self.wire.include_encrypted_reasoning
+
+    @property
+    def reasoning_summary(self) -> str | None:
+        """The reasoning summary asked for with an effort (the wire's)."""
+        return self.wire.reasoning_summary
+
+    @property
+    def send_item_ids(self) -> bool:
+        """Whether replayed items carry their ``id`` (the wire's)."""
+        return self.wire.send_item_ids
