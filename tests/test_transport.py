@@ -185,7 +185,7 @@ def test_stream_options_rejection_is_retried_without_it(server: ReplayServer) ->
     service = LlmService()
     service.register_adapter(["local"], adapter)
     assert service.stream(request()).result().text == "ok"
-    assert adapter.include_usage is False
+    assert adapter.wire.include_usage is False
     assert "stream_options" in server.requests[0].body
     assert "stream_options" not in server.requests[1].body
 
