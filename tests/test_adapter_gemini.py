@@ -304,8 +304,8 @@ def test_key_from_environment(server: ReplayServer, monkeypatch: pytest.MonkeyPa
     serve(server, "text.sse")
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.setenv("GOOGLE_API_KEY", "google-key-0123456789")
-    assert GeminiAdapter()._api_key == "google-key-0123456789"
-    assert GeminiAdapter(base_url=server.url)._api_key is None  # not Google's host
+    assert GeminiAdapter().credential.value == "google-key-0123456789"
+    assert GeminiAdapter(base_url=server.url).credential.value is None  # not Google's host
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     adapter = GeminiAdapter(
         session=routed_session("https://generativelanguage.googleapis.com", server.url)  # type: ignore[arg-type]

@@ -152,7 +152,8 @@ def test_global_location_from_the_environment(google: tuple[ReplayServer, reques
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
     server.add("/v1/projects/", Route(body=fixture_bytes("vertex/gemini25_flash_grounding_global.sse")))
     adapter = VertexGeminiAdapter(api_key=Tokens(), session=session)
-    assert (adapter.project, adapter.location, adapter.base_url) == ("test-project", "global", GLOBAL)
+    assert (adapter.wire.project, adapter.wire.location, adapter.base_url) == ("test-project", "global", GLOBAL)
+    assert (adapter.project, adapter.location, adapter.express) == ("test-project", "global", False)  # read-only
     result = stream(adapter)
     assert server.requests[0].path == GEMINI_PATH.format(location="global", model="gemini-2.5-flash")
     assert result.text == recorded_text("vertex/gemini25_flash_grounding_global.sse")
@@ -169,7 +170,7 @@ def test_express_mode_sends_the_key_as_a_header_and_no_project(
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "ignored-in-express-mode")
     server.add("/v1/publishers/", Route(body=fixture_bytes("vertex/gemini25_flash_text_b.sse")))
     adapter = VertexGeminiAdapter(api_key=EXPRESS_KEY, session=session)
-    assert adapter.express and adapter.project is None and adapter.base_url == GLOBAL
+    assert adapter.wire.express and adapter.wire.project is None and adapter.base_url == GLOBAL
     result = stream(adapter)
     sent = server.requests[0]
     assert sent.path == "/v1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
@@ -399,3 +400,41 @@ def test_cli_chat_with_vertex_from_the_environment(
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS")
     assert main(["chat", "-p", "vertex", "-m", "gemini-2.5-flash", "Hello"]) == 2
     assert "gcloud auth application-default login" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- composition
+
+
+def test_the_google_and_anthropic_adapters_compose_a_wire_and_an_auth_flow(tmp_path: Path) -> None:
+    from dshstream import AnthropicAdapter, GeminiAdapter
+    from dshstream._adapters.anthropic import AnthropicWire
+    from dshstream._adapters.auth import HeaderAuth
+    from dshstream._adapters.gemini import GeminiWire
+    from dshstream._adapters.http import HttpAdapter
+    from dshstream._adapters.vertex import VertexAnthropicWire, VertexGeminiWire
+
+    hooks = {"auth_headers", "endpoint", "build_body", "make_translator", "protocol_headers", "models_url",
+             "models_path", "models_format", "media", "media_support", "diagnostics", "should_retry_request",
+             "stream_accept", "forced_tool_name", "build_contents"}
+    for cls in (AnthropicAdapter, GeminiAdapter, VertexGeminiAdapter, VertexAnthropicAdapter):
+        own = {name for klass in cls.__mro__[: cls.__mro__.index(HttpAdapter)] for name in vars(klass)}
+        assert not own & hooks, (cls.__name__, own & hooks)
+    quota = user_file(tmp_path, quota_project_id="quota-proj")
+    cases = [
+        (AnthropicAdapter(api_key=TOKEN), AnthropicWire, "x-api-key", {}),
+        (GeminiAdapter(api_key=TOKEN), GeminiWire, "x-goog-api-key", {}),
+        (VertexGeminiAdapter(api_key=EXPRESS_KEY), VertexGeminiWire, "x-goog-api-key", {}),
+        (VertexGeminiAdapter(project="p", credentials_file=quota), VertexGeminiWire, "authorization",
+         {"x-goog-user-project": "quota-proj"}),
+        (VertexAnthropicAdapter(project="p", credentials_file=quota), VertexAnthropicWire, "authorization",
+         {"x-goog-user-project": "quota-proj"}),
+    ]
+    for adapter, wire, header, extra in cases:
+        assert type(adapter.wire) is wire and isinstance(adapter.auth_flow, HeaderAuth)
+        assert (adapter.auth_flow.header, adapter.auth_flow.extra) == (header, extra)
+        assert "x-goog-user-project" not in adapter.wire.protocol_headers()  # it travels with the credential
+    mine = VertexGeminiAdapter(project="p", credentials_file=quota, headers={"X-Goog-User-Project": "mine"})
+    assert isinstance(mine.auth_flow, HeaderAuth) and mine.auth_flow.extra == {}
+    assert mine.request_headers()["X-Goog-User-Project"] == "mine"  # the caller's wins
+    assert AnthropicAdapter(api_key=TOKEN).wire.protocol_headers() == {"anthropic-version": "2023-06-01"}
+    assert VertexAnthropicAdapter(project="p", api_key=TOKEN).wire.protocol_headers() == {}

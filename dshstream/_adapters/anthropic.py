@@ -1,11 +1,21 @@
-"""AnthropicAdapter: ``POST {base_url}/v1/messages`` with ``stream: true``.
+"""Anthropic Messages API: the wire (``POST {base_url}/v1/messages`` with ``stream: true``)
+and its adapter.
 
-Contract: the body is :class:`~dshstream._adapters.messages_body.MessagesBody`'s (its
-rules: system, ``max_tokens``, tools with ``eager_input_streaming``, tool results, media,
-thinking, structured output, history replay). Headers: ``x-api-key``,
-``anthropic-version`` and attribution; the key never goes into a URL. The stream is
-decoded by :class:`~dshstream._core.wires.anthropic.AnthropicTranslator` (a forced
-structured-output tool's arguments written as text).
+Contract:
+
+1. **The wire.** :class:`AnthropicWire` is pure (wire rule 1): the body is
+   :class:`~dshstream._adapters.messages_body.MessagesBody`'s, which the wire is built on
+   (its rules: system, ``max_tokens``, tools with ``eager_input_streaming``, tool results,
+   media, thinking, structured output, history replay); its one protocol header is
+   ``anthropic-version``; the stream is decoded by
+   :class:`~dshstream._core.wires.anthropic.AnthropicTranslator`, a forced
+   structured-output tool's arguments written as text. The media table is Anthropic's
+   (images and documents, no audio).
+2. **The adapter.** :class:`AnthropicAdapter` is that wire + the key in ``x-api-key``
+   (:class:`~dshstream._adapters.auth.HeaderAuth`, a bare key, never in a URL; a callable
+   is asked before each attempt) + the attempt loop (:mod:`~dshstream._adapters.http`). It
+   overrides no hook: its ``__init__`` only resolves the settings and builds the two.
+3. **Models.** ``GET /v1/models?limit=1000``, ``display_name`` as the name.
 """
 
 from __future__ import annotations
@@ -16,10 +26,12 @@ from typing import TYPE_CHECKING, Literal
 from .._core.request import GenerateOptions
 from .._core.wires.anthropic import AnthropicTranslator
 from .._core.wires.translator import Translator
-from .http import HttpAdapter, ModelListFormat
+from .auth import HeaderAuth
+from .http import HttpAdapter
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody
 from .settings import HttpSettings
 from .structured_output import StructuredMode
+from .wire import ModelListFormat, Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -27,15 +39,62 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
 
+__all__ = ["AnthropicAdapter", "AnthropicWire", "DEFAULT_BASE_URL", "DEFAULT_VERSION"]
 
-class AnthropicAdapter(MessagesBody, HttpAdapter):
-    """Stream Claude models through the Anthropic Messages API."""
+
+class AnthropicWire(MessagesBody, Wire):
+    """The Messages API request (:class:`MessagesBody`'s body) and translator (rule 1)."""
+
+    models_path: str | None = "/v1/models?limit=1000"
+    models_format = ModelListFormat(name_key="display_name")
+
+    def __init__(
+        self,
+        base_url: str,
+        title: str,
+        *,
+        anthropic_version: str = DEFAULT_VERSION,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budgets: Mapping[str, int] | None = None,
+        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        structured_output: StructuredMode = "auto",
+        eager_input_streaming: bool = True,
+    ) -> None:
+        Wire.__init__(self, base_url, title)
+        MessagesBody.__init__(
+            self,
+            default_max_tokens=default_max_tokens,
+            thinking_budgets=thinking_budgets,
+            thinking_mode=thinking_mode,
+            structured_output=structured_output,
+            eager_input_streaming=eager_input_streaming,
+            label=title,
+        )
+        #: the ``anthropic-version`` header sent with every call
+        self.anthropic_version = anthropic_version
+
+    def protocol_headers(self) -> dict[str, str]:
+        return {"anthropic-version": self.anthropic_version}
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
+        translator = AnthropicTranslator(
+            provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
+        )
+        forced = self.forced_tool_name(options)
+        if forced is not None:
+            translator.unwrap_tool_call(forced)
+        return translator
+
+
+class AnthropicAdapter(HttpAdapter):
+    """Stream Claude models through the Anthropic Messages API (rule 2)."""
 
     default_name = "Anthropic"
     default_base_url = DEFAULT_BASE_URL
     key_env: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
-    models_path: str | None = "/v1/models?limit=1000"
-    models_format = ModelListFormat(name_key="display_name")
 
     def __init__(
         self,
@@ -48,39 +107,20 @@ class AnthropicAdapter(MessagesBody, HttpAdapter):
         eager_input_streaming: bool = True,
         **settings: Unpack[HttpSettings],
     ) -> None:
-        HttpAdapter.__init__(self, **settings)
-        MessagesBody.__init__(
-            self,
+        super().__init__(**settings)
+        self.wire: AnthropicWire = AnthropicWire(
+            self.base_url,
+            self.title,
+            anthropic_version=anthropic_version,
             default_max_tokens=default_max_tokens,
             thinking_budgets=thinking_budgets,
             thinking_mode=thinking_mode,
             structured_output=structured_output,
             eager_input_streaming=eager_input_streaming,
-            label=self.title,
         )
-        self.anthropic_version = anthropic_version
+        self.auth_flow = HeaderAuth(self.credential, "x-api-key", "")
 
-    # ------------------------------------------------------------------ request
-
-    def auth_headers(self) -> dict[str, str] | None:
-        return {"x-api-key": self._api_key} if self._api_key else None
-
-    def protocol_headers(self) -> dict[str, str]:
-        return {"anthropic-version": self.anthropic_version}
-
-    def endpoint(self, options: GenerateOptions) -> str:
-        return f"{self.base_url}/v1/messages"
-
-    # ------------------------------------------------------------------ response
-
-    def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
-        translator = AnthropicTranslator(
-            provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
-        )
-        forced = self.forced_tool_name(options)
-        if forced is not None:
-            translator.unwrap_tool_call(forced)
-        return translator
-
-
-__all__ = ["AnthropicAdapter"]
+    @property
+    def anthropic_version(self) -> str:
+        """The API version requests are sent with (the wire's)."""
+        return self.wire.anthropic_version

@@ -1,31 +1,39 @@
-"""GeminiAdapter: ``POST {base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
+"""Gemini API: the wire
+(``POST {base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse``) and its adapter.
 
-Contract: the key goes in the ``x-goog-api-key`` header, never in the URL (a logged URL
-cannot leak it). The body: ``contents`` with ``user``/``model`` roles (consecutive turns of
-one role merged), system messages joined into ``systemInstruction``, tools as one
-``functionDeclarations`` entry, tool results as ``functionResponse`` parts in a user turn
-(the function name looked up from the matching call earlier in the history; media parts as
-``inlineData`` or ``fileData`` parts of the user turn, in order; a result that
-is a JSON object is sent as is, anything else as ``{"result": ...}`` or, for an error,
-``{"error": ...}``), and ``generationConfig`` (maxOutputTokens, temperature,
-stopSequences, ``thinkingConfig``: on Gemini 3 and later ``includeThoughts`` with a
-``thinkingLevel`` (``low`` for off/minimal/low, ``high`` above: those models can't turn
-thinking off and reject a level together with a budget); on earlier models ``off`` is
-``thinkingBudget: 0`` and other efforts ``includeThoughts`` with a budget;
-``response_format`` as ``responseMimeType: "application/json"`` plus
-``responseJsonSchema``: :mod:`~dshstream._adapters.structured_output`); ``extra_body``
-last.
+Contract:
 
-History replay: a model turn that carries this wire's replay state goes back as the parts
-exactly as received, every ``thoughtSignature`` on the part it came with, minus any
-``functionCall`` without a matching :class:`ToolCallBlock` in the message. Without replay
-state the turn is rebuilt from its blocks (text, ``functionCall`` with parsed arguments,
-a file the model produced as ``inlineData``; reasoning is not sent back), and the first ``functionCall`` gets Google's documented
-placeholder signature for history the model did not sign (``foreign_thought_signature``;
-``None`` turns it off), which Gemini 3 requires.
-
-A failed stream is reported to ``failure_reporter`` with a bounded, prompt-free summary
-(:meth:`GeminiAdapter.diagnostics`).
+1. **The wire.** :class:`GeminiWire` is pure (wire rule 1). The body: ``contents`` with
+   ``user``/``model`` roles (consecutive turns of one role merged), system messages joined
+   into ``systemInstruction``, tools as one ``functionDeclarations`` entry, tool results as
+   ``functionResponse`` parts in a user turn (the function name looked up from the matching
+   call earlier in the history; a result that is a JSON object is sent as is, anything else
+   as ``{"result": ...}`` or, for an error, ``{"error": ...}``), media parts as
+   ``inlineData`` or ``fileData`` parts of the user turn, in order (the media table is
+   Gemini's), and ``generationConfig`` (maxOutputTokens, temperature, stopSequences,
+   ``thinkingConfig``: on Gemini 3 and later ``includeThoughts`` with a ``thinkingLevel``
+   (``low`` for off/minimal/low, ``high`` above: those models can't turn thinking off and
+   reject a level together with a budget); on earlier models ``off`` is
+   ``thinkingBudget: 0`` and other efforts ``includeThoughts`` with a budget
+   (``thinking_budgets``); ``response_format`` as ``responseMimeType: "application/json"``
+   plus ``responseJsonSchema``: :mod:`~dshstream._adapters.structured_output`);
+   ``extra_body`` last. The stream is decoded by
+   :class:`~dshstream._core.wires.gemini.GeminiTranslator`.
+2. **The adapter.** :class:`GeminiAdapter` is that wire + the key in ``x-goog-api-key``
+   (:class:`~dshstream._adapters.auth.HeaderAuth`, a bare key, never in the URL: a logged
+   URL cannot leak it) + the attempt loop (:mod:`~dshstream._adapters.http`). It overrides
+   no hook: its ``__init__`` only resolves the settings and builds the two.
+3. **History replay.** A model turn that carries this wire's replay state goes back as the
+   parts exactly as received, every ``thoughtSignature`` on the part it came with, minus
+   any ``functionCall`` without a matching :class:`ToolCallBlock` in the message. Without
+   replay state the turn is rebuilt from its blocks (text, ``functionCall`` with parsed
+   arguments, a file the model produced as ``inlineData``; reasoning is not sent back),
+   and the first ``functionCall`` gets Google's documented placeholder signature for
+   history the model did not sign (``foreign_thought_signature``; ``None`` turns it off),
+   which Gemini 3 requires.
+4. **Models.** ``GET /{api_version}/models?pageSize=1000``, ``models/`` dropped from ids.
+5. A failed stream is reported to ``failure_reporter`` with a bounded, prompt-free summary
+   (:meth:`GeminiWire.diagnostics`).
 """
 
 from __future__ import annotations
@@ -43,9 +51,11 @@ from .._core.types import FileBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.strict_json import parse_json_object
 from .._core.wires.translator import Translator
 from .._core.wires.gemini import WIRE, GeminiTranslator
-from .http import HttpAdapter, ModelListFormat
+from .auth import HeaderAuth
+from .http import HttpAdapter
 from .settings import HttpSettings
 from .structured_output import gemini_generation_config
+from .wire import ModelListFormat, Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -78,32 +88,28 @@ def _thinking_levels(model: str) -> bool:
     return generation is not None and generation >= 3
 
 
-class GeminiAdapter(HttpAdapter):
-    """Stream Gemini models through the Gemini API (or a compatible endpoint)."""
+class GeminiWire(Wire):
+    """The Gemini API request and translator (rule 1)."""
 
-    default_name = "Google Gemini"
-    default_base_url = DEFAULT_BASE_URL
-    key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     media: MediaSupport | None = GEMINI
     models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
 
     def __init__(
         self,
+        base_url: str,
+        title: str,
         *,
         api_version: str = "v1beta",
         thinking_budgets: Mapping[str, int] | None = None,
         foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
-        **settings: Unpack[HttpSettings],
     ) -> None:
-        super().__init__(**settings)
+        super().__init__(base_url, title)
+        #: the API version in every path (``v1beta``)
         self.api_version = api_version.strip("/")
         self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
         self.foreign_thought_signature = foreign_thought_signature
 
     # ------------------------------------------------------------------ request
-
-    def auth_headers(self) -> dict[str, str] | None:
-        return {"x-goog-api-key": self._api_key} if self._api_key else None
 
     def model_path(self, model: str) -> str:
         """``models/{model}`` with the model name URL-quoted (a ``models/`` prefix is kept once)."""
@@ -295,6 +301,37 @@ class GeminiAdapter(HttpAdapter):
         return GeminiTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
 
 
+class GeminiAdapter(HttpAdapter):
+    """Stream Gemini models through the Gemini API (or a compatible endpoint; rule 2)."""
+
+    default_name = "Google Gemini"
+    default_base_url = DEFAULT_BASE_URL
+    key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+    def __init__(
+        self,
+        *,
+        api_version: str = "v1beta",
+        thinking_budgets: Mapping[str, int] | None = None,
+        foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        super().__init__(**settings)
+        self.wire: GeminiWire = GeminiWire(
+            self.base_url,
+            self.title,
+            api_version=api_version,
+            thinking_budgets=thinking_budgets,
+            foreign_thought_signature=foreign_thought_signature,
+        )
+        self.auth_flow = HeaderAuth(self.credential, "x-goog-api-key", "")
+
+    @property
+    def api_version(self) -> str:
+        """The API version in every path (the wire's)."""
+        return self.wire.api_version
+
+
 def _part_kind(part: Mapping[str, Any]) -> str:
     if part.get("thought") is True:
         return "thought"
@@ -304,4 +341,4 @@ def _part_kind(part: Mapping[str, Any]) -> str:
     return "signature"
 
 
-__all__ = ["GeminiAdapter", "THINKING_BUDGETS", "FOREIGN_THOUGHT_SIGNATURE"]
+__all__ = ["GeminiAdapter", "GeminiWire", "THINKING_BUDGETS", "FOREIGN_THOUGHT_SIGNATURE"]

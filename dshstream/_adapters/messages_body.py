@@ -1,9 +1,11 @@
 """The Anthropic Messages request body, built from :class:`GenerateOptions` — shared by
-every route that speaks it: the Anthropic API (:mod:`~dshstream._adapters.anthropic`), Claude
-on Vertex AI (``rawPredict``) and Bedrock's InvokeModel (the same body less ``model`` and
-``stream``). A neutral module, so no provider adapter imports another for it.
+every route that speaks it: the Anthropic API's wire
+(:class:`~dshstream._adapters.anthropic.AnthropicWire` is built on it), Claude on Vertex
+AI's (``rawPredict``, a subclass of that wire) and Bedrock's InvokeModel (which holds one
+and sends the same body less ``model`` and ``stream``). A neutral module, so no provider
+module imports another for it, and a part of wires only: no adapter is one.
 
-Contract: pure (options in, a JSON-ready dict out); no I/O.
+Contract: pure (options in, a JSON-ready dict out); no I/O, no credentials.
 
 1. System messages are joined into ``system``; ``max_tokens`` is always sent (the API
    requires it: ``default_max_tokens``, plus the thinking budget when thinking is on);
@@ -84,9 +86,10 @@ def claude_version(model: str) -> tuple[int, int] | None:
 
 
 class MessagesBody:
-    """Builds Anthropic Messages request bodies from :class:`GenerateOptions`; shared by
-    :class:`AnthropicAdapter` (and its Vertex subclass) and Bedrock's InvokeModel API,
-    which sends the same body less ``model``/``stream``."""
+    """Builds Anthropic Messages request bodies from :class:`GenerateOptions`: the base of
+    :class:`~dshstream._adapters.anthropic.AnthropicWire` (and its Vertex subclass), and
+    held by Bedrock's InvokeModel wire, which sends the same body less ``model``/``stream``.
+    ``label`` names the route in refusals; :attr:`media` may be set per instance."""
 
     #: whether the host serves native structured outputs (``output_config.format``)
     native_structured_host = True

@@ -1,6 +1,7 @@
 """Google Vertex AI: :class:`VertexGeminiAdapter` (Gemini, ``streamGenerateContent``) and
 :class:`VertexAnthropicAdapter` (Claude, ``streamRawPredict``) — the Gemini and Anthropic
-adapters with Vertex's URLs and auth; the wires are theirs, unchanged.
+wires with Vertex's URLs (:class:`VertexGeminiWire`, :class:`VertexAnthropicWire`), composed
+with Vertex's auth.
 
 Contract:
 
@@ -27,12 +28,22 @@ Contract:
    as ``x-goog-user-project``. ``auth="bearer"`` sends a fixed ``str`` as a token instead.
    Every token fetch (a callable's, or the file's refresh POST) holds the stream's
    deadline, idle clock and cancel (credentials rule 6, google_oauth rule 7).
-4. **Claude on Vertex**: the Anthropic body without ``model`` and with
+4. **Wire + auth.** The wires are pure (wire rule 1): :class:`VertexGeminiWire` is
+   :class:`~dshstream._adapters.gemini.GeminiWire` with the paths of rules 1-2 (the
+   project, location and express mode are its own: ``adapter.wire.project``...; the
+   adapters show them read-only), :class:`VertexAnthropicWire` is
+   :class:`~dshstream._adapters.anthropic.AnthropicWire` with the path of rule 1 and the
+   body of rule 5. The credential is an auth flow
+   (:class:`~dshstream._adapters.auth.HeaderAuth`): ``x-goog-api-key`` in express mode,
+   else ``Authorization: Bearer``, with ``x-goog-user-project`` (rule 3) traveling with
+   it (a caller's own ``headers=`` entry of that name wins, as before). The adapters
+   override no hook: ``__init__`` resolves the target (rules 1-3) and builds the two.
+5. **Claude on Vertex**: the Anthropic body without ``model`` and with
    ``"anthropic_version": "vertex-2023-10-16"``; no ``anthropic-version`` header.
-   Everything else (thinking, tools, replay) is the Anthropic adapter's, except that a
+   Everything else (thinking, tools, replay) is the Anthropic wire's, except that a
    response format is a forced tool by default (``structured_output="native"`` sends
    ``output_config.format`` where Vertex serves it).
-5. Neither lists models (``list_models`` is empty): Vertex lists publisher models
+6. Neither lists models (``list_models`` is empty): Vertex lists publisher models
    elsewhere, per location.
 """
 
@@ -47,10 +58,11 @@ from urllib.parse import quote
 from .._core.log import get_logger
 from .._core.request import GenerateOptions
 from .._core.validate import check_choice, check_credential, check_str_or_none, invalid
-from .anthropic import AnthropicAdapter
+from .anthropic import AnthropicAdapter, AnthropicWire
+from .auth import HeaderAuth
+from .credentials import Credential, CredentialSource
+from .gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter, GeminiWire
 from .messages_body import DEFAULT_MAX_TOKENS
-from .credentials import Credential
-from .gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter
 from .google_oauth import AuthorizedUserCredentials, default_credentials_file
 from .settings import HttpSettings, checked_base_url, same_host
 from .structured_output import StructuredMode
@@ -60,7 +72,15 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["VERTEX_ANTHROPIC_VERSION", "VertexAnthropicAdapter", "VertexAuth", "VertexGeminiAdapter", "vertex_host"]
+__all__ = [
+    "VERTEX_ANTHROPIC_VERSION",
+    "VertexAnthropicAdapter",
+    "VertexAnthropicWire",
+    "VertexAuth",
+    "VertexGeminiAdapter",
+    "VertexGeminiWire",
+    "vertex_host",
+]
 
 PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
 LOCATION_ENV = "GOOGLE_CLOUD_LOCATION"
@@ -158,8 +178,125 @@ def _target(
 
 
 def _quota_headers(credential: object) -> dict[str, str]:
+    """``x-goog-user-project`` for an authorized-user file's ``quota_project_id`` (rule 3)."""
     quota = getattr(credential, "quota_project_id", None) if isinstance(credential, AuthorizedUserCredentials) else None
     return {"x-goog-user-project": quota} if isinstance(quota, str) and quota else {}
+
+
+def _vertex_auth(source: CredentialSource, target: _Target, caller: Mapping[str, str]) -> HeaderAuth:
+    """The auth flow (rules 2-4): express mode's key in ``x-goog-api-key``, else a token in
+    ``Authorization: Bearer``; the quota project travels with the credential, unless the
+    caller's ``headers=`` name one (theirs is sent, as always)."""
+    named = {name.lower() for name in caller}
+    extra = {k: v for k, v in _quota_headers(target.credential).items() if k.lower() not in named}
+    if target.express:
+        return HeaderAuth(source, "x-goog-api-key", "", extra=extra)
+    return HeaderAuth(source, extra=extra)
+
+
+class VertexGeminiWire(GeminiWire):
+    """The Gemini wire with Vertex's resource paths (rules 1-2); no model list (rule 6)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        title: str,
+        *,
+        project: str | None,
+        location: str,
+        express: bool = False,
+        api_version: str = "v1",
+        thinking_budgets: Mapping[str, int] | None = None,
+        foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
+    ) -> None:
+        super().__init__(
+            base_url,
+            title,
+            api_version=api_version,
+            thinking_budgets=thinking_budgets,
+            foreign_thought_signature=foreign_thought_signature,
+        )
+        #: the Google Cloud project in the path (``None`` in express mode)
+        self.project = project
+        #: the Vertex location in the path
+        self.location = location
+        #: express mode: no project in the path (rule 2)
+        self.express = express
+
+    def model_resource(self, model: str) -> str:
+        """The model's resource path (rule 1): ``projects/{p}/locations/{l}/publishers/
+        google/models/{model}``, or without the project in express mode."""
+        if model.startswith("projects/"):
+            return quote(model, safe="/:" + _MODEL_SAFE)
+        if model.startswith("publishers/"):
+            path = quote(model, safe="/" + _MODEL_SAFE)
+        else:
+            name = model[len("models/") :] if model.startswith("models/") else model
+            path = f"publishers/google/models/{quote(name, safe=_MODEL_SAFE)}"
+        if self.express:
+            return path
+        return f"projects/{quote(self.project or '', safe=':')}/locations/{self.location}/{path}"
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        return f"{self.base_url}/{self.api_version}/{self.model_resource(options.model)}:streamGenerateContent?alt=sse"
+
+    def models_url(self) -> str | None:
+        return None
+
+
+class VertexAnthropicWire(AnthropicWire):
+    """The Anthropic wire for ``streamRawPredict`` (rules 1 and 5); no model list (rule 6)."""
+
+    models_path: str | None = None
+    #: Anthropic documents native structured outputs for the Claude API and Bedrock only:
+    #: a response format is a forced tool here unless ``structured_output="native"``
+    native_structured_host = False
+
+    def __init__(
+        self,
+        base_url: str,
+        title: str,
+        *,
+        project: str | None,
+        location: str,
+        anthropic_version: str = VERTEX_ANTHROPIC_VERSION,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budgets: Mapping[str, int] | None = None,
+        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        structured_output: StructuredMode = "auto",
+        eager_input_streaming: bool = True,
+    ) -> None:
+        super().__init__(
+            base_url,
+            title,
+            anthropic_version=anthropic_version,
+            default_max_tokens=default_max_tokens,
+            thinking_budgets=thinking_budgets,
+            thinking_mode=thinking_mode,
+            structured_output=structured_output,
+            eager_input_streaming=eager_input_streaming,
+        )
+        #: the Google Cloud project in the path
+        self.project = project
+        #: the Vertex location in the path
+        self.location = location
+
+    def endpoint(self, options: GenerateOptions) -> str:
+        model = quote(options.model, safe=_MODEL_SAFE)
+        return (
+            f"{self.base_url}/v1/projects/{quote(self.project or '', safe=':')}/locations/{self.location}"
+            f"/publishers/anthropic/models/{model}:streamRawPredict"
+        )
+
+    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The Anthropic body without ``model``, with ``anthropic_version`` (rule 5)."""
+        body = super().build_body(options)
+        body.pop("model", None)
+        return {"anthropic_version": self.anthropic_version, **body}
+
+    def protocol_headers(self) -> dict[str, str]:
+        """None: the version travels in the body (rule 5)."""
+        return {}
 
 
 class VertexGeminiAdapter(GeminiAdapter):
@@ -184,9 +321,6 @@ class VertexGeminiAdapter(GeminiAdapter):
         target = _target(
             type(self).__name__, project, location, credentials_file, auth, settings, express_allowed=True
         )
-        self.project = target.project
-        self.location = target.location
-        self.express = target.express
         settings.setdefault("title", "Vertex AI")
         super().__init__(
             api_version=api_version,
@@ -194,36 +328,32 @@ class VertexGeminiAdapter(GeminiAdapter):
             foreign_thought_signature=foreign_thought_signature,
             **settings,
         )
-        self._quota_headers = _quota_headers(target.credential)
+        self.wire: VertexGeminiWire = VertexGeminiWire(
+            self.base_url,
+            self.title,
+            project=target.project,
+            location=target.location,
+            express=target.express,
+            api_version=api_version,
+            thinking_budgets=thinking_budgets,
+            foreign_thought_signature=foreign_thought_signature,
+        )
+        self.auth_flow = _vertex_auth(self.credential, target, self.extra_headers)
 
-    def model_resource(self, model: str) -> str:
-        """The model's resource path (rule 1): ``projects/{p}/locations/{l}/publishers/
-        google/models/{model}``, or without the project in express mode."""
-        if model.startswith("projects/"):
-            return quote(model, safe="/:" + _MODEL_SAFE)
-        if model.startswith("publishers/"):
-            path = quote(model, safe="/" + _MODEL_SAFE)
-        else:
-            name = model[len("models/") :] if model.startswith("models/") else model
-            path = f"publishers/google/models/{quote(name, safe=_MODEL_SAFE)}"
-        if self.express:
-            return path
-        return f"projects/{quote(self.project or '', safe=':')}/locations/{self.location}/{path}"
+    @property
+    def project(self) -> str | None:
+        """The Google Cloud project (``None`` in express mode; the wire's)."""
+        return self.wire.project
 
-    def endpoint(self, options: GenerateOptions) -> str:
-        return f"{self.base_url}/{self.api_version}/{self.model_resource(options.model)}:streamGenerateContent?alt=sse"
+    @property
+    def location(self) -> str:
+        """The Vertex location (the wire's)."""
+        return self.wire.location
 
-    def auth_headers(self) -> dict[str, str] | None:
-        key = self._api_key
-        if not key:
-            return None
-        return {"x-goog-api-key": key} if self.express else {"authorization": f"Bearer {key}"}
-
-    def protocol_headers(self) -> dict[str, str]:
-        return dict(self._quota_headers)
-
-    def models_url(self) -> str | None:
-        return None
+    @property
+    def express(self) -> bool:
+        """Whether this is express mode: a Vertex API key, no project (rule 2)."""
+        return self.wire.express
 
 
 class VertexAnthropicAdapter(AnthropicAdapter):
@@ -232,10 +362,6 @@ class VertexAnthropicAdapter(AnthropicAdapter):
     default_name = "Claude on Vertex AI"
     default_base_url = ""
     key_env = ()
-    models_path = None
-    #: Anthropic documents native structured outputs for the Claude API and Bedrock only:
-    #: a response format is a forced tool here unless ``structured_output="native"``
-    native_structured_host = False
 
     def __init__(
         self,
@@ -254,8 +380,6 @@ class VertexAnthropicAdapter(AnthropicAdapter):
         target = _target(
             type(self).__name__, project, location, credentials_file, None, settings, express_allowed=False
         )
-        self.project = target.project
-        self.location = target.location
         settings.setdefault("title", "Claude on Vertex AI")
         super().__init__(
             anthropic_version=anthropic_version,
@@ -266,24 +390,26 @@ class VertexAnthropicAdapter(AnthropicAdapter):
             eager_input_streaming=eager_input_streaming,
             **settings,
         )
-        self._quota_headers = _quota_headers(target.credential)
-
-    def endpoint(self, options: GenerateOptions) -> str:
-        model = quote(options.model, safe=_MODEL_SAFE)
-        return (
-            f"{self.base_url}/v1/projects/{quote(self.project or '', safe=':')}/locations/{self.location}"
-            f"/publishers/anthropic/models/{model}:streamRawPredict"
+        self.wire: VertexAnthropicWire = VertexAnthropicWire(
+            self.base_url,
+            self.title,
+            project=target.project,
+            location=target.location,
+            anthropic_version=anthropic_version,
+            default_max_tokens=default_max_tokens,
+            thinking_budgets=thinking_budgets,
+            thinking_mode=thinking_mode,
+            structured_output=structured_output,
+            eager_input_streaming=eager_input_streaming,
         )
+        self.auth_flow = _vertex_auth(self.credential, target, self.extra_headers)
 
-    def build_body(self, options: GenerateOptions) -> dict[str, Any]:
-        """The Anthropic body without ``model``, with ``anthropic_version`` (rule 4)."""
-        body = super().build_body(options)
-        body.pop("model", None)
-        return {"anthropic_version": self.anthropic_version, **body}
+    @property
+    def project(self) -> str | None:
+        """The Google Cloud project (the wire's)."""
+        return self.wire.project
 
-    def auth_headers(self) -> dict[str, str] | None:
-        key = self._api_key
-        return {"authorization": f"Bearer {key}"} if key else None
-
-    def protocol_headers(self) -> dict[str, str]:
-        return dict(self._quota_headers)
+    @property
+    def location(self) -> str:
+        """The Vertex location (the wire's)."""
+        return self.wire.location
