@@ -14,7 +14,7 @@ nothing; both sides share one interpreter, so it cannot add CPU throughput). The
 since one round on a shared machine can be disturbed. Exit status 1 when the best round
 misses the target.
 
-This timing lived in ``tests/test_robustness_faults.py``; the test now keeps the correctness
+This timing lived in ``tests/robustness/test_faults.py``; the test now keeps the correctness
 checks and only a collapse guard, so a busy CI machine cannot fail it.
 """
 

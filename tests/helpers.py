@@ -11,7 +11,13 @@ from typing import Any, NamedTuple
 from dshstream._core.decode import decode
 from dshstream._core.types import FinishKind, StreamChunk
 
-FIXTURES = Path(__file__).parent / "fixtures" / "real"
+#: tests/ itself: the shared modules (this one, conftest.py, rawserver.py,
+#: fake_llama_server.py) and fixtures/; the test files live one level down, in a directory
+#: per layer of the package
+TESTS = Path(__file__).resolve().parent
+#: the source tree (or the unpacked sdist): README.rst, CONTRIBUTING.rst, examples/, scripts/
+REPOSITORY = TESTS.parent
+FIXTURES = TESTS / "fixtures" / "real"
 
 
 def fixture_bytes(relative: str) -> bytes:
@@ -88,7 +94,7 @@ class FixtureFinish(NamedTuple):
 
 #: The finish of every transcript under tests/fixtures/real, read off the recording (its
 #: last ``finish_reason``/``stop_reason``/``finishReason``/``status``, or its error event)
-#: and checked by decoding it (tests/test_robustness_corpus.py::test_known_finish). Worth
+#: and checked by decoding it (tests/robustness/test_corpus.py::test_known_finish). Worth
 #: knowing: a tool call turns a Gemini ``STOP`` and a Responses ``completed`` into
 #: ``tool-calls``; OpenRouter's Kimi recording sends no finish word at all (``tool-calls``
 #: because it called a tool); OpenRouter's raw word is its ``native_finish_reason``, and

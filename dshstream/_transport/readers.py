@@ -2,7 +2,7 @@
 ``http.client`` and ``urllib3``.
 
 Contract: this is the one file of the package that reads private attributes of
-``http.client`` or ``urllib3`` objects (``tests/test_transport.py`` checks it), each with
+``http.client`` or ``urllib3`` objects (``tests/transport/test_http.py`` checks it), each with
 a one-line reason where it is read; when urllib3 changes, this is the file to check. The
 only other private names the package relies on are the two methods
 :mod:`~dshstream._transport.pool` overrides (``HTTPConnectionPool._get_conn``,

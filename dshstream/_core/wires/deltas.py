@@ -6,7 +6,7 @@ Contract (sans-IO, stdlib + ``types`` only):
    class's fields positionally, in declaration order (``TextDelta(index, text)``,
    ``ReasoningDelta(index, text)``, ``ToolCallDelta(index, id, name, arguments_delta)``),
    and return an object equal to the one the class itself builds, with every field the
-   same; ``tests/test_hot_paths.py`` checks the equivalence for every field.
+   same; ``tests/core/test_hot_paths.py`` checks the equivalence for every field.
 2. They cost about two thirds of the dataclass ``__init__``: the instance is allocated
    with ``object.__new__`` and its slots filled through their descriptors, once per field,
    without ``object.__setattr__`` (the frozen dataclass's only way in).

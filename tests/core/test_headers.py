@@ -1,0 +1,67 @@
+"""Response headers (dshstream._core.headers): Retry-After / retry-after-ms parsing and which
+request-id header wins. (Ids that echo a secret: tests/core/test_validation.py and the leak
+matrix in tests/core/test_classify.py.)"""
+
+from __future__ import annotations
+
+import email.utils
+
+import pytest
+
+from dshstream._core.headers import parse_retry_after, request_id_from
+
+NOW = 1_700_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "5"}, 5.0),
+        ({"Retry-After": "5"}, 5.0),
+        ({"RETRY-AFTER": " 12 "}, 12.0),
+        ({"retry-after": "1.5"}, 1.5),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"Retry-After-Ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after-ms": "garbage", "retry-after": "9"}, 9.0),
+        ({"retry-after-ms": "0", "retry-after": "9"}, 9.0),
+        ({"retry-after": "0"}, None),
+        ({"retry-after": "-5"}, None),
+        ({"retry-after": "soon"}, None),
+        ({"retry-after": ""}, None),
+        ({"retry-after": "9" * 400}, None),
+        ({"retry-after": "1e3"}, None),
+        ({"retry-after": email.utils.formatdate(NOW + 30, usegmt=True)}, 30.0),
+        ({"retry-after": email.utils.formatdate(NOW - 30, usegmt=True)}, None),
+        ({"retry-after": email.utils.formatdate(NOW, usegmt=True)}, None),
+        ({"retry-after": "Wed, 99 Foo 2015 07:28:00 GMT"}, None),
+        ({}, None),
+        (None, None),
+    ],
+)
+def test_parse_retry_after(headers: dict[str, str] | None, expected: float | None) -> None:
+    assert parse_retry_after(headers, now=NOW) == expected
+
+
+def test_parse_retry_after_date_uses_clock_by_default() -> None:
+    far = email.utils.formatdate(4_000_000_000, usegmt=True)
+    value = parse_retry_after({"retry-after": far})
+    assert value is not None and value > 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"x-request-id": "req_1", "request-id": "req_2", "cf-ray": "ray"}, "req_1"),
+        ({"Request-Id": "req_anthropic", "CF-RAY": "ray"}, "req_anthropic"),
+        ({"x-deepseek-request-id": "ds", "cf-ray": "ray"}, "ds"),
+        ({"x-groq-id": "groq-1"}, "groq-1"),
+        ({"x-amzn-requestid": "aws-1"}, "aws-1"),
+        ({"cf-ray": "8a1b2c3d4e5f-SJC"}, "8a1b2c3d4e5f-SJC"),
+        ({"x-request-id": "", "cf-ray": "ray"}, "ray"),
+        ({"x-request-id": "has spaces and <html>", "request-id": "ok"}, "ok"),
+        ({"content-type": "application/json"}, None),
+        (None, None),
+    ],
+)
+def test_request_id_from(headers: dict[str, str] | None, expected: str | None) -> None:
+    assert request_id_from(headers) == expected

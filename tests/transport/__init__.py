@@ -1,0 +1,1 @@
+"""Tests of the transports (dshstream/_transport): HTTP over loopback, and the in-memory one."""

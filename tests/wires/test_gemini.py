@@ -1,0 +1,591 @@
+"""The Gemini wire (dshstream._core.wires.gemini) over real recorded transcripts.
+
+Every fixture under tests/fixtures/real/gemini (Gemini API and Vertex AI captures, CRLF
+framing) decodes to a contract-valid stream (split invariance of every fixture is
+tests/robustness/test_corpus.py's); each one's text, reasoning, signatures (in replay state,
+bound to their parts), tool calls, usage and finish are asserted against values read from
+its raw events. Synthetic streams cover EOF cuts, in-band errors, blocked content, usage
+rules and partialArgs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from dshstream._core.assembler import AssembledResponse, assemble
+from dshstream._core.contract import check_contract
+from dshstream._core.decode import decode
+from dshstream._core.types import (
+    Finish,
+    ReasoningBlock,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+)
+from dshstream._core.wires.gemini import parse_json_path
+from helpers import FIXTURES, fixture_bytes
+
+WIRE = "gemini"
+FILES = sorted(p.name for p in (FIXTURES / "gemini").glob("*.sse"))
+
+
+def run(data: bytes | list[bytes], **options: Any) -> AssembledResponse:
+    return assemble(check_contract(decode(data, wire=WIRE, **options)))
+
+
+def load(name: str) -> bytes:
+    return fixture_bytes(f"gemini/{name}")
+
+
+def sse(*payloads: dict[str, Any]) -> bytes:
+    """Gemini ``alt=sse`` framing (CRLF, data only, no terminator)."""
+    return b"".join(b"data: " + json.dumps(p).encode() + b"\r\n\r\n" for p in payloads)
+
+
+def raw_events(name: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[6:])
+        for line in load(name).decode("utf-8").splitlines()
+        if line.startswith("data: ")
+    ]
+
+
+def raw_parts(name: str) -> list[dict[str, Any]]:
+    return [
+        part
+        for event in raw_events(name)
+        for candidate in event.get("candidates", [])[:1]
+        for part in candidate.get("content", {}).get("parts", [])
+    ]
+
+
+# --------------------------------------------------------------------------- every fixture
+
+
+def test_every_fixture_is_present() -> None:
+    assert len(FILES) == 13
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_fixture_decodes_to_a_contract_valid_stream(name: str) -> None:
+    chunks = list(check_contract(decode(load(name), wire=WIRE)))
+    assert isinstance(chunks[-1], Finish)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_fixture_matches_the_raw_parts(name: str) -> None:
+    """A naive reference: join the raw parts' texts and collect their signatures."""
+    parts = raw_parts(name)
+    result = run(load(name))
+    visible = "".join(p["text"] for p in parts if "text" in p and not p.get("thought"))
+    thoughts = "".join(p["text"] for p in parts if "text" in p and p.get("thought"))
+    assert result.text == visible
+    assert result.reasoning == thoughts
+    signatures = [p["thoughtSignature"] for p in parts if "thoughtSignature" in p]
+    replayed = [p["thoughtSignature"] for p in (result.replay_state or {}).get("parts", []) if "thoughtSignature" in p]
+    assert replayed == signatures
+
+
+# --------------------------------------------------------------------------- explicit values
+
+
+@dataclass(frozen=True)
+class Snip:
+    """A long string given by its length, beginning and end."""
+
+    length: int
+    head: str
+    tail: str
+
+    def matches(self, value: str) -> bool:
+        return len(value) == self.length and value.startswith(self.head) and value.endswith(self.tail)
+
+
+def same(value: str, expected: str | Snip) -> bool:
+    return expected.matches(value) if isinstance(expected, Snip) else value == expected
+
+
+@dataclass(frozen=True)
+class Expect:
+    blocks: tuple[str, ...]
+    text: str | Snip
+    usage: TokenUsage
+    finish: str
+    raw: str
+    response_id: str
+    model: str
+    reasoning: str | Snip = ""
+    tools: tuple[tuple[str, str, str], ...] = ()  # id, name, JSON arguments
+    # replay parts: (kind, signature head or None) in order
+    replay: tuple[tuple[str, str | None], ...] = ()
+    failure: str | None = None
+
+
+EXPECTED: dict[str, Expect] = {
+    "text.sse": Expect(
+        blocks=("text",),
+        text="The capital of France is Paris.\n",
+        usage=TokenUsage(13, 8),
+        finish="stop",
+        raw="STOP",
+        response_id="w1peaMz6INOvnvgPgYfPiQY",
+        model="gemini-2.0-flash-exp",
+        replay=(("text", None),),
+    ),
+    "function_call.sse": Expect(
+        blocks=("tool",),
+        text="",
+        usage=TokenUsage(52, 5),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="1lpeaMTxIpW1nvgP-O3vwQY",
+        model="gemini-2.0-flash",
+        tools=(("call-0", "get_capital", '{"country":"France"}'),),
+        replay=(("functionCall", None),),
+    ),
+    "function_call_thought_signature_gemini3.sse": Expect(
+        blocks=("tool",),
+        text="",
+        usage=TokenUsage(29, 10 + 202, reasoning_tokens=202),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="QUVVadTSNJ6_qtsPvN7J8Q0",
+        model="gemini-3-pro-preview",
+        tools=(("call-0", "get_country", "{}"),),
+        replay=(("functionCall", "EpwICpkIAXLI2nxlU6gs"),),
+    ),
+    "empty_text_thought_signature_gemini3.sse": Expect(
+        blocks=("text",),
+        text='There are **3** "r"s in strawberry.\n\nHere is the breakdown: st**r**awbe**rr**y.',
+        usage=TokenUsage(9, 29 + 256, reasoning_tokens=256),
+        finish="stop",
+        raw="STOP",
+        response_id="dX6LadKVC7SZ28oPr9yJoQs",
+        model="gemini-3-pro-preview",
+        replay=(("text", None), ("text", "Eo0HCooHAb4+9vutXdtK")),
+    ),
+    "vertex_text_thought_signature.sse": Expect(
+        blocks=("text",),
+        text="OK",
+        usage=TokenUsage(5, 1 + 100, reasoning_tokens=100),
+        finish="stop",
+        raw="STOP",
+        response_id="a9--aa6MOKL4vdIPz7X2iQ4",
+        model="gemini-3-flash-preview",
+        replay=(("text", "CiQBjz1rX+z7CAOCNB0a"),),
+    ),
+    "usage_thoughts_service_tier.sse": Expect(
+        blocks=("text",),
+        text="".join(f"{n}\n" for n in range(1, 30)) + "30",
+        usage=TokenUsage(18, 80 + 35, reasoning_tokens=35),
+        finish="stop",
+        raw="STOP",
+        response_id="ru1garvBEoOiqtsP2fznmQw",
+        model="gemini-2.5-flash",
+        replay=(("text", None),),
+    ),
+    "thought_parts_with_signature.sse": Expect(
+        blocks=("reasoning", "text"),
+        text=Snip(
+            1938,
+            "This is a great question! Safely crossing the street is all about being aware and predictable.",
+            "The most important rule is to **stay alert and be predictable**. Always assume a driver might not see you.",
+        ),
+        reasoning=Snip(1575, "**Clarifying User Goals**\n\nI'm currently focused on defining", "regardless of specific circumstances or locations.\n\n\n"),
+        usage=TokenUsage(34, 469 + 787, reasoning_tokens=787),
+        finish="stop",
+        raw="STOP",
+        response_id="beHBaJfEMIi-qtsP3769-Q8",
+        model="gemini-2.5-pro",
+        replay=(("thought", None), ("text", "CiIB0e2Kb6Syj1a961Ef"), ("text", None)),
+    ),
+    "vertex_thought_then_max_tokens.sse": Expect(
+        blocks=("reasoning", "text"),
+        text="We",
+        reasoning=(
+            "**Exploring Solutions**\n\nI've begun by considering the properties of the Diophantine "
+            "equation $x^2 + y^2 + z^2 = 3xyz$. My initial focus is on identifying any trivial or simple "
+            "solutions, and then I plan to investigate the equation’s behavior more broadly.\n\n"
+        ),
+        usage=TokenUsage(28, 1 + 59, reasoning_tokens=59),
+        finish="max-tokens",
+        raw="MAX_TOKENS",
+        response_id="RFPIapGQMtKCidsPmcai6AM",
+        model="gemini-2.5-flash",
+        replay=(("thought", None), ("text", None)),
+    ),
+    "vertex_malformed_function_call.sse": Expect(
+        blocks=(),
+        text="",
+        usage=TokenUsage(34, 0),
+        finish="error",
+        raw="MALFORMED_FUNCTION_CALL",
+        response_id="rFHIasmZJPCXgLUP6vbpsAc",
+        model="gemini-2.5-flash",
+        failure="MALFORMED_FUNCTION_CALL",
+    ),
+    "vertex_function_call_partial_args.sse": Expect(
+        blocks=("tool", "tool"),
+        text="",
+        usage=TokenUsage(26, 23 + 132, reasoning_tokens=132),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="dqHOab6xGLzWodAPkPuViA4",
+        model="gemini-3.1-pro-preview",
+        tools=(
+            ("call-0", "getWeather", '{"location":"Boston"}'),
+            ("call-1", "getWeather", '{"location":"San Francisco"}'),
+        ),
+        replay=(("functionCall", "CiMBjz1rX25KieIB4d4A"), ("functionCall", None)),
+    ),
+    "vertex_thought_then_no_args_function_calls.sse": Expect(
+        blocks=("reasoning", "tool", "tool", "tool", "tool"),
+        text="",
+        reasoning=Snip(320, "**Processing User Requests**\n\n", 'proceeding with "B" and "C" in parallel as instructed.\n\n\n'),
+        usage=TokenUsage(249, 58 + 183, reasoning_tokens=183),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="_vr4aYiWEJnYodAPkujX0QM",
+        model="gemini-3-flash-preview",
+        tools=(
+            ("call-1", "read_theme", "{}"),
+            ("call-2", "read_screen", '{"id":"A"}'),
+            ("call-3", "read_screen", '{"id":"B"}'),
+            ("call-4", "read_screen", '{"id":"C"}'),
+        ),
+        replay=(
+            ("thought", None),
+            ("functionCall", "AY89a18a8/Loc2wl5oft"),
+            ("functionCall", None),
+            ("functionCall", None),
+            ("functionCall", None),
+        ),
+    ),
+    "code_execution.sse": Expect(
+        blocks=("text",),
+        text="The result of $65465 - 6544 \\times 65464 - 6 + 1.02255$ is **-428,330,955.97745**.",
+        usage=TokenUsage(147 + 360, 108 + 168, reasoning_tokens=168),
+        finish="stop",
+        raw="STOP",
+        response_id="n1P6abvRFaKdz7IPkcuQ2Aw",
+        model="gemini-3-flash-preview",
+        replay=(
+            ("executableCode", "EqADCp0DAQw51sctaTt6"),
+            ("codeExecutionResult", None),
+            ("text", None),
+            ("text", "EoECCv4BAQw51segR8LG"),
+        ),
+    ),
+    "grounding_web_search.sse": Expect(
+        blocks=("text",),
+        text=Snip(
+            926,
+            "### Weather in San Francisco is Mild and Partly Cloudy Today\n\n**San Francisco, CA**",
+            "The chance of rain remains low throughout the day.",
+        ),
+        usage=TokenUsage(17 + 102, 241 + 412, reasoning_tokens=412),
+        finish="stop",
+        raw="STOP",
+        response_id="ftnJaMmAMcm-qtsPwvCCoAo",
+        model="gemini-2.5-pro",
+        replay=(("text", None),),
+    ),
+}
+
+
+def test_every_fixture_has_expectations() -> None:
+    assert sorted(EXPECTED) == FILES
+
+
+def _kind(block: object) -> str:
+    if isinstance(block, TextBlock):
+        return "text"
+    if isinstance(block, ReasoningBlock):
+        return "reasoning"
+    assert isinstance(block, ToolCallBlock)
+    return "tool"
+
+
+def _part_kind(part: dict[str, Any]) -> str:
+    if part.get("thought"):
+        return "thought"
+    return next(k for k in part if k != "thoughtSignature")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_values(name: str) -> None:
+    expect = EXPECTED[name]
+    result = run(load(name))
+    assert tuple(_kind(b) for b in result.blocks) == expect.blocks
+    assert same(result.text, expect.text)
+    assert same(result.reasoning, expect.reasoning)
+    assert all(b.signature is None for b in result.blocks if isinstance(b, ReasoningBlock))
+    assert tuple((c.id, c.name, c.arguments) for c in result.tool_calls) == expect.tools
+    assert all(not c.arguments_truncated for c in result.tool_calls)
+    assert result.usage == expect.usage
+    assert (result.finish.kind, result.finish.raw) == (expect.finish, expect.raw)
+    if expect.failure is None:
+        assert result.finish.failure is None
+    else:
+        assert result.finish.failure is not None and result.finish.failure.code == expect.failure
+    assert result.metadata is not None
+    assert (result.metadata.response_id, result.metadata.model) == (expect.response_id, expect.model)
+    parts = (result.replay_state or {"parts": []})["parts"]
+    got = tuple(
+        (_part_kind(p), p["thoughtSignature"][:20] if "thoughtSignature" in p else None) for p in parts
+    )
+    assert got == expect.replay
+    if result.replay_state is not None:
+        assert result.replay_state["wire"] == "gemini"
+        assert result.replay_state.get("call_ids", []) == [c.id for c in result.tool_calls]
+
+
+def test_whole_function_call_is_start_one_delta_end() -> None:
+    chunks = list(decode(load("function_call.sse"), wire=WIRE))
+    deltas = [c for c in chunks if isinstance(c, ToolCallDelta)]
+    assert [(d.id, d.name, d.arguments_delta) for d in deltas] == [
+        ("call-0", "get_capital", '{"country":"France"}')
+    ]
+
+
+def test_signatures_stay_on_their_exact_parts() -> None:
+    name = "thought_parts_with_signature.sse"
+    signed_raw = next(p for p in raw_parts(name) if "thoughtSignature" in p)
+    parts = run(load(name)).replay_state["parts"]
+    assert parts[1] == signed_raw  # the signed part exactly as received, never merged
+    assert parts[2]["text"].startswith(" guide that is widely taught for safety")
+    assert "thoughtSignature" not in parts[2]
+    # the signature on an empty text part is kept, on that part
+    empty = run(load("empty_text_thought_signature_gemini3.sse")).replay_state["parts"]
+    assert empty[-1] == raw_parts("empty_text_thought_signature_gemini3.sse")[-1]
+    assert empty[-1]["text"] == ""
+    # the first streamed call carries the signature its first piece came with
+    vertex = run(load("vertex_function_call_partial_args.sse")).replay_state["parts"]
+    assert vertex[0]["thoughtSignature"] == raw_parts("vertex_function_call_partial_args.sse")[0]["thoughtSignature"]
+    assert vertex[0]["functionCall"] == {"name": "getWeather", "args": {"location": "Boston"}}
+
+
+def test_code_execution_parts_are_replayed_verbatim() -> None:
+    name = "code_execution.sse"
+    parts = run(load(name)).replay_state["parts"]
+    raw = raw_parts(name)
+    assert parts[0] == raw[0] and parts[1] == raw[2]
+
+
+# --------------------------------------------------------------------------- synthetic streams
+
+
+def candidate(parts: list[dict[str, Any]], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"content": {"role": "model", "parts": parts}, **extra}
+    if finish is not None:
+        body["finishReason"] = finish
+    return {"candidates": [body], "modelVersion": "gemini-test", "responseId": "r1"}
+
+
+def with_usage(payload: dict[str, Any], **usage: int) -> dict[str, Any]:
+    return {**payload, "usageMetadata": usage}
+
+
+def test_eof_before_a_finish_reason_is_stream_closed() -> None:
+    raw = load("text.sse")
+    cut = raw.rindex(b"data: ")
+    result = run(raw[:cut])
+    assert result.finish.kind == "error"
+    assert result.finish.failure is not None and result.finish.failure.code == "STREAM_CLOSED"
+    assert result.text == "The capital of France"
+
+
+def test_eof_after_a_finish_reason_is_normal() -> None:
+    result = run(load("text.sse"))
+    assert result.finish.kind == "stop"
+
+
+def test_eof_inside_a_streamed_call_marks_it_truncated() -> None:
+    raw = load("vertex_function_call_partial_args.sse")
+    cut = raw.index(b'"stringValue":"San Francisco"')
+    cut = raw.index(b"\r\n\r\n", cut) + 4  # right after that event
+    result = run(raw[:cut])
+    assert result.finish.failure is not None and result.finish.failure.code == "STREAM_CLOSED"
+    first, second = result.tool_calls
+    assert (first.arguments, first.arguments_truncated) == ('{"location":"Boston"}', False)
+    assert (second.arguments, second.arguments_truncated) == ('{"location":"San Francisco"}', True)
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "category", "retryable"),
+    [
+        (
+            {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"},
+            "RATE_LIMIT",
+            "rate_limit",
+            True,
+        ),
+        (
+            {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"},
+            "OVERLOADED",
+            "provider_overloaded",
+            True,
+        ),
+        (
+            {"code": 500, "message": "Internal error encountered in StreamGenerateContent.", "status": "INTERNAL"},
+            "SERVER",
+            "provider_overloaded",
+            True,
+        ),
+    ],
+)
+def test_error_object_in_the_stream_keeps_partial_output(
+    error: dict[str, Any], code: str, category: str, retryable: bool
+) -> None:
+    data = sse(
+        with_usage(candidate([{"text": "Partial "}]), promptTokenCount=4, candidatesTokenCount=1),
+        {"error": error},
+        candidate([{"text": "never"}], "STOP"),
+    )
+    result = run(data, request_id="rq-1")
+    assert result.finish.kind == "error"
+    failure = result.finish.failure
+    assert failure is not None
+    assert (failure.code, failure.category, failure.retryable) == (code, category, retryable)
+    assert failure.request_id == "rq-1" and failure.provider == "gemini"
+    assert error["message"] not in failure.message
+    assert result.text == "Partial "
+    assert result.usage == TokenUsage(4, 1)
+
+
+@pytest.mark.parametrize(
+    "reason", ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"]
+)
+def test_blocked_finish_reasons(reason: str) -> None:
+    result = run(sse(candidate([{"text": "Some"}]), candidate([], reason)))
+    assert (result.finish.kind, result.finish.raw) == ("error", reason)
+    failure = result.finish.failure
+    assert failure is not None
+    assert (failure.code, failure.category, failure.retryable) == ("CONTENT_FILTER", "content_blocked", False)
+    assert result.text == "Some"
+
+
+def test_prompt_feedback_block_reason() -> None:
+    data = sse(
+        {
+            "promptFeedback": {"blockReason": "PROHIBITED_CONTENT"},
+            "usageMetadata": {"promptTokenCount": 12, "totalTokenCount": 12},
+            "modelVersion": "gemini-2.5-flash",
+        }
+    )
+    result = run(data)
+    assert (result.finish.kind, result.finish.raw) == ("error", "PROHIBITED_CONTENT")
+    failure = result.finish.failure
+    assert failure is not None
+    assert (failure.code, failure.category, failure.retryable) == ("CONTENT_FILTER", "content_blocked", False)
+    assert result.usage == TokenUsage(12, 0)
+
+
+def test_malformed_function_call_fixture() -> None:
+    result = run(load("vertex_malformed_function_call.sse"))
+    failure = result.finish.failure
+    assert failure is not None
+    assert (failure.code, failure.category, failure.retryable) == ("MALFORMED_FUNCTION_CALL", "model_error", True)
+    assert failure.detail is not None and failure.detail.startswith("Malformed function call")
+    assert "Tokyo" not in failure.message
+
+
+def test_usage_last_record_with_counts_wins_and_cache_is_subtracted() -> None:
+    data = sse(
+        with_usage(candidate([{"text": "a"}]), promptTokenCount=1000, candidatesTokenCount=1),
+        {**candidate([{"text": "b"}]), "usageMetadata": {"trafficType": "ON_DEMAND"}},
+        with_usage(
+            candidate([{"text": "c"}], "STOP"),
+            promptTokenCount=1000,
+            cachedContentTokenCount=800,
+            toolUsePromptTokenCount=50,
+            candidatesTokenCount=7,
+            thoughtsTokenCount=20,
+        ),
+        {"usageMetadata": {"trafficType": "ON_DEMAND"}},
+    )
+    result = run(data)
+    assert result.usage == TokenUsage(250, 27, cache_read_tokens=800, reasoning_tokens=20)
+    assert result.text == "abc"
+
+
+def test_signed_thought_part_sets_the_reasoning_signature() -> None:
+    data = sse(candidate([{"text": "hmm", "thought": True, "thoughtSignature": "c2ln"}, {"text": "Yes."}], "STOP"))
+    result = run(data)
+    assert result.blocks == (ReasoningBlock("hmm", signature="c2ln"), TextBlock("Yes."))
+
+
+def test_kinds_interleave_as_separate_blocks() -> None:
+    data = sse(
+        candidate([{"text": "t1", "thought": True}]),
+        candidate([{"text": "a1"}]),
+        candidate([{"text": "t2", "thought": True}]),
+        candidate([{"functionCall": {"name": "f", "args": {"x": 1}, "id": "fc_1"}}]),
+        candidate([{"text": "a2"}], "STOP"),
+    )
+    result = run(data)
+    assert [_kind(b) for b in result.blocks] == ["reasoning", "text", "reasoning", "tool", "text"]
+    (call,) = result.tool_calls
+    assert (call.id, call.arguments) == ("fc_1", '{"x":1}')
+    assert result.finish.kind == "tool-calls"
+    assert result.replay_state["call_ids"] == ["fc_1"]
+
+
+def test_partial_args_nested_paths_and_value_types() -> None:
+    data = sse(
+        candidate([{"functionCall": {"name": "plan", "willContinue": True}, "thoughtSignature": "s1"}]),
+        candidate([{"functionCall": {"partialArgs": [
+            {"jsonPath": "$.title", "stringValue": "Trip to ", "willContinue": True},
+        ], "willContinue": True}}]),
+        candidate([{"functionCall": {"partialArgs": [
+            {"jsonPath": "$.title", "stringValue": "Zürich"},
+            {"jsonPath": "$.days", "numberValue": 3},
+            {"jsonPath": "$.flags.urgent", "boolValue": True},
+            {"jsonPath": "$.stops[0].name", "stringValue": "Bern"},
+            {"jsonPath": "$.stops[1].name", "stringValue": "Basel"},
+            {"jsonPath": "$['odd key']", "nullValue": None},
+        ], "willContinue": True}}]),
+        candidate([{"functionCall": {}}], "STOP"),
+    )
+    result = run(data)
+    (call,) = result.tool_calls
+    assert json.loads(call.arguments) == {
+        "title": "Trip to Zürich",
+        "days": 3,
+        "flags": {"urgent": True},
+        "stops": [{"name": "Bern"}, {"name": "Basel"}],
+        "odd key": None,
+    }
+    assert call.arguments == json.dumps(json.loads(call.arguments), ensure_ascii=False, separators=(",", ":"))
+    (part,) = result.replay_state["parts"]
+    assert part["thoughtSignature"] == "s1" and part["functionCall"]["args"]["days"] == 3
+
+
+def test_parse_json_path() -> None:
+    assert parse_json_path("$") == []
+    assert parse_json_path("$.a.b[2]") == ["a", "b", 2]
+    assert parse_json_path("$['x y'][0]") == ["x y", 0]
+    assert parse_json_path('$["q\\"z"]') == ['q"z']
+    assert parse_json_path("a.b") is None
+    assert parse_json_path("$.a[") is None
+
+
+def test_orphan_partial_args_and_unknown_parts_do_not_break() -> None:
+    data = sse(
+        candidate([{"functionCall": {"partialArgs": [{"jsonPath": "$.x", "stringValue": "y"}]}}]),
+        candidate([{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}, {"futurePart": {"a": 1}}]),
+        candidate([{"text": "done"}], "STOP", groundingMetadata={"webSearchQueries": ["q"]}),
+    )
+    result = run(data)
+    assert result.text == "done" and result.tool_calls == ()
+    assert [_part_kind(p) for p in result.replay_state["parts"]] == ["inlineData", "futurePart", "text"]
+
+
+def test_stop_without_content_is_empty_response() -> None:
+    result = run(sse(candidate([{"text": ""}], "STOP")))
+    assert result.finish.failure is not None and result.finish.failure.code == "EMPTY_RESPONSE"

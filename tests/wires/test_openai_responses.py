@@ -1,0 +1,320 @@
+"""The OpenAI Responses wire against every recorded Responses transcript (OpenAI, DeepSeek's
+``/responses`` endpoint, OpenRouter's data-only framing), plus synthetic edge cases.
+Split invariance of every fixture is tests/robustness/test_corpus.py's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from dshstream._core.assembler import AssembledResponse, BlockAssembler
+from dshstream._core.contract import check_contract
+from dshstream._core.types import (
+    BlockEnd,
+    Finish,
+    ReasoningBlock,
+    StreamChunk,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+)
+from dshstream._core.wires.openai_responses import responses_usage
+from helpers import FIXTURES, decode_all, fixture_bytes
+
+WIRE = "openai-responses"
+# Built-in tool recordings (openai-responses/builtin-tools/) are checked item by item in
+# tests/adapters/test_builtin_tools.py; the corpus tests (helpers.all_fixtures) include
+# them too.
+RESPONSES_FIXTURES = sorted(
+    [f"openai-responses/{p.name}" for p in (FIXTURES / "openai-responses").glob("*.sse")]
+    + [f"deepseek/{p.name}" for p in (FIXTURES / "deepseek").glob("responses_api_*.sse")]
+    + ["openrouter/responses_api_reasoning_text_gpt_oss.sse"]
+)
+
+
+def decode_checked(data: bytes | list[bytes], **options: Any) -> list[StreamChunk]:
+    pieces = [data] if isinstance(data, bytes) else data
+    return list(check_contract(decode_all(pieces, WIRE, **options)))
+
+
+def assemble(chunks: list[StreamChunk]) -> AssembledResponse:
+    assembler = BlockAssembler()
+    assembler.extend(chunks)
+    return assembler.result()
+
+
+def events(data: bytes) -> list[dict[str, Any]]:
+    """Every JSON payload, by a naive framing (event names are not needed: ``type`` is)."""
+    out = []
+    for frame in data.decode("utf-8").replace("\r\n", "\n").split("\n\n"):
+        lines = [line[5:].removeprefix(" ") for line in frame.split("\n") if line.startswith("data:")]
+        if lines and lines != ["[DONE]"]:
+            out.append(json.loads("\n".join(lines)))
+    return out
+
+
+def terminal(data: bytes) -> dict[str, Any]:
+    (last,) = [e for e in events(data) if e["type"] in ("response.completed", "response.incomplete", "response.failed")]
+    return last
+
+
+# --------------------------------------------------------------------------- every fixture
+
+
+@pytest.mark.parametrize("rel", RESPONSES_FIXTURES)
+def test_fixture_matches_raw_events(rel: str) -> None:
+    data = fixture_bytes(rel)
+    result = assemble(decode_checked(data))
+    evs = events(data)
+    text = "".join(e["delta"] for e in evs if e["type"] == "response.output_text.delta")
+    reasoning = "".join(
+        e["delta"]
+        for e in evs
+        if e["type"] in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
+    )
+    assert result.text == text
+    assert result.reasoning == reasoning
+    final = terminal(data)
+    response = final["response"]
+    output = response["output"]
+    calls = [item for item in output if item["type"] == "function_call"]
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
+        (c["call_id"], c["name"], c["arguments"]) for c in calls
+    ]
+    meta = result.metadata
+    assert meta is not None and meta.response_id == response["id"] and meta.model == response["model"]
+    if final["type"] == "response.failed":
+        assert result.finish.kind == "error"
+        return
+    usage = response["usage"]
+    cached = usage["input_tokens_details"]["cached_tokens"]
+    assert result.usage == TokenUsage(
+        input_tokens=usage["input_tokens"] - cached,
+        output_tokens=usage["output_tokens"],
+        cache_read_tokens=cached,
+        reasoning_tokens=usage["output_tokens_details"]["reasoning_tokens"],
+        cost=usage.get("cost"),
+    )
+    assert result.finish.kind == ("tool-calls" if calls else "stop")
+    assert result.finish.raw == "completed"
+    # replay state: the terminal response's reasoning and function-call items, in order
+    state = result.replay_state
+    assert state["wire"] == WIRE
+    replayed = [(i["type"], i.get("id")) for i in state["items"]]
+    assert replayed == [(i["type"], i["id"]) for i in output if i["type"] in ("reasoning", "function_call", "message")]
+    for entry, item in zip(state["items"], output):
+        if item["type"] == "reasoning":
+            assert entry.get("encrypted_content") == item.get("encrypted_content")
+            assert entry["summary"] == item["summary"]
+        if item["type"] == "function_call":
+            assert entry["call_id"] == item["call_id"]
+    assert json.loads(json.dumps(state)) == state
+
+
+# --------------------------------------------------------------------------- specifics
+
+
+def test_insufficient_quota_error_event_is_quota() -> None:
+    result = assemble(decode_checked(fixture_bytes("openai-responses/error_event_insufficient_quota.sse")))
+    failure = result.failure
+    assert failure is not None and failure.code == "QUOTA" and not failure.retryable
+    assert result.finish.kind == "error" and result.blocks == ()
+    assert result.metadata is not None and result.metadata.model == "gpt-5-nano-2025-08-07"
+
+
+def test_multi_part_summary_is_one_reasoning_block_per_part() -> None:
+    result = assemble(decode_checked(fixture_bytes("openai-responses/reasoning_summary_multi_part_o3mini.sse")))
+    kinds = [type(b) for b in result.blocks]
+    assert kinds == [ReasoningBlock] * 4 + [TextBlock]
+    assert all(b.signature is None for b in result.blocks if isinstance(b, ReasoningBlock))
+    assert result.blocks[1].text.startswith("**Explaining street crossing safety**")  # type: ignore[union-attr]
+    assert result.usage == TokenUsage(13, 1680, cache_read_tokens=0, reasoning_tokens=1408)
+
+
+def test_encrypted_reasoning_without_summary_is_replay_only() -> None:
+    data = fixture_bytes("openai-responses/reasoning_item_then_function_call_gpt5.sse")
+    result = assemble(decode_checked(data))
+    assert [type(b) for b in result.blocks] == [ToolCallBlock]
+    reasoning, call = result.replay_state["items"]
+    final_reasoning = terminal(data)["response"]["output"][0]
+    # the encrypted content of output_item.added differs from the final one: the final wins
+    assert reasoning["encrypted_content"] == final_reasoning["encrypted_content"]
+    assert reasoning["id"].startswith("rs_") and call["id"].startswith("fc_")
+    assert result.finish.kind == "tool-calls"
+
+
+def test_openrouter_temporary_ids_are_replaced_by_the_terminal_ones() -> None:
+    data = fixture_bytes("openrouter/responses_api_reasoning_text_gpt_oss.sse")
+    result = assemble(decode_checked(data))
+    assert [type(b) for b in result.blocks] == [ReasoningBlock, TextBlock]
+    assert result.text == "4"
+    reasoning = result.replay_state["items"][0]
+    assert reasoning["id"] == "rs_tmp_ku4i7pagjwn"  # not rs_tmp_2kbe7x16sax from the events
+    assert reasoning["content"][0]["type"] == "reasoning_text"
+    assert result.usage is not None and result.usage.cost == pytest.approx(1.13e-05)
+
+
+def test_deepseek_function_call_with_cache() -> None:
+    result = assemble(decode_checked(fixture_bytes("deepseek/responses_api_function_call.sse")))
+    (call,) = result.tool_calls
+    assert (call.id, call.name, json.loads(call.arguments)) == (
+        "call_00_xjY8Z2BvSlzgEmmw0DtH0464", "get_temperature", {"city": "Tokyo"})
+    assert result.usage == TokenUsage(110, 59, cache_read_tokens=256, reasoning_tokens=14)
+
+
+def test_request_id_and_provider_are_attributed() -> None:
+    result = assemble(decode_checked(fixture_bytes("openai-responses/text.sse"), provider="openai", request_id="req_1"))
+    assert result.metadata is not None and result.metadata.request_id == "req_1"
+    failed = assemble(
+        decode_checked(fixture_bytes("openai-responses/error_event_insufficient_quota.sse"), provider="openai")
+    )
+    assert failed.failure is not None and failed.failure.provider == "openai"
+
+
+# --------------------------------------------------------------------------- synthetic streams
+
+
+def stream(*payloads: dict[str, Any], done: bool = False) -> bytes:
+    out = b"".join(
+        f"event: {p['type']}\n".encode() + b"data: " + json.dumps(p).encode() + b"\n\n" for p in payloads
+    )
+    return out + (b"data: [DONE]\n\n" if done else b"")
+
+
+CREATED = {"type": "response.created", "response": {"id": "resp_1", "model": "m", "output": []}}
+
+
+def completed(output: list[dict[str, Any]], status: str = "completed", **extra: Any) -> dict[str, Any]:
+    kind = {"completed": "response.completed", "incomplete": "response.incomplete"}[status]
+    response = {
+        "id": "resp_1", "model": "m", "status": status, "output": output,
+        "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4},
+                  "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 2}},
+        **extra,
+    }
+    return {"type": kind, "response": response}
+
+
+def test_usage_subtracts_cached_and_keeps_reasoning_inside_output() -> None:
+    assert responses_usage(completed([])["response"]["usage"]) == TokenUsage(
+        6, 7, cache_read_tokens=4, reasoning_tokens=2
+    )
+    assert responses_usage({}) is None
+
+
+def test_incomplete_max_output_tokens_truncates_open_tool_call() -> None:
+    data = stream(
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": ""}},
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_1", "delta": '{"a": [1, 2'},
+        completed([{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": '{"a": [1, 2'}],
+                  status="incomplete", incomplete_details={"reason": "max_output_tokens"}),
+    )
+    chunks = decode_checked(data)
+    (end,) = [c for c in chunks if isinstance(c, BlockEnd)]
+    assert isinstance(end.block, ToolCallBlock) and end.block.arguments_truncated
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.reason.kind == "max-tokens"
+    assert finish.reason.raw == "max_output_tokens"
+
+
+def test_incomplete_content_filter_is_an_error() -> None:
+    data = stream(
+        CREATED,
+        {"type": "response.output_text.delta", "output_index": 0, "item_id": "m1", "content_index": 0, "delta": "Hi"},
+        completed([], status="incomplete", incomplete_details={"reason": "content_filter"}),
+    )
+    result = assemble(decode_checked(data))
+    assert result.text == "Hi"
+    assert result.failure is not None and result.failure.code == "CONTENT_FILTER"
+    assert result.usage is not None and result.usage.input_tokens == 6
+
+
+def test_response_failed_is_a_classified_error_keeping_partial_text() -> None:
+    data = stream(
+        CREATED,
+        {"type": "response.output_text.delta", "output_index": 0, "item_id": "m1", "content_index": 0, "delta": "Hi"},
+        {"type": "response.failed", "response": {"id": "resp_1", "status": "failed", "output": [],
+                                                  "error": {"code": "server_error", "message": "boom"}}},
+    )
+    result = assemble(decode_checked(data))
+    assert result.text == "Hi"
+    assert result.failure is not None and result.failure.code == "SERVER" and result.failure.retryable
+    assert result.finish.raw == "failed"
+
+
+def test_flat_error_event_shape() -> None:
+    data = stream(CREATED, {"type": "error", "code": "rate_limit_exceeded", "message": "slow down", "param": None})
+    result = assemble(decode_checked(data))
+    assert result.failure is not None and result.failure.code == "RATE_LIMIT"
+
+
+def test_text_known_only_from_done_events_is_emitted_once() -> None:
+    data = stream(
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "m1", "content": []}},
+        {"type": "response.output_text.done", "output_index": 0, "item_id": "m1", "content_index": 0, "text": "Hello"},
+        {"type": "response.content_part.done", "output_index": 0, "item_id": "m1", "content_index": 0,
+         "part": {"type": "output_text", "text": "Hello"}},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"type": "message", "id": "m1", "content": [{"type": "output_text", "text": "Hello"}]}},
+        completed([{"type": "message", "id": "m1", "content": [{"type": "output_text", "text": "Hello"}]}]),
+    )
+    result = assemble(decode_checked(data))
+    assert result.blocks == (TextBlock("Hello"),)
+
+
+def test_items_only_in_the_terminal_response_are_emitted() -> None:
+    output: list[dict[str, Any]] = [
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "why"}], "encrypted_content": "E"},
+        {"type": "message", "id": "m1", "content": [{"type": "output_text", "text": "Hi"}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": '{"x":1}'},
+    ]
+    result = assemble(decode_checked(stream(CREATED, completed(output))))
+    assert result.blocks == (ReasoningBlock("why"), TextBlock("Hi"), ToolCallBlock("c1", "f", '{"x":1}'))
+    assert result.finish.kind == "tool-calls"
+    assert [i["type"] for i in result.replay_state["items"]] == ["reasoning", "message", "function_call"]
+
+
+def test_refusal_is_visible_text() -> None:
+    data = stream(
+        CREATED,
+        {"type": "response.refusal.delta", "output_index": 0, "item_id": "m1", "content_index": 0, "delta": "No."},
+        {"type": "response.refusal.done", "output_index": 0, "item_id": "m1", "content_index": 0, "refusal": "No."},
+        completed([{"type": "message", "id": "m1", "content": [{"type": "refusal", "refusal": "No."}]}]),
+    )
+    assert assemble(decode_checked(data)).text == "No."
+
+
+def test_unknown_events_and_items_are_skipped() -> None:
+    data = stream(
+        CREATED,
+        {"type": "response.web_search_call.searching", "output_index": 0, "item_id": "ws_1"},
+        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "web_search_call", "id": "ws_1"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": {"type": "web_search_call", "id": "ws_1"}},
+        {"type": "response.output_text.delta", "output_index": 1, "item_id": "m1", "content_index": 0, "delta": "ok"},
+        {"type": "response.something_new", "x": 1},
+        completed([{"type": "web_search_call", "id": "ws_1"},
+                   {"type": "message", "id": "m1", "content": [{"type": "output_text", "text": "ok"}]}]),
+    )
+    result = assemble(decode_checked(data))
+    assert result.text == "ok" and result.finish.kind == "stop"
+
+
+def test_done_or_eof_before_a_terminal_event_is_stream_closed() -> None:
+    body = stream(
+        CREATED,
+        {"type": "response.output_text.delta", "output_index": 0, "item_id": "m1", "content_index": 0, "delta": "Hi"},
+    )
+    for data in (body, body + b"data: [DONE]\n\n"):
+        result = assemble(decode_checked(data))
+        assert result.text == "Hi"
+        assert result.failure is not None and result.failure.code == "STREAM_CLOSED"
+
+
+def test_completed_without_content_is_empty_response() -> None:
+    result = assemble(decode_checked(stream(CREATED, completed([]))))
+    assert result.failure is not None and result.failure.code == "EMPTY_RESPONSE"
