@@ -549,6 +549,7 @@ class StreamWatch:
             server_port=self._server[1],
             level=self.level,
             output=output,
+            longest_silence=metadata.longest_silence if metadata is not None else None,
         )
 
     def _cancelled(self) -> bool:

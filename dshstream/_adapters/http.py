@@ -54,7 +54,13 @@ from .._core.retry import RetryPolicy
 from .._core.types import StreamChunk
 from .._core.validate import invalid
 from .._observe import StreamWatch, check_observer
-from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, HttpTransport, ResponseStream
+from .._transport import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_JSON_TIMEOUT,
+    DEFAULT_QUIET_TIMEOUT,
+    HttpTransport,
+    ResponseStream,
+)
 from .._transport.interface import Transport as TransportProtocol
 from .attempts import run_attempts, stream_policy
 from .auth import AuthFlow, HeaderAuth
@@ -278,6 +284,7 @@ class HttpAdapter(LlmAdapter):
             idle_timeout=idle,
             deadline=deadline,
             started=started,
+            quiet_timeout=options.quiet_timeout if options.quiet_timeout is not None else DEFAULT_QUIET_TIMEOUT,
         )
 
 

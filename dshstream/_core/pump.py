@@ -8,7 +8,12 @@ its streams, over HTTP and in memory, have it; a test can fake it).
 1. One list per read that produced chunks; reads that produce none (keep-alives, partial
    events) yield nothing.
 2. Content restarts the idle clock: ``body.touch()`` is called for every read that
-   produced chunks; keep-alive comments and pings do not count.
+   produced chunks; keep-alive comments and pings do not count. When the translator enters
+   a quiet phase (translator rule 6: the provider works without content) the body is told
+   ``body.quiet(True)``, and ``body.quiet(False)`` when it leaves it: the idle clock then
+   allows the stream's quiet budget instead of its idle timeout.
+6. The stream's ``Finish`` carries the body's ``longest_silence`` (seconds without
+   content, the idle clock's measure) in its metadata.
 3. When the decoder has seen the wire's terminal marker, the connection is released for
    reuse *before* the last list is handed out (the consumer may stop right there). The
    body's ``release`` is bounded (the HTTP stream's takes at most ``RELEASE_WAIT``, 50 ms,
@@ -23,11 +28,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Generator, Iterator
+from dataclasses import replace
 from typing import Protocol
 
 from .decode import StreamDecoder
 from .errors import cancelled_message
-from .types import Finish, StreamChunk
+from .types import Finish, ResponseMetadata, StreamChunk
 
 __all__ = ["Body", "pump"]
 
@@ -40,6 +46,9 @@ class Body(Protocol):
     def touch(self) -> None:
         """Content arrived: restart the idle clock."""
 
+    def quiet(self, working: bool) -> None:
+        """The provider works without content, or no longer (rule 2)."""
+
     def release(self) -> None:
         """The stream is complete: hand the connection back."""
 
@@ -51,7 +60,11 @@ class Body(Protocol):
 
 
 def pump(
-    body: Body, decoder: StreamDecoder, *, cancel: threading.Event | None, provider: str
+    body: Body,
+    decoder: StreamDecoder,
+    *,
+    cancel: threading.Event | None,
+    provider: str,
 ) -> Generator[list[StreamChunk], None, None]:
     """Decode ``body`` into lists of chunks (rules 1-5).
 
@@ -61,21 +74,42 @@ def pump(
     """
     direct = type(decoder) is StreamDecoder  # a subclass may feed differently
     frame = decoder.framer.feed
-    translate = decoder.translator.feed_events
+    translator = decoder.translator
+    translate = translator.feed_events
     touch = body.touch
     cancelled = cancel.is_set if cancel is not None else None
+    quiet = False
     for piece in body:
         chunks = translate(frame(piece)) if direct else decoder.feed(piece)
+        if translator.quiet is not quiet:  # rule 2
+            quiet = translator.quiet
+            body.quiet(quiet)
         if chunks:
             touch()
-            if type(chunks[-1]) is Finish and decoder.done:
-                body.release()
-                yield chunks
-                return
+            if type(chunks[-1]) is Finish:
+                _stamp(chunks, body)
+                if decoder.done:
+                    body.release()
+                    yield chunks
+                    return
             yield chunks
         if cancelled is not None and cancelled():
             body.abort("ABORTED", cancelled_message(provider))
             body.raise_if_aborted()
     chunks = decoder.close()
     if chunks:
+        if type(chunks[-1]) is Finish:
+            touch()
+            _stamp(chunks, body)
         yield chunks
+
+
+def _stamp(chunks: list[StreamChunk], body: Body) -> None:
+    """The last chunk, a ``Finish``, with the body's longest silence (rule 6)."""
+    silence = getattr(body, "longest_silence", None)
+    if silence is None:
+        return
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    metadata = finish.metadata or ResponseMetadata()
+    chunks[-1] = replace(finish, metadata=replace(metadata, longest_silence=round(silence, 3)))

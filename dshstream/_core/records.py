@@ -153,7 +153,9 @@ class StreamFinished:
     ``usage`` carries the provider-reported ``cost`` when there is one. ``attempts`` is
     the number of HTTP attempts made (0 when no request was sent: a listener answered, the
     stream was closed before it started, or the adapter reports no attempts).
-    ``chunk_count`` counts the chunks that reached the stream.
+    ``chunk_count`` counts the chunks that reached the stream. ``longest_silence`` is the
+    longest stretch without content, in seconds (the finish metadata's; ``None`` when the
+    stream went over no transport).
     """
 
     stream_id: str
@@ -180,6 +182,8 @@ class StreamFinished:
     #: the assembled blocks (text, reasoning, tool calls), only for an observer that
     #: captures content
     output: tuple[Block, ...] | None = None
+    #: seconds: the longest stretch without content (the finish metadata's)
+    longest_silence: float | None = None
 
     @property
     def kind(self) -> FinishKind:

@@ -193,7 +193,10 @@ class GenerateOptions:
 
     ``cancel`` is a :class:`threading.Event`; setting it from any thread ends the stream
     with an ``aborted`` finish. ``timeout`` bounds the whole request, ``idle_timeout`` the
-    time between content-bearing events (keep-alives don't count). ``response_format``
+    time between content-bearing events (keep-alives don't count; default 300 s), and
+    ``quiet_timeout`` that time while the provider is known to be working without sending
+    content — a tool input being buffered, a server tool running, a reasoning item
+    (default 900 s; never less than ``idle_timeout``). ``response_format``
     asks for JSON (:class:`JsonSchema` or :class:`JsonMode`; each adapter maps it to its
     provider's mechanism or refuses it at build time). ``max_retries`` of
     ``None`` uses the adapter's setting.
@@ -213,6 +216,7 @@ class GenerateOptions:
     extra_body: Mapping[str, Any] | None = None
     max_retries: int | None = None
     response_format: JsonSchema | JsonMode | None = None
+    quiet_timeout: float | None = None
 
     def __post_init__(self) -> None:
         _check(self, normalize=True)
@@ -266,6 +270,7 @@ def _check(options: GenerateOptions, *, normalize: bool) -> None:
     if options.cancel is not None:
         check_event(options.cancel, f"{name}.cancel")
     check_timeout(options.idle_timeout, f"{name}.idle_timeout")
+    check_timeout(options.quiet_timeout, f"{name}.quiet_timeout")
     check_timeout(options.timeout, f"{name}.timeout")
     if options.extra_body is not None:
         check_mapping(options.extra_body, f"{name}.extra_body")

@@ -274,7 +274,10 @@ class ResponseMetadata:
     call with its ``type``, ``id``, ``status`` and a few descriptive fields, in output
     order; the calls themselves stay in the replay state. ``latency_ms`` is the
     provider's own measure of the request's latency, in milliseconds, when it reports one
-    (Bedrock ``metadata.metrics.latencyMs``).
+    (Bedrock ``metadata.metrics.latencyMs``). ``longest_silence`` is the longest stretch,
+    in seconds, in which no content arrived — from the request to the first content, and
+    between two reads with content — as the idle clock saw it (streams over a transport;
+    compare it with ``GenerateOptions.idle_timeout`` and ``quiet_timeout``).
 
     Fields can also be read by name, ``metadata["usage_by_model"]``; a field that is
     ``None`` or empty is absent (``KeyError``, ``in`` is false, ``get`` gives the default).
@@ -287,6 +290,9 @@ class ResponseMetadata:
     usage_by_model: Mapping[str, TokenUsage] | None = field(default=None, hash=False)
     server_tools: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     latency_ms: int | None = None
+    #: a measure of this run, not of the response: left out of equality (one response read
+    #: twice is equal to itself however the network paced it)
+    longest_silence: float | None = field(default=None, compare=False)
 
     def __getitem__(self, key: str) -> Any:
         value = getattr(self, key, None) if key in _METADATA_FIELDS else None
@@ -490,9 +496,10 @@ _FAILURE_FIELDS = (
     "diagnostics",
 )
 _METADATA_FIELDS = (
-    "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms"
+    "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms",
+    "longest_silence",
 )
-_METADATA_IDS = ("response_id", "model", "serving_provider", "request_id", "latency_ms")
+_METADATA_IDS = ("response_id", "model", "serving_provider", "request_id", "latency_ms", "longest_silence")
 _CITATION_FIELDS = ("kind", "url", "title", "cited_text", "location", "start", "end")
 
 

@@ -36,6 +36,7 @@ from .client import DEFAULT_CONNECT_TIMEOUT as DEFAULT_CONNECT_TIMEOUT
 from .client import HttpTransport as HttpTransport
 from .client import Session as Session
 from .interface import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
+from .interface import DEFAULT_QUIET_TIMEOUT as DEFAULT_QUIET_TIMEOUT
 from .interface import DEFAULT_JSON_TIMEOUT as DEFAULT_JSON_TIMEOUT
 from .interface import ERROR_BODY_LIMIT as ERROR_BODY_LIMIT
 from .interface import JSON_BODY_LIMIT as JSON_BODY_LIMIT
@@ -52,6 +53,7 @@ from .stream import HttpStream as HttpStream
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_QUIET_TIMEOUT",
     "DEFAULT_JSON_TIMEOUT",
     "ERROR_BODY_LIMIT",
     "JSON_BODY_LIMIT",

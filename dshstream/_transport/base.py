@@ -112,11 +112,15 @@ class BaseTransport(ABC, Generic[S]):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         deadline: float | None = None,
         started: float | None = None,
+        quiet_timeout: float | None = None,
     ) -> S:
         """POST ``request`` and return the open stream, or raise a classified LlmError.
         ``started`` (``time.monotonic()``, default now) is when the attempt began: its idle
-        clock runs from there (a credential fetch before it counts)."""
-        limits = Limits(provider, cancel=cancel, deadline=deadline, idle_timeout=idle_timeout)
+        clock runs from there (a credential fetch before it counts). ``quiet_timeout``
+        replaces ``idle_timeout`` while the stream is in a quiet phase (watchdog rule 2)."""
+        limits = Limits(
+            provider, cancel=cancel, deadline=deadline, idle_timeout=idle_timeout, quiet_timeout=quiet_timeout
+        )
         stream = self._send("POST", request, request.body_bytes(), limits, started)
         refuse_non_stream(stream, request, provider)
         return stream

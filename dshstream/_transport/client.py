@@ -63,7 +63,7 @@ class HttpTransport(BaseTransport[HttpStream]):
         self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float, now: float
     ) -> HttpStream:
         connect_timeout = self.connect_timeout
-        read_timeout = limits.idle_timeout
+        read_timeout = limits.read_timeout
         if limits.deadline is not None:  # rule 2
             remaining = max(0.001, limits.deadline - now)
             connect_timeout = min(connect_timeout, remaining)

@@ -20,7 +20,9 @@ Every transport keeps these rules (both built-in ones get them from
    before it is sent, while it waits for headers, between and during body reads — with
    ``ABORTED`` or ``TIMEOUT``; so do the stream's ``abort()`` and ``close()`` from any
    thread. Content is what the consumer says it is: it calls ``touch()`` when a read
-   produced chunks (keep-alives are liveness, not content).
+   produced chunks (keep-alives are liveness, not content), and ``quiet(True)`` while the
+   provider is known to work without content — then ``quiet_timeout`` applies instead of
+   ``idle_timeout``. ``longest_silence`` is the longest stretch without content so far.
 3. **Always closed.** A stream is a context manager; ``close()`` is idempotent and never
    raises; ``release()`` after the wire's terminal marker may hand a connection back for
    reuse (bounded in time), or just close.
@@ -38,6 +40,7 @@ from .._core.pump import Body
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_JSON_TIMEOUT",
+    "DEFAULT_QUIET_TIMEOUT",
     "ERROR_BODY_LIMIT",
     "JSON_BODY_LIMIT",
     "ResponseStream",
@@ -46,6 +49,9 @@ __all__ = [
 
 #: seconds without content before a stream is a ``TIMEOUT`` (the default ``idle_timeout``)
 DEFAULT_IDLE_TIMEOUT = 300.0
+#: seconds without content while the provider is known to be working — a tool input being
+#: buffered, a server tool running, a reasoning item — (the default ``quiet_timeout``)
+DEFAULT_QUIET_TIMEOUT = 900.0
 #: total time limit of a non-streamed JSON request (``list_models``), seconds
 DEFAULT_JSON_TIMEOUT = 30.0
 #: the most bytes read from an error body
@@ -74,6 +80,10 @@ class ResponseStream(Body, Protocol):
     def aborted(self) -> bool:
         """Whether ``abort()`` (or a limit) ended the stream."""
 
+    @property
+    def longest_silence(self) -> float:
+        """The longest stretch without content so far, in seconds (rule 2)."""
+
     def close(self) -> None:
         """Release the connection (idempotent, never raises)."""
 
@@ -94,6 +104,7 @@ class Transport(Protocol):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         deadline: float | None = None,
         started: float | None = None,
+        quiet_timeout: float | None = None,
     ) -> ResponseStream:
         """POST ``request`` and return the open stream, or raise a classified LlmError."""
 

@@ -11,13 +11,17 @@ the stream's business).
    read never outlives its limits by more than one tick (~50 ms). With no stream open it
    sleeps until the next registration.
 2. **The limits, in order.** A call's limits travel together, as one :class:`Limits`
-   (the provider its errors name, ``cancel``, ``deadline``, ``idle_timeout``), and
+   (the provider its errors name, ``cancel``, ``deadline``, ``idle_timeout``,
+   ``quiet_timeout``), and
    :meth:`Limits.reached` is the one test, applied by each tick and by a call about to
    start: the caller's ``cancel`` event set (``ABORTED``, the one cancel message), then the
    total ``deadline`` passed (``TIMEOUT``), then no content for ``idle_timeout`` seconds
-   since the last content (``TIMEOUT``).
+   since the last content (``TIMEOUT``) — or, while the stream is in a quiet phase (the
+   provider known to be working without content: :meth:`WatchedStream.quiet`), for the
+   ``quiet_timeout`` seconds instead (never less than the idle timeout).
 3. **One abort state.** :class:`WatchedStream` is what every transport's stream shares:
-   its limits, ``touch`` (content restarts the idle clock), the tick's ``check``, and the
+   its limits, ``touch`` (content restarts the idle clock, and the longest silence between
+   content is kept: :attr:`WatchedStream.longest_silence`), ``quiet``, the tick's ``check``, and the
    abort — recorded once under the stream's lock (the first code wins; nothing after a
    close; a close before the answer is the one ``ABORTED`` "closed by the caller"), then
    the stream's own ``_interrupt`` (shut a socket, wake a wait) outside it — and
@@ -60,16 +64,36 @@ class Limits:
     deadline: float | None = None
     #: seconds without content: ``TIMEOUT``
     idle_timeout: float | None = None
+    #: seconds without content during a quiet phase: ``TIMEOUT`` (``None``: the idle timeout)
+    quiet_timeout: float | None = None
 
-    def reached(self, last_content: float, now: float) -> tuple[str, str] | None:
+    @property
+    def read_timeout(self) -> float | None:
+        """The longest a socket read may wait: the longer of the idle and quiet budgets —
+        the watchdog enforces which applies, and its message names it; the socket's own
+        timeout is the backstop, a few ticks later."""
+        idle, quiet = self.idle_timeout, self.quiet_timeout
+        if idle is None:
+            return None
+        return (idle if quiet is None else max(idle, quiet)) + 4 * WATCH_INTERVAL
+
+    def reached(self, last_content: float, now: float, quiet: bool = False) -> tuple[str, str] | None:
         """The ``(code, message)`` of the first limit reached by ``now`` (rule 2), or
-        ``None``; the idle clock runs from ``last_content``."""
+        ``None``; the idle clock runs from ``last_content``, with the quiet budget instead
+        of the idle timeout during a quiet phase."""
         cancel, deadline, idle_timeout = self.cancel, self.deadline, self.idle_timeout
         if cancel is not None and cancel.is_set():
             return "ABORTED", cancelled_message(self.provider)
         if deadline is not None and now >= deadline:
             return "TIMEOUT", f"{self.provider}: total timeout expired (TIMEOUT)"
-        if idle_timeout is not None and now - last_content >= idle_timeout:
+        if quiet and idle_timeout is not None and self.quiet_timeout is not None:
+            budget = max(idle_timeout, self.quiet_timeout)
+            if now - last_content >= budget:
+                return "TIMEOUT", (
+                    f"{self.provider}: no content for {budget:g}s while the provider worked "
+                    "(quiet timeout, TIMEOUT)"
+                )
+        elif idle_timeout is not None and now - last_content >= idle_timeout:
             return "TIMEOUT", f"{self.provider}: no content for {idle_timeout:g}s (idle timeout, TIMEOUT)"
         return None
 
@@ -87,6 +111,9 @@ class WatchedStream:
         self._provider = limits.provider
         self._limits = limits
         self._last_content = started  # the idle clock runs from here (rule 2)
+        self._quiet = False
+        #: the longest stretch without content so far, in seconds (rule 3)
+        self.longest_silence = 0.0
         self._abort_code: str | None = None
         self._abort_message = ""
         self._closed = False
@@ -98,14 +125,23 @@ class WatchedStream:
         return self._abort_code is not None
 
     def touch(self) -> None:
-        """Content arrived: restart the idle clock."""
-        self._last_content = time.monotonic()
+        """Content arrived: restart the idle clock (and keep the longest silence)."""
+        now = time.monotonic()
+        silence = now - self._last_content
+        if silence > self.longest_silence:
+            self.longest_silence = silence
+        self._last_content = now
+
+    def quiet(self, working: bool) -> None:
+        """The provider works without content (``True``) or is out of that phase: the
+        idle clock allows the quiet budget meanwhile (rule 2)."""
+        self._quiet = working
 
     def check(self, now: float) -> None:
         """Watchdog tick: abort on cancel or an expired limit (rule 2)."""
         if self._closed or self._abort_code is not None:
             return
-        reached = self._limits.reached(self._last_content, now)
+        reached = self._limits.reached(self._last_content, now, self._quiet)
         if reached is not None:
             self.abort(*reached)
 

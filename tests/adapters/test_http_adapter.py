@@ -126,7 +126,7 @@ def test_settings_are_validated_when_built() -> None:
 
 def test_an_unknown_setting_is_refused_by_name() -> None:
     with pytest.raises(ConfigurationError, match="max_retrys") as caught:
-        AcmeAdapter(max_retrys=3)  # type: ignore[call-arg]
+        AcmeAdapter(max_retrys=3)
     assert isinstance(caught.value, TypeError)
 
 

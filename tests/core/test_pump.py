@@ -38,6 +38,9 @@ class FakeBody:
     def touch(self) -> None:
         self.log.append("touch")
 
+    def quiet(self, working: bool) -> None:
+        self.log.append(f"quiet={working}")
+
     def release(self) -> None:
         self.log.append("release")
 
@@ -85,3 +88,23 @@ def test_eof_before_the_terminal_marker_is_stream_closed() -> None:
     assert isinstance(finish, Finish) and finish.reason.failure is not None
     assert finish.reason.failure.code == "STREAM_CLOSED"
     assert "release" not in body.log
+
+
+def test_a_quiet_phase_is_handed_to_the_body_and_the_finish_carries_the_longest_silence() -> None:
+    # Anthropic: a tool_use block is a quiet phase from its start to its stop (translator rule 6)
+    def event(data: str) -> bytes:
+        return f"data: {data}\n\n".encode()
+
+    pieces = [
+        event('{"type":"message_start","message":{"id":"m","usage":{"input_tokens":1}}}'),
+        event('{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"f","input":{}}}'),
+        event('{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}'),
+        event('{"type":"content_block_stop","index":0}'),
+        event('{"type":"message_stop"}'),
+    ]
+    body = FakeBody(pieces)
+    body.longest_silence = 1.25  # type: ignore[attr-defined]
+    chunks = [c for batch in pump(body, StreamDecoder(translator_for("anthropic")), cancel=None, provider="p") for c in batch]
+    assert [entry for entry in body.log if entry.startswith("quiet")] == ["quiet=True", "quiet=False"]
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.metadata is not None and finish.metadata.longest_silence == 1.25

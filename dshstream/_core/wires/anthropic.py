@@ -134,6 +134,11 @@ def anthropic_usage(record: dict[str, Any]) -> TokenUsage | None:
     return counted_usage(*[record.get(name) for name in _USAGE_FIELDS])
 
 
+#: blocks whose start begins a phase without content (translator rule 6)
+_SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+_QUIET_BLOCKS = _SERVER_TOOL_BLOCKS | {"tool_use"}
+
+
 class AnthropicTranslator(BlockReplayTranslator):
     """Anthropic Messages stream events to dshstream chunks."""
 
@@ -170,7 +175,10 @@ class AnthropicTranslator(BlockReplayTranslator):
         elif kind == "content_block_stop":
             index = payload.get("index")
             if isinstance(index, int) and index in self._pending:
-                self._stop(index, self._pending.pop(index))
+                pending = self._pending.pop(index)
+                # a client tool's input is complete; a server tool now runs (translator rule 6)
+                self.quiet = pending.kind in _SERVER_TOOL_BLOCKS
+                self._stop(index, pending)
         elif kind == "message_start":
             self._on_message_start(dict_or_empty(payload.get("message")))
         elif kind == "message_delta":
@@ -201,6 +209,9 @@ class AnthropicTranslator(BlockReplayTranslator):
         if index in self._pending:  # a repeated start: close what was there first
             self._stop(index, self._pending.pop(index))
         pending = self._blocks.open(index, kind, dict(block))
+        # the input of a tool (buffered whole without eager streaming) or a server tool
+        # call: the provider may say nothing for minutes (translator rule 6)
+        self.quiet = kind in _QUIET_BLOCKS
         key = ("block", index)
         writer = self.writer
         if kind == "text":

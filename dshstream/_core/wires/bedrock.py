@@ -224,6 +224,7 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
         elif event == "contentBlockStart":
             self._on_start(payload.get("contentBlockIndex"), dict_or_empty(payload.get("start")))
         elif event == "contentBlockStop":
+            self.quiet = False
             index = payload.get("contentBlockIndex")
             if isinstance(index, int) and index in self._pending:
                 self._stop(index, self._pending.pop(index))
@@ -248,6 +249,7 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
             self._stop(index, self._pending.pop(index))
         tool = start.get("toolUse")
         if type(tool) is dict:
+            self.quiet = True  # a tool's input, or a server tool: minutes may pass (translator rule 6)
             entry = {k: v for k, v in tool.items() if k in ("toolUseId", "name", "type")}
             if tool.get("type") == "server_tool_use":
                 self._blocks.open(index, "server", {"toolUse": entry})

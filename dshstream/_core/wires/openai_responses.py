@@ -203,6 +203,13 @@ class _Slot:
         self.identified = False  # a tool call's id and name are known
 
 
+#: output items during which the provider works without content (translator rule 6)
+_QUIET_ITEMS = frozenset({
+    "reasoning", "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
+    "mcp_call", "mcp_list_tools", "function_call", "custom_tool_call",
+})
+
+
 class OpenAIResponsesTranslator(Translator):
     """Responses API events to dshstream chunks."""
 
@@ -428,6 +435,8 @@ class OpenAIResponsesTranslator(Translator):
         item = dict_or_empty(payload.get("item"))
         slot = self._slot(payload, item)
         kind = item_kind(item)
+        # reasoning and server-run tools may go on for minutes without content (translator rule 6)
+        self.quiet = kind in _QUIET_ITEMS
         if kind == "function_call":
             arguments = item.get("arguments")
             self._tool(slot, item, arguments if isinstance(arguments, str) else "")
@@ -435,6 +444,7 @@ class OpenAIResponsesTranslator(Translator):
             self._builtin(slot, item, complete=False)
 
     def _on_item_done(self, payload: dict[str, Any]) -> None:
+        self.quiet = False
         item = dict_or_empty(payload.get("item"))
         slot = self._slot(payload, item)
         self._fill_item(slot, item)

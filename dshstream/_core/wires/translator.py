@@ -26,7 +26,13 @@ Contract (sans-IO: no sockets, time, threads or environment):
    (:meth:`Translator.classify_error`): the wire's :attr:`Translator.forced_error_codes`
    first (retryable), then the stream's serving provider and request id back-filled where
    the payload names none.
-6. **Hooks.** A subclass implements ``on_payload`` (or ``on_event``) and, where it holds
+6. **Quiet phases.** :attr:`Translator.quiet` is ``True`` while the wire is in a phase
+   in which the provider is known to work without sending content — a tool's input being
+   buffered, a server tool running, a reasoning item being thought — and ``False`` once it
+   is out of it; the pump hands the change to the body, whose idle clock then allows the
+   stream's quiet budget instead of its idle timeout (pump rule 2). Set by the wires that
+   have such phases (Anthropic, Responses, Bedrock Converse); never by content.
+7. **Hooks.** A subclass implements ``on_payload`` (or ``on_event``) and, where it holds
    state, ``flush``, ``replay_state`` (asked once, as the finish is emitted) and
    ``token_counts`` (asked only to explain an empty reply). ``max_tokens`` (the output
    limit the adapter requested) is a constructor argument of every translator.
@@ -56,7 +62,8 @@ class Translator:
     A subclass implements :meth:`on_payload` (or :meth:`on_event`) and, where it holds
     state, the end-of-stream hooks: :meth:`flush` (release what it holds),
     :meth:`replay_state` and :meth:`token_counts` (rule 6). The ways a stream ends live
-    here once (rule 4).
+    here once (rule 4); :attr:`quiet` tells the idle clock about phases that go silent
+    (rule 6).
     """
 
     wire = "base"
@@ -69,6 +76,8 @@ class Translator:
     #: the ``data`` of the event that is the wire's terminal marker (``"[DONE]"`` on the
     #: chat wire) for the default :meth:`on_event`; ``None``: the marker is a payload
     terminal_data: ClassVar[str | None] = None
+    #: the provider is working without sending content (rule 6)
+    quiet = False
 
     def __init__(
         self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
