@@ -28,7 +28,7 @@ from .._core.wires.anthropic import AnthropicTranslator
 from .._core.wires.translator import Translator
 from .auth import HeaderAuth
 from .http import HttpAdapter
-from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody
+from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, MessagesSettings
 from .settings import HttpSettings
 from .structured_output import StructuredMode
 from .wire import ModelListFormat, Wire
@@ -49,27 +49,10 @@ class AnthropicWire(MessagesBody, Wire):
     models_format = ModelListFormat(name_key="display_name")
 
     def __init__(
-        self,
-        base_url: str,
-        title: str,
-        *,
-        anthropic_version: str = DEFAULT_VERSION,
-        default_max_tokens: int = DEFAULT_MAX_TOKENS,
-        thinking_budgets: Mapping[str, int] | None = None,
-        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
-        structured_output: StructuredMode = "auto",
-        eager_input_streaming: bool = True,
+        self, base_url: str, title: str, *, anthropic_version: str = DEFAULT_VERSION, **claude: Unpack[MessagesSettings]
     ) -> None:
         Wire.__init__(self, base_url, title)
-        MessagesBody.__init__(
-            self,
-            default_max_tokens=default_max_tokens,
-            thinking_budgets=thinking_budgets,
-            thinking_mode=thinking_mode,
-            structured_output=structured_output,
-            eager_input_streaming=eager_input_streaming,
-            label=title,
-        )
+        MessagesBody.__init__(self, label=title, **claude)
         #: the ``anthropic-version`` header sent with every call
         self.anthropic_version = anthropic_version
 
@@ -108,16 +91,14 @@ class AnthropicAdapter(HttpAdapter):
         **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(**settings)
-        self.wire: AnthropicWire = AnthropicWire(
-            self.base_url,
-            self.title,
-            anthropic_version=anthropic_version,
+        claude = MessagesSettings(
             default_max_tokens=default_max_tokens,
             thinking_budgets=thinking_budgets,
             thinking_mode=thinking_mode,
             structured_output=structured_output,
             eager_input_streaming=eager_input_streaming,
         )
+        self.wire: AnthropicWire = AnthropicWire(self.base_url, self.title, anthropic_version=anthropic_version, **claude)
         self.auth_flow = HeaderAuth(self.credential, "x-api-key", "")
 
     @property

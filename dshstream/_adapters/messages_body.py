@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from .._core.errors import error_for, make_failure
 from .._core.media_support import ANTHROPIC, MediaSupport
@@ -60,7 +60,9 @@ from .structured_output import (
     schema_of,
 )
 
-__all__ = ["DEFAULT_MAX_TOKENS", "MIN_THINKING_BUDGET", "THINKING_BUDGETS", "MessagesBody", "claude_version"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS", "MIN_THINKING_BUDGET", "THINKING_BUDGETS", "MessagesBody", "MessagesSettings", "claude_version",
+]
 
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
@@ -83,6 +85,17 @@ def claude_version(model: str) -> tuple[int, int] | None:
     if match is None:
         return None
     return int(match.group(1)), int(match.group(2) or 0)
+
+
+class MessagesSettings(TypedDict, total=False):
+    """What shapes a Messages body, as every Claude route's adapter takes it (the
+    defaults are :class:`MessagesBody`'s)."""
+
+    default_max_tokens: int
+    thinking_budgets: Mapping[str, int] | None
+    thinking_mode: Literal["auto", "adaptive", "enabled"]
+    structured_output: StructuredMode
+    eager_input_streaming: bool
 
 
 class MessagesBody:

@@ -62,8 +62,9 @@ from .anthropic import AnthropicAdapter, AnthropicWire
 from .auth import HeaderAuth
 from .credentials import Credential, CredentialSource
 from .gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter, GeminiWire
-from .messages_body import DEFAULT_MAX_TOKENS
+from .messages_body import DEFAULT_MAX_TOKENS, MessagesSettings
 from .google_oauth import AuthorizedUserCredentials, default_credentials_file
+from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
 from .structured_output import StructuredMode
 
@@ -260,22 +261,9 @@ class VertexAnthropicWire(AnthropicWire):
         project: str | None,
         location: str,
         anthropic_version: str = VERTEX_ANTHROPIC_VERSION,
-        default_max_tokens: int = DEFAULT_MAX_TOKENS,
-        thinking_budgets: Mapping[str, int] | None = None,
-        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
-        structured_output: StructuredMode = "auto",
-        eager_input_streaming: bool = True,
+        **claude: Unpack[MessagesSettings],
     ) -> None:
-        super().__init__(
-            base_url,
-            title,
-            anthropic_version=anthropic_version,
-            default_max_tokens=default_max_tokens,
-            thinking_budgets=thinking_budgets,
-            thinking_mode=thinking_mode,
-            structured_output=structured_output,
-            eager_input_streaming=eager_input_streaming,
-        )
+        super().__init__(base_url, title, anthropic_version=anthropic_version, **claude)
         #: the Google Cloud project in the path
         self.project = project
         #: the Vertex location in the path
@@ -299,7 +287,23 @@ class VertexAnthropicWire(AnthropicWire):
         return {}
 
 
-class VertexGeminiAdapter(GeminiAdapter):
+class _OnVertex:
+    """Where a Vertex adapter's requests go: its wire's project and location."""
+
+    wire: VertexGeminiWire | VertexAnthropicWire
+
+    @property
+    def project(self) -> str | None:
+        """The Google Cloud project (``None`` in express mode; the wire's)."""
+        return self.wire.project
+
+    @property
+    def location(self) -> str:
+        """The Vertex location (the wire's)."""
+        return self.wire.location
+
+
+class VertexGeminiAdapter(_OnVertex, GeminiAdapter):
     """Stream Gemini models through Vertex AI (regional, global or express mode)."""
 
     default_name = "Vertex AI"
@@ -322,12 +326,7 @@ class VertexGeminiAdapter(GeminiAdapter):
             type(self).__name__, project, location, credentials_file, auth, settings, express_allowed=True
         )
         settings.setdefault("title", "Vertex AI")
-        super().__init__(
-            api_version=api_version,
-            thinking_budgets=thinking_budgets,
-            foreign_thought_signature=foreign_thought_signature,
-            **settings,
-        )
+        HttpAdapter.__init__(self, **settings)  # Gemini's adapter, with Vertex's wire and auth (rule 4)
         self.wire: VertexGeminiWire = VertexGeminiWire(
             self.base_url,
             self.title,
@@ -341,22 +340,12 @@ class VertexGeminiAdapter(GeminiAdapter):
         self.auth_flow = _vertex_auth(self.credential, target, self.extra_headers)
 
     @property
-    def project(self) -> str | None:
-        """The Google Cloud project (``None`` in express mode; the wire's)."""
-        return self.wire.project
-
-    @property
-    def location(self) -> str:
-        """The Vertex location (the wire's)."""
-        return self.wire.location
-
-    @property
     def express(self) -> bool:
         """Whether this is express mode: a Vertex API key, no project (rule 2)."""
         return self.wire.express
 
 
-class VertexAnthropicAdapter(AnthropicAdapter):
+class VertexAnthropicAdapter(_OnVertex, AnthropicAdapter):
     """Stream Claude models through Vertex AI (``:streamRawPredict``)."""
 
     default_name = "Claude on Vertex AI"
@@ -381,14 +370,13 @@ class VertexAnthropicAdapter(AnthropicAdapter):
             type(self).__name__, project, location, credentials_file, None, settings, express_allowed=False
         )
         settings.setdefault("title", "Claude on Vertex AI")
-        super().__init__(
-            anthropic_version=anthropic_version,
+        HttpAdapter.__init__(self, **settings)  # Anthropic's adapter, with Vertex's wire and auth (rule 4)
+        claude = MessagesSettings(
             default_max_tokens=default_max_tokens,
             thinking_budgets=thinking_budgets,
             thinking_mode=thinking_mode,
             structured_output=structured_output,
             eager_input_streaming=eager_input_streaming,
-            **settings,
         )
         self.wire: VertexAnthropicWire = VertexAnthropicWire(
             self.base_url,
@@ -396,20 +384,6 @@ class VertexAnthropicAdapter(AnthropicAdapter):
             project=target.project,
             location=target.location,
             anthropic_version=anthropic_version,
-            default_max_tokens=default_max_tokens,
-            thinking_budgets=thinking_budgets,
-            thinking_mode=thinking_mode,
-            structured_output=structured_output,
-            eager_input_streaming=eager_input_streaming,
+            **claude,
         )
         self.auth_flow = _vertex_auth(self.credential, target, self.extra_headers)
-
-    @property
-    def project(self) -> str | None:
-        """The Google Cloud project (the wire's)."""
-        return self.wire.project
-
-    @property
-    def location(self) -> str:
-        """The Vertex location (the wire's)."""
-        return self.wire.location
