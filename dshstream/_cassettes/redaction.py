@@ -10,8 +10,10 @@ key in, :func:`~dshstream._core.redact.known_secrets`).
    ``x-amz-security-token``, and AWS SigV4's ``x-amz-date`` and
    ``x-amz-content-sha256`` (they change with every signature) — keep their name, their
    value becomes ``[REDACTED]``; so does any header whose name reads as a credential
-   (:func:`~dshstream._core.redact.is_sensitive_key`). Every other value has each known
-   secret removed.
+   (:func:`~dshstream._core.redact.is_sensitive_key`, or a name ending in ``secret``,
+   ``token``, ``key``, ``password``, ``credential(s)`` or ``signature``, case, ``-`` and
+   ``_`` aside: ``x-client-secret``, ``x-auth-token``). Every other value has each known
+   secret removed (a rate limit's ``...-remaining-tokens`` is kept).
 2. **The URL** goes through :func:`~dshstream._core.redact.redact`: a key in the query
    (``?key=...``), a password in the authority and every known secret are removed.
 3. **A request body.** A JSON body keeps its shape: the value of a sensitive key
@@ -86,10 +88,7 @@ class Redaction:
     def headers(self, headers: Mapping[str, str]) -> dict[str, str]:
         """``headers`` as written (rule 1), in their order."""
         secrets = self._secrets()
-        return {
-            name: REDACTED if name.lower() in CREDENTIAL_HEADERS or is_sensitive_key(name) else _exact(value, secrets)
-            for name, value in headers.items()
-        }
+        return {name: REDACTED if _credential(name) else _exact(value, secrets) for name, value in headers.items()}
 
     def request_body(self, data: bytes, content_type: str | None = None) -> bytes:
         """A request body as written (rule 3)."""
@@ -139,6 +138,15 @@ class Redaction:
             if raw in out:
                 out = out.replace(raw, REDACTED.encode("ascii"))
         return out
+
+
+_CREDENTIAL_ENDINGS = ("secret", "token", "key", "password", "credential", "credentials", "signature")
+
+
+def _credential(name: str) -> bool:
+    """Whether the header ``name`` carries a credential (rule 1)."""
+    squashed = "".join(ch for ch in name.lower() if ch.isalnum())
+    return name.lower() in CREDENTIAL_HEADERS or is_sensitive_key(name) or squashed.endswith(_CREDENTIAL_ENDINGS)
 
 
 def _exact(value: str, secrets: list[str]) -> str:
