@@ -5,9 +5,9 @@ and the rule for when they are missing.
 A test that needs Node or Chromium skips, saying what is missing and how to get it, when
 the tool is absent — unless ``DSHSTREAM_REQUIRE_BROWSER=1`` (``.ci/run`` sets it, with the
 tools installed), where it fails instead: CI never passes by skipping them. Where the tools
-are: ``DSHSTREAM_NODE`` (default: ``node`` on the PATH), ``DSHSTREAM_JS_MODULES`` (default
-``tests/js/node_modules``, made by ``npm ci`` in ``tests/js``), ``DSHSTREAM_CHROMIUM`` and
-``DSHSTREAM_CHROMEDRIVER`` (default: ``chromium``/``chromedriver`` on the PATH).
+are: ``DSHSTREAM_NODE`` (default: ``node`` on the PATH; the AI SDK is read from
+``tests/js/node_modules``, which ``npm ci`` in ``tests/js`` makes), ``DSHSTREAM_CHROMIUM``
+and ``DSHSTREAM_CHROMEDRIVER`` (default: ``chromium``/``chromedriver`` on the PATH).
 """
 
 from __future__ import annotations
@@ -37,16 +37,16 @@ def missing(what: str, how: str) -> None:
     pytest.skip(message)
 
 
-def node() -> tuple[str, Path]:
-    """The node binary and the AI SDK's modules, or skip/fail."""
+def node() -> str:
+    """The node binary, with the AI SDK installed in tests/js, or skip/fail."""
     binary = os.environ.get("DSHSTREAM_NODE") or shutil.which("node")
     if not binary or not Path(binary).exists():
         missing("node", "install Node.js 18 or later, or set DSHSTREAM_NODE")
-    modules = Path(os.environ.get("DSHSTREAM_JS_MODULES") or JS_DIR / "node_modules")
+    modules = JS_DIR / "node_modules"
     if not (modules / "ai" / "package.json").is_file() or not (modules / "ai-v5" / "package.json").is_file():
-        missing(f"the AI SDK ({modules})", "run `npm ci` in tests/js, or set DSHSTREAM_JS_MODULES")
+        missing(f"the AI SDK in {modules}", "run `npm ci` in tests/js")
     assert binary is not None
-    return binary, modules
+    return binary
 
 
 def chromium() -> tuple[str, str]:
