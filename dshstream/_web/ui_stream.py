@@ -49,7 +49,7 @@ parts' schemas are vercel/ai's ``packages/ai/src/ui-message-stream/ui-message-ch
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -344,7 +344,7 @@ def ui_message_parts(
     *,
     message_id: str | None = None,
     finish_reason: bool = True,
-) -> Iterator[dict[str, Any]]:
+) -> Generator[dict[str, Any], None, None]:
     """The UI message stream parts of ``chunks`` — a ``ChunkStream``, a tool loop
     (``run_tools``) or any iterable of chunks — as dicts, in order (rules 1-6).
     ``message_id`` is the ``start`` part's ``messageId``; ``finish_reason=False`` leaves
@@ -358,7 +358,9 @@ def ui_message_parts(
     return _parts(chunks, message_id, finish_reason)
 
 
-def _parts(chunks: Iterable[StreamChunk], message_id: str | None, finish_reason: bool) -> Iterator[dict[str, Any]]:
+def _parts(
+    chunks: Iterable[StreamChunk], message_id: str | None, finish_reason: bool
+) -> Generator[dict[str, Any], None, None]:
     message = _Message(source=chunks, finish_reason=finish_reason)
     try:
         yield {"type": "start", "messageId": message_id} if message_id is not None else {"type": "start"}

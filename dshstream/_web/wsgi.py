@@ -58,12 +58,12 @@ class WsgiStream:
         return f"WsgiStream({self.headers.get('content-type')!r}, {state})"
 
     def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        if self._closed:
-            raise StopIteration
-        return next(self._pieces)
+        # an iterable, not an iterator: Flask runs an iterable it can call as a WSGI
+        # application (with these headers), where it would wrap an iterator as an HTML body
+        for piece in self._pieces:
+            if self._closed:
+                return
+            yield piece
 
     def __call__(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> WsgiStream:
         """As a WSGI application: start the answer, and return this iterable."""

@@ -270,7 +270,8 @@ def test_model_lists_are_recorded_and_replayed_too(tmp_path: Path) -> None:
     path = tmp_path / "models.json"
     listing = json.dumps({"data": [{"id": "gpt-4o"}, {"id": "gpt-4o-mini"}]}).encode()
     with ReplayServer({"/": Route(body=listing, content_type="application/json")}) as upstream:
-        adapter = OpenAIChatAdapter(api_key=OPENAI_KEY, base_url=OPENAI, session=routed_session(OPENAI, upstream.url))
+        rerouted: Any = routed_session(OPENAI, upstream.url)
+        adapter = OpenAIChatAdapter(api_key=OPENAI_KEY, base_url=OPENAI, session=rerouted)
         with use_cassette(path, record=True):
             recorded = adapter.list_models("openai")
     with use_cassette(path):

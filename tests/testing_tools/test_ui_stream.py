@@ -217,9 +217,9 @@ def test_a_source_that_raises_ends_in_band_with_its_headline_or_a_plain_one() ->
 
 def test_an_aborted_finish_ends_with_abort_and_finish_reason_can_be_left_out() -> None:
     closed = make_failure("ABORTED", "p: stream closed by the caller")
-    aborted = [BlockStart(0, "text"), TextDelta(0, "x"), Finish(FinishReason("aborted", failure=closed))]
+    aborted: list[StreamChunk] = [BlockStart(0, "text"), TextDelta(0, "x"), Finish(FinishReason("aborted", failure=closed))]
     assert [p["type"] for p in ui_message_parts(aborted)][-3:] == ["text-end", "finish-step", "abort"]
-    stopped = [BlockStart(0, "text"), TextDelta(0, "x"), Finish(FinishReason("stop"))]
+    stopped: list[StreamChunk] = [BlockStart(0, "text"), TextDelta(0, "x"), Finish(FinishReason("stop"))]
     assert list(ui_message_parts(stopped, finish_reason=False))[-1] == {"type": "finish"}
     assert list(ui_message_parts(stopped, message_id="m-1"))[0] == {"type": "start", "messageId": "m-1"}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from functools import partial
 from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -96,13 +97,13 @@ class Cases:
                 data = data if cut is None else data[: int(len(data) * cut)]
                 chunks = list(decode(data, wire=fixture_wire(name)))
                 path = f"/decoded/{number}{'-cut' if cut else ''}"
-                self.sources[path] = lambda chunks=chunks: iter(chunks)
+                self.sources[path] = partial(iter, chunks)
                 self.expected[path] = assemble(chunks)
         service = _service(provider_url)
         for provider, name, model in LIVE:
             options = GenerateOptions(provider=provider, model=model, messages=(Message.user("Hi"),))
             path = f"/live/{provider}"
-            self.sources[path] = lambda options=options: service.stream(options)
+            self.sources[path] = partial(service.stream, options)
             self.expected[path] = assemble(decode(fixture_bytes(name), wire=fixture_wire(name)))
         self.sources["/loop"] = lambda: _tool_loop(provider_url)
         self.expected["/loop"] = None
