@@ -5,9 +5,10 @@ and the rule for when they are missing.
 A test that needs Node or Chromium skips, saying what is missing and how to get it, when
 the tool is absent — unless ``DSHSTREAM_REQUIRE_BROWSER=1`` (``.ci/run`` sets it, with the
 tools installed), where it fails instead: CI never passes by skipping them. Where the tools
-are: ``DSHSTREAM_NODE`` (default: ``node`` on the PATH; the AI SDK is read from
-``tests/js/node_modules``, which ``npm ci`` in ``tests/js`` makes), ``DSHSTREAM_CHROMIUM``
-and ``DSHSTREAM_CHROMEDRIVER`` (default: ``chromium``/``chromedriver`` on the PATH).
+are: ``DSHSTREAM_NODE`` (default: ``node`` on the PATH), ``DSHSTREAM_JS_DIR`` (a directory
+where ``npm ci`` installed ``tests/js/package-lock.json``; default ``tests/js`` itself),
+``DSHSTREAM_CHROMIUM`` and ``DSHSTREAM_CHROMEDRIVER`` (default: ``chromium``/``chromedriver``
+on the PATH).
 """
 
 from __future__ import annotations
@@ -37,23 +38,27 @@ def missing(what: str, how: str) -> None:
     pytest.skip(message)
 
 
-def node() -> str:
-    """The node binary, with the AI SDK installed in tests/js, or skip/fail."""
+def node() -> tuple[str, Path]:
+    """The node binary, and the directory whose ``node_modules`` has the AI SDK, with the
+    reader script in it (copied there when it is not ``tests/js``); or skip/fail."""
     binary = os.environ.get("DSHSTREAM_NODE") or shutil.which("node")
     if not binary or not Path(binary).exists():
         missing("node", "install Node.js 18 or later, or set DSHSTREAM_NODE")
-    modules = JS_DIR / "node_modules"
+    where = Path(os.environ.get("DSHSTREAM_JS_DIR") or JS_DIR)
+    modules = where / "node_modules"
     if not (modules / "ai" / "package.json").is_file() or not (modules / "ai-v5" / "package.json").is_file():
-        missing(f"the AI SDK in {modules}", "run `npm ci` in tests/js")
+        missing(f"the AI SDK in {modules}", "run `npm ci` in tests/js, or set DSHSTREAM_JS_DIR")
+    if where.resolve() != JS_DIR.resolve():  # the script resolves `ai` from where it lies
+        shutil.copy(JS_DIR / "read_ui_stream.mjs", where / "read_ui_stream.mjs")
     assert binary is not None
-    return binary
+    return binary, where
 
 
 def chromium() -> tuple[str, str]:
     """Chromium and its chromedriver, and selenium, or skip/fail."""
     binary = os.environ.get("DSHSTREAM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
     driver = os.environ.get("DSHSTREAM_CHROMEDRIVER") or shutil.which("chromedriver")
-    if not binary or not driver:
+    if not binary or not driver or not Path(binary).exists() or not Path(driver).exists():
         missing("Chromium with chromedriver", "apt-get install chromium chromium-driver, or set DSHSTREAM_CHROMIUM and DSHSTREAM_CHROMEDRIVER")
     try:
         import selenium  # noqa: F401

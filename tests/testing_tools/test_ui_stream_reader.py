@@ -43,7 +43,7 @@ from dshstream.testing import ReplayServer, Route
 from dshstream.web import WsgiStream, ui_message_stream
 from helpers import all_fixtures, fixture_bytes, fixture_wire
 
-from .support import JS_DIR, node, wsgi_server
+from .support import node, wsgi_server
 
 #: fixtures streamed through the real adapters: (provider, fixture, model)
 LIVE = [
@@ -136,7 +136,7 @@ class Read:
 @pytest.fixture(scope="module")
 def read() -> Iterator[Read]:
     """package -> path -> what the AI SDK's reader made of it."""
-    binary = node()
+    binary, js_dir = node()
     routes: dict[str, Any] = {f"/{p}/": Route(body=fixture_bytes(n), content_type=(
         "application/vnd.amazon.eventstream" if n.endswith(".eventstream") else "text/event-stream"))
         for p, n, _ in LIVE}
@@ -149,7 +149,7 @@ def read() -> Iterator[Read]:
                 provider.add("/loop/", [Route(body=fixture_bytes("openai/single_tool_call.sse")), Route(body=ANSWER)])
                 paths = [*cases.sources, "/extra-key"]
                 proc = subprocess.run([binary, "read_ui_stream.mjs", package, *(url + path for path in paths)],
-                                      cwd=JS_DIR, capture_output=True, text=True, timeout=300)
+                                      cwd=js_dir, capture_output=True, text=True, timeout=300)
                 assert proc.returncode == 0, proc.stderr[-3000:]
                 lines = [json.loads(line) for line in proc.stdout.splitlines()]
                 out[package] = {line["url"][len(url):]: line for line in lines}
