@@ -133,3 +133,24 @@ def test_stop_closes_the_models_stream(browser: Any) -> None:
         assert _text(browser, "answer") == stopped_at != EXPECTED.text and _text(browser, "status") == "stopped"
     finally:
         example.stop()
+
+
+def test_the_example_chats_with_the_local_model_server() -> None:
+    """With ``--base-url``, the live model's answer (the local llama.cpp server CI starts)."""
+    server = os.environ.get("DSHSTREAM_TEST_SERVER", "").rstrip("/")
+    if not server:
+        pytest.skip("DSHSTREAM_TEST_SERVER is not set (the local model server: see CONTRIBUTING.rst)")
+    import json
+
+    from .wsgi_checks import read_all
+
+    question = {"messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Say hello in one word."}]}]}
+    example = Example("--base-url", f"{server}/v1", "--model", "qwen")
+    try:
+        head, events, _ = read_all(f"{example.url}/api/chat", question)
+        parts = [json.loads(event) for event in events if event != "[DONE]"]
+        assert "x-vercel-ai-ui-message-stream: v1" in head.lower() and events[-1] == "[DONE]"
+        assert "".join(p["delta"] for p in parts if p["type"] == "text-delta").strip()
+        assert parts[-1]["type"] == "finish" and parts[-1]["finishReason"] in ("stop", "length")
+    finally:
+        example.stop()
