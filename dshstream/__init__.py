@@ -32,8 +32,10 @@ the rest lives in named sub-namespaces, each a public module with its own ``__al
 - ``dshstream.sansio``: the sans-IO core: framers, translators, filters, JSON readers,
   the assembler, the contract checker;
 - ``dshstream.testing``: ``ReplayServer`` and ``Route``; ``MemoryTransport`` and
-  ``MemoryAnswer``;
-- ``dshstream.tool_loop``: what ``run_tools`` returns.
+  ``MemoryAnswer``; cassettes (``use_cassette``, and a pytest plugin);
+- ``dshstream.tool_loop``: what ``run_tools`` returns;
+- ``dshstream.web``: a stream to a browser from a WSGI app (the AI SDK's UI message
+  stream, server-sent events, NDJSON).
 
 For maintainers: every public name is listed once, with its home and the private module
 that defines it, in :data:`dshstream._exports.SURFACE`; ``__all__`` and lazy loading come

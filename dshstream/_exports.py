@@ -124,9 +124,16 @@ SURFACE: dict[str, dict[str, str]] = {
     "testing": {
         "._replay_server": "ReplayServer Route",
         "._transport.memory": "MemoryTransport MemoryAnswer",
+        "._cassettes.session": "use_cassette Cassette",
+        "._cassettes.format": "Interaction",
     },
     "tool_loop": {
         "._tool_loop": "ToolLoopStream ToolLoopResult ToolLoopStep ToolOutcome",
+    },
+    "web": {
+        "._web.responses": "ui_message_stream chunk_sse_stream chunk_ndjson_stream",
+        "._web.ui_stream": "ui_message_parts",
+        "._web.wsgi": "WsgiStream",
     },
 }
 

@@ -5,8 +5,11 @@ Contract: binds only to the loopback interface; one thread per connection; each 
 answered with the transcript whose route prefix matches the path (longest prefix wins).
 Bodies go out either chunked (HTTP/1.1 ``Transfer-Encoding: chunked``) or
 close-delimited (no length, connection closed at the end), optionally pausing after the
-first event so a client's time-to-first-chunk can be measured. Requests are recorded
-(path, headers, JSON body) for assertions. Stdlib only.
+first event so a client's time-to-first-chunk can be measured. A body may also end as a
+broken connection would (``ending="cut"``: no chunked terminator, the connection closed) or
+not at all (``ending="open"``: the connection held until the client or the server goes),
+as a cassette recorded it. Requests are recorded (path, headers, JSON body) for
+assertions. Stdlib only.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ class Route:
     piece_size: int = 0
     #: instead of ``body``: bytes to write and float pauses (seconds), in order
     script: Sequence[bytes | float] | None = None
+    #: how the body ends: ``"complete"``; ``"cut"``, the connection closed without the
+    #: end of the body (no chunked terminator); ``"open"``, the connection held open, nothing
+    #: more sent, until the client closes it or the server stops
+    ending: str = "complete"
 
 
 @dataclass
@@ -116,9 +123,33 @@ class _Handler(BaseHTTPRequestHandler):
             if written == 1 and route.pause_after_first:
                 self.wfile.flush()
                 time.sleep(route.pause_after_first)
+        if route.ending == "cut":
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if route.ending == "open":
+            self.wfile.flush()
+            self.close_connection = True
+            self._hold()
+            return
         if route.chunked:
             self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _hold(self) -> None:
+        """Keep the connection open, sending nothing, until the client closes it or the
+        server stops (``ending="open"``)."""
+        owner = self.server.owner
+        self.connection.settimeout(_POLL_INTERVAL)
+        while not owner.stopping:
+            try:
+                if not self.connection.recv(4096):
+                    return
+            except socket.timeout:
+                continue
+            except OSError:
+                return
 
 
 def _pieces(body: bytes, size: int) -> list[bytes]:
@@ -160,6 +191,8 @@ class ReplayServer:
         for prefix, route in (routes or {}).items():
             self.add(prefix, route)
         self.requests: list[RecordedRequest] = []
+        #: set by :meth:`stop`: held connections (``ending="open"``) end
+        self.stopping = False
         self.disconnects = 0
         self.connections = 0
         self.lock = threading.Lock()
@@ -208,6 +241,7 @@ class ReplayServer:
 
     def stop(self) -> None:
         """Stop serving and release the port."""
+        self.stopping = True
         self._server.shutdown()
         self._server.server_close()
 

@@ -14,6 +14,15 @@ traffic.
   status, headers, the body in pieces, pauses, a failing read), with the outcomes HTTP
   would have (the same status judging, limits and failures); it stands in for an HTTP
   adapter's ``transport`` and keeps every request it was sent (``.requests``).
+- :func:`use_cassette` (a :class:`Cassette`) records the HTTP exchanges of a block of code
+  into a file — the request (method, URL, headers and body with credentials and the
+  fields you name redacted) and the answer's bytes exactly as read — or, replaying,
+  answers them from it through the real HTTP path on 127.0.0.1; a request it has no
+  answer for fails loudly, saying how to record it. Every HTTP adapter of the process
+  uses it while it is open, however deep in an application it was built. The pytest
+  plugin (``@pytest.mark.dshstream_cassette``, the ``dshstream_cassette`` fixture,
+  ``--dshstream-record``) opens one per test; :class:`Interaction` is one recorded
+  exchange.
 
 Importing this module imports nothing more; each name loads its own module on first use.
 """
@@ -25,6 +34,8 @@ from . import _exports
 if _typing.TYPE_CHECKING:
     from ._replay_server import ReplayServer as ReplayServer, Route as Route
     from ._transport.memory import MemoryAnswer as MemoryAnswer, MemoryTransport as MemoryTransport
+    from ._cassettes.session import Cassette as Cassette, use_cassette as use_cassette
+    from ._cassettes.format import Interaction as Interaction
 
 __all__ = _exports.public_names("testing")
 

@@ -74,6 +74,20 @@ class HttpRequest:
             object.__setattr__(signed, name, value)
         return signed
 
+    def with_url(self, url: str) -> HttpRequest:
+        """This request sent to ``url`` instead — headers, body bytes and secrets the same
+        (a cassette replays it on 127.0.0.1)."""
+        moved = object.__new__(HttpRequest)
+        for name, value in (
+            ("url", url),
+            ("headers", self.headers),
+            ("body", self.body),
+            ("secrets", self.secrets),
+            ("_data", self._data),
+        ):
+            object.__setattr__(moved, name, value)
+        return moved
+
     def __repr__(self) -> str:
         headers = {
             k: ("[REDACTED]" if k.lower() in SENSITIVE_HEADERS else redact(v, self.secrets))

@@ -13,6 +13,10 @@ made before the request is sent, then sent.
    default :data:`DEFAULT_CONNECT_TIMEOUT`) is capped by the time left before the
    deadline; the read timeout is the idle timeout, capped the same way. They back up the
    watchdog, which ends a stream at its limits whatever the socket does.
+3. **Intercepted while a cassette is in use.** Each exchange first asks the interception
+   hook (:func:`~dshstream._transport.intercept.current`); an interceptor in place sends
+   it instead (a cassette records or replays it), and sends for real through
+   :meth:`HttpTransport.send_direct`, which is the exchange itself and never asks again.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 import requests
 
 from .._core.http_request import HttpRequest
+from . import intercept
 from .base import BaseTransport
 from .pool import watch_session
 from .stream import HttpStream
@@ -62,6 +67,38 @@ class HttpTransport(BaseTransport[HttpStream]):
     def _exchange(
         self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float, now: float
     ) -> HttpStream:
+        interceptor = intercept.current()  # rule 3
+        if interceptor is not None:
+            return interceptor.exchange(
+                self,
+                method,
+                request,
+                limits=limits,
+                data=data,
+                started=started,
+                now=now,
+            )
+        return self.send_direct(
+            method,
+            request,
+            limits=limits,
+            data=data,
+            started=started,
+            now=now,
+        )
+
+    def send_direct(
+        self,
+        method: str,
+        request: HttpRequest,
+        *,
+        limits: Limits,
+        data: bytes | None,
+        started: float,
+        now: float,
+    ) -> HttpStream:
+        """Send ``request`` over this transport's session, never intercepted (rules 2, 3):
+        the stream with its status and headers in, or the classified failure raised."""
         connect_timeout = self.connect_timeout
         read_timeout = limits.read_timeout
         if limits.deadline is not None:  # rule 2

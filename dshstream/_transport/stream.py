@@ -30,6 +30,12 @@ closed or released, and is always closed.
    :data:`RELEASE_WAIT` seconds in all, however the bytes trickle; anything after the end
    (pings, stray bytes, an endless trailer) or no end within that time closes the
    connection instead of reusing it.
+5. **A tap sees the body as read.** :attr:`HttpStream.tap` (a
+   :class:`BodyTap`, set before the body is read: a cassette recording) is told every
+   piece the body reads return — the drain of rule 4 included — in order, the body's end
+   (an empty piece), a read that failed, and the stream's close or release (once). It
+   only watches: what is read, and when, is the same with it or without it, and a tap
+   that raises is dropped, never the stream.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 
@@ -51,10 +57,23 @@ from .readers import INTERIM, ChunkedReader, Reader, final_response, reader_for,
 from .sockets import shutdown_response, shutdown_socket
 from .watchdog import Limits, watchdog
 
-__all__ = ["RELEASE_WAIT", "HttpStream"]
+__all__ = ["RELEASE_WAIT", "BodyTap", "HttpStream"]
 
 #: the most seconds handing a finished stream's connection back takes (rule 4)
 RELEASE_WAIT = 0.05
+
+
+class BodyTap(Protocol):
+    """What watches a stream's body as it is read (rule 5)."""
+
+    def read(self, data: bytes) -> None:
+        """A piece the body reads returned; ``b""``: the body's end."""
+
+    def failed(self) -> None:
+        """A read failed (the connection was cut, or an abort ended it)."""
+
+    def closed(self) -> None:
+        """The stream was closed or released (told once)."""
 
 
 class HttpStream(BaseStream):
@@ -73,6 +92,8 @@ class HttpStream(BaseStream):
         self._conn: Any = None  # the connection a worker checked out (rule 1)
         self._sock: socket.socket | None = None  # the socket a worker is connecting (rule 2)
         self._read: Reader | None = None
+        #: watches the body as it is read (rule 5); ``None``: nobody does
+        self.tap: BodyTap | None = None
         watchdog.add(self)
 
     # ------------------------------------------------------------------ sending
@@ -190,6 +211,8 @@ class HttpStream(BaseStream):
                     return
                 sock.settimeout(left)
                 data = read()
+                if self.tap is not None:
+                    self._tell("read", data)
                 if not data:
                     break
                 drained += len(data)
@@ -205,6 +228,7 @@ class HttpStream(BaseStream):
             reuse = self._abort_code is None and not self._closed
             self._closed = True
         watchdog.remove(self)
+        self._untap()
         if not reuse:
             self.response.close()
             return
@@ -228,6 +252,7 @@ class HttpStream(BaseStream):
             response = self.response
             conn, sock = self._conn, self._sock
         watchdog.remove(self)
+        self._untap()
         if response is None:
             if cut:
                 shutdown_socket(getattr(conn, "sock", None))
@@ -252,9 +277,30 @@ class HttpStream(BaseStream):
             try:
                 data = read()
             except Exception as exc:  # noqa: BLE001 - mapped once, here
+                if self.tap is not None:
+                    self._tell("failed")
                 self.raise_if_aborted()
                 raise read_failure(exc, self._request.secrets, self._provider, self.request_id) from None
+            if self.tap is not None:
+                self._tell("read", data)
             if not data:
                 self.raise_if_aborted()
                 return
             yield data
+
+    def _tell(self, what: str, *args: bytes) -> None:
+        """Tell the tap ``what`` happened (rule 5); a tap that raises is dropped."""
+        tap = self.tap
+        if tap is None:
+            return
+        try:
+            getattr(tap, what)(*args)
+        except Exception:  # noqa: BLE001 - a tap never breaks the stream
+            self.tap = None
+
+    def _untap(self) -> None:
+        """The close, told once (rule 5)."""
+        if self.tap is not None:
+            self._tell("closed")
+            self.tap = None
+

@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "_notebook": 5, "_tool_loop": 5, "__main__": 5, "__init__": 6, "_core": 6,
     "records": 2, "_observe": 5, "otel": 6,
     "_exports": 1, "namespace": 6,  # the public sub-namespaces (dshstream/sansio.py ...)
+    "_cassettes": 5, "_web": 5, "_pytest_plugin": 6,
 }
 #: the optional integrations: public modules that only the caller imports (``import
 #: dshstream`` never does)

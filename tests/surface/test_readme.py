@@ -470,11 +470,12 @@ def test_the_layout_draws_the_test_tree() -> None:
     can collide with another directory's)."""
     layout = _section(CONTRIBUTING.read_text(encoding="utf-8"), "Layout")
     tests = ROOT / "tests"
-    directories = sorted(p for p in tests.iterdir() if p.is_dir() and p.name not in ("__pycache__", "fixtures"))
+    data = ("__pycache__", "fixtures", "js")  # recordings; the JavaScript client's package
+    directories = sorted(p for p in tests.iterdir() if p.is_dir() and p.name not in data)
     assert directories and not list(tests.glob("test_*.py"))
     assert not [d.name for d in directories if not (d / "__init__.py").is_file() or not list(d.glob("test_*.py"))]
     shared = sorted(p.name for p in tests.glob("*.py"))
-    listed = [*(f"{d.name}/" for d in directories), "fixtures/", *shared]
+    listed = [*(f"{d.name}/" for d in directories), "fixtures/", "js/", *shared]
     missing = [name for name in listed if not re.search(rf"^\s+{re.escape(name)}\s", layout, re.M)]
     assert not missing, f"CONTRIBUTING.rst's Layout section does not draw {missing}"
 

@@ -1,0 +1,80 @@
+"""The interception hook: what :class:`~dshstream._transport.client.HttpTransport` sends
+through while a cassette is in use (``dshstream.testing.use_cassette``, the pytest plugin).
+
+Contract: stdlib only; no ``requests``, no sockets. The hook lives here, in the transport,
+so that it reaches every request made over HTTP — whatever built the adapter, and when:
+an adapter made at import time, deep inside an application, before the test began, sends
+through the cassette all the same, and so do the OAuth token fetches the credentials make.
+
+1. **Process-wide, one at a time.** :func:`install` puts an :class:`Interceptor` in place
+   for every thread of the process (a web app's worker threads, a thread pool) until
+   :func:`remove` takes it away; installs nest, the latest one acting, and removing one
+   that is not the latest leaves the others in place. Both are thread-safe; an exchange
+   asks :func:`current` once, before it sends.
+2. **HTTP only, real sends direct.** Only :class:`~dshstream._transport.client.HttpTransport`
+   asks: a transport given explicitly that is not one (``MemoryTransport``, your own) is
+   never intercepted. The interceptor gets the transport and sends for real with its
+   ``send_direct`` (its session, its connect timeout), which never asks the hook again.
+3. **The outcome is the exchange's.** What the interceptor returns or raises is what the
+   exchange returns or raises: a stream with its status and headers in, or a classified
+   :class:`~dshstream._core.errors.LlmError`; the transport judges the answer afterwards
+   as it judges any other (:mod:`~dshstream._transport.base` rule 2).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Protocol
+
+from .._core.http_request import HttpRequest
+
+if TYPE_CHECKING:
+    from .client import HttpTransport
+    from .stream import HttpStream
+    from .watchdog import Limits
+
+__all__ = ["Interceptor", "current", "install", "remove"]
+
+
+class Interceptor(Protocol):
+    """Sends one exchange in place of an :class:`HttpTransport` (rules 2, 3)."""
+
+    def exchange(
+        self,
+        transport: HttpTransport,
+        method: str,
+        request: HttpRequest,
+        *,
+        limits: Limits,
+        data: bytes | None,
+        started: float,
+        now: float,
+    ) -> HttpStream:
+        """The exchange's stream, headers in, or the classified failure raised."""
+
+
+_lock = threading.Lock()
+_installed: list[Interceptor] = []
+
+
+def install(interceptor: Interceptor) -> Interceptor:
+    """Put ``interceptor`` in place for the whole process (rule 1); returns it, the token
+    :func:`remove` takes."""
+    with _lock:
+        _installed.append(interceptor)
+    return interceptor
+
+
+def remove(interceptor: Interceptor) -> None:
+    """Take ``interceptor`` away (idempotent); the others stay in place (rule 1)."""
+    with _lock:
+        for at in range(len(_installed) - 1, -1, -1):
+            if _installed[at] is interceptor:
+                del _installed[at]
+                return
+
+
+def current() -> Interceptor | None:
+    """The interceptor in place now (the latest installed), or ``None``."""
+    installed = _installed
+    return installed[-1] if installed else None
