@@ -46,7 +46,7 @@ from .redaction import Redaction, body_digest, request_key
 
 if TYPE_CHECKING:
     from .._transport.stream import HttpStream
-    from .._transport.watchdog import Limits
+    from .._transport.intercept import Exchange
 
 __all__ = ["HOP_HEADERS", "Player", "route_for"]
 
@@ -133,17 +133,8 @@ class Player:
         self.server.stop()
         self.transport.session.close()
 
-    def exchange(
-        self,
-        transport: HttpTransport,
-        method: str,
-        request: HttpRequest,
-        *,
-        limits: Limits,
-        data: bytes | None,
-        started: float,
-        now: float,
-    ) -> HttpStream:
+    def exchange(self, transport: HttpTransport, exchange: Exchange) -> HttpStream:
+        method, request, data, limits = exchange.method, exchange.request, exchange.data, exchange.limits
         redaction = Redaction(self.fields, request.secrets)
         url = redaction.url(request.url)
         body = redaction.request_body(data or b"", _content_type(request))
@@ -159,14 +150,7 @@ class Player:
             raise error_for(make_failure("INVALID_OPTIONS", message, provider=limits.provider))
         split = urlsplit(request.url)
         local = f"{self.server.url}/{found}{split.path or '/'}" + (f"?{split.query}" if split.query else "")
-        return self.transport.send_direct(
-            method,
-            request.with_url(local),
-            limits=limits,
-            data=data,
-            started=started,
-            now=now,
-        )
+        return self.transport.send_direct(exchange._replace(request=request.with_url(local)))
 
     def _miss(self, method: str, url: str, body: bytes, key: tuple[object, ...]) -> str:
         """Rule 2's message: what was asked, why nothing matched, how to record it."""

@@ -34,7 +34,7 @@ from .redaction import Redaction
 if TYPE_CHECKING:
     from .._transport.client import HttpTransport
     from .._transport.stream import HttpStream
-    from .._transport.watchdog import Limits
+    from .._transport.intercept import Exchange
 
 __all__ = ["Recorder"]
 
@@ -116,29 +116,13 @@ class Recorder:
         self._open: dict[int, _Tape] = {}
         self._dropped: set[int] = set()
 
-    def exchange(
-        self,
-        transport: HttpTransport,
-        method: str,
-        request: HttpRequest,
-        *,
-        limits: Limits,
-        data: bytes | None,
-        started: float,
-        now: float,
-    ) -> HttpStream:
+    def exchange(self, transport: HttpTransport, exchange: Exchange) -> HttpStream:
+        method, request, data = exchange.method, exchange.request, exchange.data
         with self._lock:  # rule 2: its place, when sent
             slot = len(self._slots)
             self._slots.append(None)
         try:
-            stream = transport.send_direct(
-                method,
-                request,
-                limits=limits,
-                data=data,
-                started=started,
-                now=now,
-            )
+            stream = transport.send_direct(exchange)
         except BaseException:
             with self._lock:
                 self._dropped.add(slot)  # rule 1: no answer, nothing recorded

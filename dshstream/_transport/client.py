@@ -67,38 +67,16 @@ class HttpTransport(BaseTransport[HttpStream]):
     def _exchange(
         self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float, now: float
     ) -> HttpStream:
+        exchange = intercept.Exchange(method, request, data, limits, started, now)
         interceptor = intercept.current()  # rule 3
         if interceptor is not None:
-            return interceptor.exchange(
-                self,
-                method,
-                request,
-                limits=limits,
-                data=data,
-                started=started,
-                now=now,
-            )
-        return self.send_direct(
-            method,
-            request,
-            limits=limits,
-            data=data,
-            started=started,
-            now=now,
-        )
+            return interceptor.exchange(self, exchange)
+        return self.send_direct(exchange)
 
-    def send_direct(
-        self,
-        method: str,
-        request: HttpRequest,
-        *,
-        limits: Limits,
-        data: bytes | None,
-        started: float,
-        now: float,
-    ) -> HttpStream:
+    def send_direct(self, exchange: intercept.Exchange) -> HttpStream:
         """Send ``request`` over this transport's session, never intercepted (rules 2, 3):
         the stream with its status and headers in, or the classified failure raised."""
+        method, request, data, limits, started, now = exchange
         connect_timeout = self.connect_timeout
         read_timeout = limits.read_timeout
         if limits.deadline is not None:  # rule 2

@@ -24,32 +24,34 @@ through the cassette all the same, and so do the OAuth token fetches the credent
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from .._core.http_request import HttpRequest
+from .watchdog import Limits
 
 if TYPE_CHECKING:
     from .client import HttpTransport
     from .stream import HttpStream
-    from .watchdog import Limits
 
-__all__ = ["Interceptor", "current", "install", "remove"]
+__all__ = ["Exchange", "Interceptor", "current", "install", "remove"]
+
+
+class Exchange(NamedTuple):
+    """One request about to be sent: ``data`` its body bytes, under ``limits`` (the idle
+    clock running from ``started``; ``now`` the time of the check)."""
+
+    method: str
+    request: HttpRequest
+    data: bytes | None
+    limits: Limits
+    started: float
+    now: float
 
 
 class Interceptor(Protocol):
     """Sends one exchange in place of an :class:`HttpTransport` (rules 2, 3)."""
 
-    def exchange(
-        self,
-        transport: HttpTransport,
-        method: str,
-        request: HttpRequest,
-        *,
-        limits: Limits,
-        data: bytes | None,
-        started: float,
-        now: float,
-    ) -> HttpStream:
+    def exchange(self, transport: HttpTransport, exchange: Exchange) -> HttpStream:
         """The exchange's stream, headers in, or the classified failure raised."""
 
 
