@@ -22,7 +22,8 @@ another lives here):
    that it changed what it sends — a ``401`` with a callable credential: its token
    dropped; a key pool's key cooled (``RATE_LIMIT``) or parked (``AUTH``, ``QUOTA``,
    ``CREDIT_LIMIT``): the next key —, one more attempt is sent at once, at most
-   ``auth.refresh_limit`` times per stream (once; once per key of a pool: bounded); a
+   ``auth.refresh_limit`` times per stream (once; once per key of a pool: bounded), and
+   not counted against the policy's ``max_retries`` (a move to another key is no retry); a
    request the server refused in a form the adapter can change (``reshape(error)``:
    without a field) is resent at once; otherwise the retry policy's delay
    (``Retry-After``, backoff with jitter, never past the deadline) is slept — a cancel
@@ -136,7 +137,8 @@ def run_attempts(
                     continue
                 if reshape(exc):
                     continue
-                delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=deadline)
+                # an attempt sent again at once after a refresh (another key) is no retry (rule 3)
+                delay = policy.delay(failure, attempt - refreshes, now=time.monotonic(), deadline=deadline)
                 if delay is None:
                     raise error_for(failure) from None
             _sleep(delay, failure, attempt, options)

@@ -440,6 +440,14 @@ def test_a_cancel_during_the_wait_for_a_key_ends_it_at_once(keyserver: KeyServer
     assert keyserver.keys() == []  # the wait sent nothing
 
 
+def test_a_move_to_another_key_is_no_retry(keyserver: KeyServer) -> None:
+    busy = Answer(503, {"content-type": "application/json", "retry-after": "0.1"}, b'{"error": {"message": "busy"}}')
+    keyserver.behave = lambda sent, n: throttled(**{"retry-after": "30"}) if sent == K1 else busy if sent == K2 else None
+    result = ask(chat(keyserver, KeyPool([K1, K2, K3]), max_retries=1))
+    assert result.finish.kind == "stop", result.failure  # the one retry is left for the 503
+    assert keyserver.keys() == [K1, K2, K3]
+
+
 def test_list_models_moves_past_a_rejected_key(keyserver: KeyServer) -> None:
     keyserver.behave = lambda sent, n: revoked() if sent == K1 else None
     pool = KeyPool([K1, K2])
@@ -600,9 +608,13 @@ def test_the_key_pool_example_runs_on_loopback() -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "2 + 2 = 4", lines
-    assert "team-a: 1 use, cooling, last RATE_LIMIT" in lines
-    assert "team-b: 1 use, parked, last AUTH" in lines
-    assert any(line.startswith("32 streams on 2 adapters: 32 ok") for line in lines), lines
+    assert lines[1:5] == [
+        "team-a: 1 uses, cooling, last RATE_LIMIT",
+        "team-b: 1 uses, parked, last AUTH",
+        "team-c: 1 uses, available, last -",
+        "team-d: 0 uses, available, last -",
+    ], lines
+    assert lines[5] == "32 streams on 2 adapters: 32 ok (team-c 17, team-d 16 uses)", lines
     assert any(line.startswith("waited ") and line.endswith(" for the first free key: stop") for line in lines), lines
     assert any("all 3 keys of the pool are cooling or parked" in line for line in lines), lines
 
