@@ -26,9 +26,10 @@ authorized; the attempt loop asks it whether a rejection is worth one more try):
    replaced, never sent twice.
 5. Nothing here shows a secret: :meth:`AuthFlow.describe` says how the credential is
    held (``set``, ``callable``, ``pool of N keys``, ``none``, ``sigv4 <environment>``...).
-6. **One stream's flow.** The attempt loop runs each stream on
-   :meth:`AuthFlow.for_stream`, so the refresh question concerns the key that stream's
-   failed attempt used (credentials rule 8). A flow whose credential is a
+6. **One stream's flow.** Each stream is authorized by, and the attempt loop asks,
+   :meth:`AuthFlow.for_stream` (http rule 4; the LiteLLM adapter's credential likewise),
+   so the refresh question concerns the key that stream's failed attempt used
+   (credentials rule 8). A flow whose credential is a
    :class:`~dshstream._adapters.credentials.CredentialSource` in its ``credential``
    attribute (:class:`HeaderAuth`, and any subclass or flow of your own that keeps it
    there) gets this for every credential — a key pool included — with no code of its own:
