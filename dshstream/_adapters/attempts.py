@@ -23,7 +23,10 @@ another lives here):
    dropped; a key pool's key cooled (``RATE_LIMIT``) or parked (``AUTH``, ``QUOTA``,
    ``CREDIT_LIMIT``): the next key —, one more attempt is sent at once, at most
    ``auth.refresh_limit`` times per stream (once; once per key of a pool: bounded), and
-   not counted against the policy's ``max_retries`` (a move to another key is no retry); a
+   not counted against the policy's ``max_retries`` (a move to another key is no retry;
+   when every key of a pool is cooling, the next attempt fails before sending with the
+   pool's ``RATE_LIMIT`` and its ``retry_after``: the wait for the first free key is the
+   policy's sleep below, a retry like any other); a
    request the server refused in a form the adapter can change (``reshape(error)``:
    without a field) is resent at once; otherwise the retry policy's delay
    (``Retry-After``, backoff with jitter, never past the deadline) is slept — a cancel

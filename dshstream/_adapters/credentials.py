@@ -39,9 +39,10 @@ Contract: stdlib plus dshstream's validators, errors and redaction; no I/O of it
    a timeout, direct use) the callable runs on the caller's thread, as before.
 7. **A key pool** (:class:`~dshstream._adapters.key_pool.KeyPool`) is a credential too,
    and this is the one place every adapter learns it: :meth:`CredentialSource.get` picks a
-   key from the pool per attempt (waiting, when every key is cooling, under the attempt's
-   limits: key_pool rule 4). Its keys are registered for redaction by the pool itself, for
-   its lifetime (never through the :data:`HISTORY`, which would forget them).
+   key from the pool per attempt (when every key is cooling or parked, the pool's failure
+   is raised, and the attempt loop waits for the first free key as for a ``Retry-After``:
+   key_pool rule 4). Its keys are registered for redaction by the pool itself, for its
+   lifetime (never through the :data:`HISTORY`, which would forget them).
 8. **One stream's view.** :meth:`CredentialSource.for_stream` gives the source as one
    stream's attempts use it (the auth flows' ``for_stream``, attempts rule 3): for a pool
    it remembers the lease of the stream's current attempt, so
@@ -313,7 +314,7 @@ class CredentialSource:
         if source is None or isinstance(source, str):
             return source
         if self._pool is not None:
-            lease = self._pool.acquire(provider, limits)
+            lease = self._pool.acquire(provider)
             if self._parent is not None:
                 self._lease = lease  # this stream's current attempt (rule 8)
             self._set_last(lease.key)

@@ -2,8 +2,9 @@
 adapter — it is given to. A rate-limited key cools down, a rejected one is parked, and the
 attempt moves to the next key at once.
 
-Contract: stdlib plus dshstream's validators, errors, logging and redaction; no I/O. One
-lock per pool, held only to read or change its state, never while waiting.
+Contract: stdlib plus dshstream's validators, errors, logging and redaction; no I/O and no
+waiting (when to try again is the attempt loop's: attempts rule 3). One lock per pool,
+held only to read or change its state.
 
 1. **Keys.** ``KeyPool(keys)`` takes a non-empty sequence of keys, labelled ``key #1``,
    ``key #2``... by position, or a mapping of labels to keys (the caller's own labels).
@@ -29,20 +30,20 @@ lock per pool, held only to read or change its state, never while waiting.
    WARNING on the ``dshstream.adapters`` logger, naming the key by its label (never the
    key), while the other keys carry on. Any other failure (a server error, a timeout) is
    the provider's or the network's, not the key's: counted, nothing more.
-4. **Nothing usable.** When every key is cooling or parked, :meth:`KeyPool.acquire` waits
-   for the earliest cooling key — at most ``max_wait`` seconds and within the attempt's
-   :class:`~dshstream._adapters.credentials.FetchLimits` (the stream's deadline and idle
-   window, as every credential fetch: credentials rule 6); a cancel ends the wait at once,
-   ``ABORTED``. When it can't wait (all parked, or the earliest key frees too late, or no
-   limits were given) it raises the real failure: the most recent failure of the keys
-   that decide (the cooling ones when any cools, else the parked ones), its message saying
-   that all N keys are cooling or parked and when the first is free, its ``retry_after``
-   the seconds until then.
+4. **Nothing usable.** When every key is cooling or parked, :meth:`KeyPool.acquire`
+   raises the real failure: the most recent failure of the keys that decide (the cooling
+   ones when any cools, else the parked ones), its message saying that all N keys are
+   cooling or parked and when the first is free, its ``retry_after`` the seconds until
+   then. Nothing is sent. The attempt loop then waits for that key as for any
+   ``Retry-After`` — within the stream's deadline, the retry policy's cap and
+   ``max_retries``, a cancel ending the wait at once (``ABORTED``) — and tries again, or
+   ends the stream with that failure; every key parked is not retryable: it ends at
+   once.
 5. **State.** :meth:`KeyPool.state` is a snapshot for dashboards: one frozen
    :class:`KeyState` per key (label, uses, failures, cooling until — a Unix time —,
    parked, last failure code). No secret appears in a ``repr``, a state, a log line or a
    message.
-6. **A callable.** ``pool()`` is a key picked as in rule 2 (without waiting), so a pool is
+6. **A callable.** ``pool()`` is a key picked as in rule 2, so a pool is
    accepted wherever a key callable is. The adapters use it through
    :class:`~dshstream._adapters.credentials.CredentialSource` (credentials rule 7): one
    lease per attempt, settled by the attempt loop's refresh question (attempts rule 3).
@@ -60,16 +61,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
-
-from .._core.errors import cancelled_failure, error_for, make_failure
+from .._core.errors import error_for, make_failure
 from .._core.log import get_logger
 from .._core.redact import redact, register_secret
 from .._core.types import LlmFailure
 from .._core.validate import check_api_key, invalid
-
-if TYPE_CHECKING:
-    from .credentials import FetchLimits
 
 log = get_logger("dshstream.adapters")
 
@@ -143,21 +139,13 @@ class KeyPool:
     adapter (rule 1). Thread-safe; one pool may be given to several adapters.
 
     ``cooldown``: seconds a rate-limited key rests when the provider said nothing about
-    when to come back; ``max_wait``: the longest a stream waits for a key when all are
-    cooling (rule 4)."""
+    when to come back (rule 3)."""
 
-    __slots__ = ("_cursor", "_lock", "_slots", "cooldown", "max_wait")
+    __slots__ = ("_cursor", "_lock", "_slots", "cooldown")
 
-    def __init__(
-        self,
-        keys: Sequence[str] | Mapping[str, str],
-        *,
-        cooldown: float = 2.0,
-        max_wait: float = 60.0,
-    ) -> None:
+    def __init__(self, keys: Sequence[str] | Mapping[str, str], *, cooldown: float = 2.0) -> None:
         pairs = _labelled(keys)
         self.cooldown = _seconds(cooldown, "KeyPool.cooldown")
-        self.max_wait = _seconds(max_wait, "KeyPool.max_wait", zero=True)
         seen: dict[str, str] = {}
         for label, key in pairs:
             if key in seen:
@@ -182,20 +170,17 @@ class KeyPool:
 
     # ------------------------------------------------------------------ picking (rules 2, 4)
 
-    def acquire(self, provider: str = "KeyPool", limits: FetchLimits | None = None) -> Lease:
-        """A key for one attempt (rule 2); when none is usable, wait for the earliest
-        within ``limits`` (a :class:`~dshstream._adapters.credentials.FetchLimits`) or
-        raise the real failure (rule 4)."""
-        while True:
-            now = time.monotonic()
-            with self._lock:
-                lease = self._pick(now)
-                if lease is not None:
-                    return lease
-                earliest = min((s.until for s in self._slots if not s.parked), default=None)
-                failure = self._exhausted(provider, now, earliest)
-            wait = None if earliest is None else earliest - now
-            self._wait_or_raise(provider, limits, now, wait, failure)
+    def acquire(self, provider: str = "KeyPool") -> Lease:
+        """A key for one attempt (rule 2), or, when none is usable, the real failure
+        raised (rule 4)."""
+        now = time.monotonic()
+        with self._lock:
+            lease = self._pick(now)
+            if lease is not None:
+                return lease
+            earliest = min((s.until for s in self._slots if not s.parked), default=None)
+            failure = self._exhausted(provider, now, earliest)
+        raise error_for(failure)
 
     def _pick(self, now: float) -> Lease | None:
         count = len(self._slots)
@@ -209,24 +194,6 @@ class KeyPool:
             self._cursor = (index + 1) % count
             return Lease(self, index, slot.key, slot.label)
         return None
-
-    def _wait_or_raise(
-        self, provider: str, limits: FetchLimits | None, now: float, wait: float | None, failure: LlmFailure
-    ) -> None:
-        """Sleep until the earliest key is free, or raise (rule 4)."""
-        if wait is None or limits is None or wait > self.max_wait:
-            raise error_for(failure)
-        stop = limits.stop(provider, now)
-        if stop is not None:
-            raise stop
-        until = limits.until()
-        if until is not None and now + wait >= until:
-            raise error_for(failure)
-        log.info("%s: all %d keys of the pool are cooling; waiting %.2fs for the first", provider, len(self), wait)
-        if limits.cancel is None:
-            time.sleep(max(0.0, wait))
-        elif limits.cancel.wait(max(0.0, wait)):
-            raise error_for(cancelled_failure(provider))
 
     def _exhausted(self, provider: str, now: float, earliest: float | None) -> LlmFailure:
         """The real failure when no key is usable (rule 4); called under the lock."""
@@ -252,7 +219,7 @@ class KeyPool:
                        retry_after=retry_after, diagnostics=None)
 
     def __call__(self) -> str:
-        """A key picked now, without waiting (rule 6)."""
+        """A key picked now (rule 6)."""
         return self.acquire().key
 
     # ------------------------------------------------------------------ settling (rule 3)

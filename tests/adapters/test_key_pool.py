@@ -42,7 +42,7 @@ from dshstream import (
 )
 from dshstream.adapters import CustomAdapter, HttpAdapter, KeyPool, KeyState
 from dshstream.errors import ConfigurationTypeError, recovery_tips
-from dshstream._adapters.credentials import CredentialSource, FetchLimits
+from dshstream._adapters.credentials import CredentialSource
 from dshstream._core.classify import classify_http_error
 from dshstream._core.headers import parse_rate_limit_reset, parse_retry_after
 from dshstream._core.redact import known_secrets, redact
@@ -210,8 +210,8 @@ def test_a_pool_is_checked_when_built_naming_the_key_never_showing_it() -> None:
         KeyPool({"bad\nlabel": K1})
     with pytest.raises(ConfigurationError, match="KeyPool.cooldown"):
         KeyPool([K1], cooldown=0)
-    with pytest.raises(ConfigurationTypeError, match="KeyPool.max_wait"):
-        KeyPool([K1], max_wait="60")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationTypeError, match="KeyPool.cooldown"):
+        KeyPool([K1], cooldown="60")  # type: ignore[arg-type]
 
 
 def test_keys_are_registered_and_labelled_and_the_pool_shows_no_secret() -> None:
@@ -263,18 +263,20 @@ def test_auth_quota_and_credit_limit_park(status: int) -> None:
         assert other.settle(other.acquire(), failure) and other.state()[0].parked
 
 
-def test_a_cooled_key_is_never_picked_before_its_time_and_without_limits_nothing_waits() -> None:
+def test_a_cooled_key_is_never_picked_before_its_time_and_nothing_usable_is_the_real_failure() -> None:
     pool = KeyPool([K1, K2])
     cooled = time.monotonic()
-    pool.settle(pool.acquire(), classify_http_error(429, b"", {"retry-after-ms": "1500"}, provider="p"))
+    pool.settle(pool.acquire(), classify_http_error(429, RATE_LIMITED, {"retry-after-ms": "1500"}, provider="p"))
     assert [pool.acquire().key for _ in range(3)] == [K2, K2, K2]
-    pool.settle(pool.acquire(), classify_http_error(429, b"", {"retry-after": "30"}, provider="p"))
+    pool.settle(pool.acquire(), classify_http_error(429, RATE_LIMITED, {"retry-after": "30"}, provider="q"))
     with pytest.raises(RateLimitError) as busy:
-        pool.acquire("p")  # no limits: no wait
-    assert "all 2 keys of the pool are cooling or parked" in str(busy.value)
-    with pytest.raises(RateLimitError):
-        pool.acquire("p", FetchLimits(deadline=time.monotonic() + 0.2))  # K1 frees too late
-    assert pool.acquire("p", FetchLimits(deadline=time.monotonic() + 5)).key == K1
+        pool.acquire("p")  # the pool never waits: the attempt loop does
+    failure = busy.value.failure
+    assert failure.message.startswith("p: rate limited (RATE_LIMIT, HTTP 429); all 2 keys of the pool are cooling")
+    assert failure.provider == "p" and failure.status == 429 and failure.diagnostics is None
+    assert failure.retry_after is not None and 0.5 < failure.retry_after <= 1.5  # K1 is the first free
+    time.sleep(failure.retry_after + 0.02)
+    assert pool.acquire("p").key == K1
     assert time.monotonic() - cooled >= 1.45  # not before its time
 
 
@@ -389,7 +391,7 @@ def test_when_every_key_cools_the_stream_waits_for_the_earliest(keyserver: KeySe
     )
     pool = KeyPool([K1, K2])
     started = time.monotonic()
-    result = ask(chat(keyserver, pool, max_retries=0), timeout=10)
+    result = ask(chat(keyserver, pool, max_retries=1), timeout=10)  # the wait is the one retry
     elapsed = time.monotonic() - started
     assert result.finish.kind == "stop", result.failure
     assert keyserver.keys() == [K1, K2, K2]
@@ -438,6 +440,14 @@ def test_a_cancel_during_the_wait_for_a_key_ends_it_at_once(keyserver: KeyServer
     assert result.finish.kind == "aborted" and result.failure is not None and result.failure.code == "ABORTED"
     assert 0.25 < elapsed < 1.0
     assert keyserver.keys() == []  # the wait sent nothing
+
+
+def test_without_retries_a_stream_never_waits_for_a_key(keyserver: KeyServer) -> None:
+    keyserver.behave = lambda sent, n: throttled(**{"retry-after": "0.5"})
+    started = time.monotonic()
+    failure = ask(chat(keyserver, KeyPool([K1, K2]), max_retries=0), timeout=10).failure
+    assert failure is not None and failure.code == "RATE_LIMIT" and "all 2 keys" in failure.message
+    assert time.monotonic() - started < 0.45 and keyserver.keys() == [K1, K2]
 
 
 def test_a_move_to_another_key_is_no_retry(keyserver: KeyServer) -> None:
