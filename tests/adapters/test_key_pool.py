@@ -54,6 +54,7 @@ OK_BODIES = {
     "/v1/messages": fixture_bytes("anthropic/text.sse"),
     "/v1/responses": fixture_bytes("openai-responses/text.sse"),
     "/v1beta/models/": fixture_bytes("gemini/text.sse"),
+    "/v1/publishers/google/": fixture_bytes("vertex/gemini25_flash_text_b.sse"),
 }
 CHAT_TEXT = "".join(c.text for c in decode_all(OK_CHAT, "openai-chat") if isinstance(c, TextDelta))
 
@@ -127,7 +128,7 @@ class KeyServer:
 
             def _answer(self) -> None:
                 sent = (self.headers.get("x-api-key") or self.headers.get("x-goog-api-key")
-                        or self.headers.get("authorization", "").removeprefix("Bearer "))
+                        or self.headers.get("api-key") or self.headers.get("authorization", "").removeprefix("Bearer "))
                 with owner.lock:
                     count = sum(1 for s in owner.seen if s.key == sent)
                     answer = owner.behave(sent, count) or owner.ok(self.path)
@@ -488,6 +489,17 @@ def test_every_adapter_takes_a_pool_and_moves_past_a_throttled_key(keyserver: Ke
     assert keyserver.keys() == [K1, K2, K3]
     states = by_label(pool)
     assert states["key #1"].cooling_until is not None and states["key #2"].parked and states["key #3"].available
+
+
+def test_vertex_express_mode_takes_a_pool_of_its_api_keys(keyserver: KeyServer) -> None:
+    from dshstream.adapters import VertexGeminiAdapter
+
+    keyserver.behave = lambda sent, n: throttled(**{"retry-after": "30"}) if sent == K1 else None
+    pool = KeyPool([K1, K2])
+    adapter = VertexGeminiAdapter(api_key=pool, auth="api-key", base_url=keyserver.url)  # keys, not tokens
+    result = ask(adapter, max_retries=0)
+    assert result.finish.kind == "stop", result.failure
+    assert keyserver.keys() == [K1, K2] and all("publishers/google" in s.path for s in keyserver.seen)
 
 
 # --------------------------------------------------------------------------- 32 threads, two adapters
