@@ -22,7 +22,10 @@ The package root holds the four adapters for the providers' own APIs
   ``User-Agent``), :class:`MediaSupport` (which parts a provider takes);
 - credentials: :class:`AwsCredentials` (SigV4) and :class:`AuthorizedUserCredentials`
   (Google Application Default Credentials without google-auth); every ``api_key=`` also
-  takes a zero-argument callable, asked before each attempt.
+  takes a zero-argument callable, asked before each attempt, or a :class:`KeyPool` —
+  several keys, shared by every stream and adapter given it: a rate-limited key cools
+  down, a rejected one is parked, the attempt moves to the next key at once; its
+  :meth:`KeyPool.state` is one :class:`KeyState` per key, for dashboards.
 
 Importing this module imports nothing more; each name loads its own module (and
 ``requests``, for the adapters) on first use.
@@ -52,6 +55,7 @@ if _typing.TYPE_CHECKING:
         SigV4Auth as SigV4Auth,
     )
     from ._adapters.http import HttpAdapter as HttpAdapter
+    from ._adapters.key_pool import KeyPool as KeyPool, KeyState as KeyState
     from ._adapters.openai_chat import OpenAIChatWire as OpenAIChatWire
     from ._adapters.wire import ModelListFormat as ModelListFormat, Wire as Wire
     from ._adapters.litellm import LiteLLMAdapter as LiteLLMAdapter

@@ -15,15 +15,26 @@ another lives here):
    the reported failure (with its diagnostics) is the one the consumer sees.
 3. **Retried only before acceptance.** An attempt is retried only while it was not
    accepted and produced nothing: an accepted request may be billed, so it is never
-   resent. Then, in this order: a failure the auth flow answers by changing what it sends
-   (a ``401`` with a callable credential: its token dropped) is followed by one more
-   attempt at once (once per stream, ``auth.refresh_after``:
-   :meth:`~dshstream._adapters.auth.AuthFlow.refresh_after`); a request the
-   server refused in a form the adapter can change (``reshape(error)``: without a field)
-   is resent at once; otherwise the retry policy's delay (``Retry-After``, backoff with
-   jitter, never past the deadline) is slept — a cancel interrupts it (``ABORTED``, with
-   the reported attempt's diagnostics) — and
-   the next attempt is sent. When none applies, the reported failure is raised.
+   resent. Then, in this order: the auth flow hears the failure
+   (``auth.refresh_after(failure, provider)``:
+   :meth:`~dshstream._adapters.auth.AuthFlow.refresh_after`, asked after every such
+   failed attempt, so a key pool settles the key that attempt used) and, when it answers
+   that it changed what it sends — a ``401`` with a callable credential: its token
+   dropped; a key pool's key cooled (``RATE_LIMIT``) or parked (``AUTH``, ``QUOTA``,
+   ``CREDIT_LIMIT``): the next key —, one more attempt is sent at once, at most
+   ``auth.refresh_limit`` times per stream (once; once per key of a pool: bounded), and
+   not counted against the policy's ``max_retries`` (a move to another key is no retry;
+   when every key of a pool is cooling, the next attempt fails before sending with the
+   pool's ``RATE_LIMIT`` and its ``retry_after``: the wait for the first free key is the
+   policy's sleep below, a retry like any other); a
+   request the server refused in a form the adapter can change (``reshape(error)``:
+   without a field) is resent at once; otherwise the retry policy's delay
+   (``Retry-After``, backoff with jitter, never past the deadline) is slept — a cancel
+   interrupts it (``ABORTED``, with the reported attempt's diagnostics) — and the next
+   attempt is sent. When none applies, the reported failure is raised. ``auth`` is the
+   stream's own flow (:meth:`~dshstream._adapters.auth.AuthFlow.for_stream`): its
+   attempts are sequential, so what it remembers of the attempt that failed — the key a
+   pool lent it — is that attempt's, whatever other streams share the pool.
 4. **Observed.** The stream is watched by ``observer``
    (:func:`~dshstream._observe.watching`: its end reported exactly once, however the
    consumer leaves); ``watch.begin_attempt`` opens each attempt (``where``: the base URL it
@@ -60,9 +71,13 @@ Report = Callable[[LlmFailure, int, int, float, StreamWatch | None], LlmFailure]
 
 
 class Refreshes(Protocol):
-    """What the loop asks of an auth flow (or a bare credential source): rule 3."""
+    """What the loop asks of a stream's auth flow (or of a credential source's stream
+    view, :meth:`~dshstream._adapters.credentials.CredentialSource.for_stream`): rule 3."""
 
     def refresh_after(self, failure: LlmFailure, provider: str) -> bool: ...
+
+    @property
+    def refresh_limit(self) -> int: ...
 
 
 def stream_policy(policy: RetryPolicy, options: GenerateOptions) -> RetryPolicy:
@@ -87,7 +102,7 @@ def run_attempts(
     started = time.monotonic()
     deadline = started + options.timeout if options.timeout else None
     attempt = 0
-    refreshed = False
+    refreshes = 0
     with watching(observer, options) as watch:  # None: nobody watches (rule 4)
         while True:
             attempt += 1
@@ -119,12 +134,14 @@ def run_attempts(
                 failure = report(exc.failure, attempt, produced, started, watch)
                 if produced or accepted:  # rule 3: it may be billed
                     raise error_for(failure) from None
-                if not refreshed and auth.refresh_after(failure, options.provider):
-                    refreshed = True
+                # asked after every failed attempt: a pool settles that attempt's key (rule 3)
+                if auth.refresh_after(failure, options.provider) and refreshes < auth.refresh_limit:
+                    refreshes += 1
                     continue
                 if reshape(exc):
                     continue
-                delay = policy.delay(failure, attempt, now=time.monotonic(), deadline=deadline)
+                # an attempt sent again at once after a refresh (another key) is no retry (rule 3)
+                delay = policy.delay(failure, attempt - refreshes, now=time.monotonic(), deadline=deadline)
                 if delay is None:
                     raise error_for(failure) from None
             _sleep(delay, failure, attempt, options)

@@ -14,9 +14,10 @@ authorized; the attempt loop asks it whether a rejection is worth one more try):
    :class:`~dshstream._adapters.credentials.FetchLimits` (credentials rule 6), and every
    value it sends is registered for redaction and listed in the request's ``secrets``.
 3. **Refresh on rejection.** :meth:`AuthFlow.refresh_after` is the attempt loop's one
-   question after a failed attempt (attempts rule 3): ``True`` when the flow changed what
-   it will send (a callable's token dropped after a 401) and the attempt should be made
-   again at once.
+   question after every failed attempt before acceptance (attempts rule 3): ``True`` when
+   the flow changed what it will send (a callable's token dropped after a 401; a key
+   pool's key cooled or parked, the next one to be picked) and the attempt should be made
+   again at once — at most :attr:`AuthFlow.refresh_limit` times per stream.
 4. **The flows.** :class:`HeaderAuth` — a key or a callable's token in one header
    (``authorization: Bearer``, ``x-api-key``, ``api-key``, ``x-goog-api-key``), plus fixed
    headers that travel with it (a Google quota project); :class:`SigV4Auth` — AWS
@@ -24,11 +25,21 @@ authorized; the attempt loop asks it whether a rejection is worth one more try):
    :class:`NoAuth`. A header a caller set with another spelling (``Authorization``) is
    replaced, never sent twice.
 5. Nothing here shows a secret: :meth:`AuthFlow.describe` says how the credential is
-   held (``set``, ``callable``, ``none``, ``sigv4 <environment>``...).
+   held (``set``, ``callable``, ``pool of N keys``, ``none``, ``sigv4 <environment>``...).
+6. **One stream's flow.** Each stream is authorized by, and the attempt loop asks,
+   :meth:`AuthFlow.for_stream` (http rule 4; the LiteLLM adapter's credential likewise),
+   so the refresh question concerns the key that stream's failed attempt used
+   (credentials rule 8). A flow whose credential is a
+   :class:`~dshstream._adapters.credentials.CredentialSource` in its ``credential``
+   attribute (:class:`HeaderAuth`, and any subclass or flow of your own that keeps it
+   there) gets this for every credential — a key pool included — with no code of its own:
+   the stream's flow is a copy holding the source's stream view. Any other flow is its
+   own stream's flow.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Union
 from urllib.parse import urlsplit
@@ -66,7 +77,30 @@ class AuthFlow:
 
     def refresh_after(self, failure: LlmFailure, provider: str) -> bool:
         """Whether ``failure`` made this flow change what it sends: try once more (rule 3)."""
-        return False
+        credential = self._credential()
+        return credential.refresh_after(failure, provider) if credential is not None else False
+
+    @property
+    def refresh_limit(self) -> int:
+        """How many times per stream a ``True`` from :meth:`refresh_after` sends the attempt
+        again at once (rule 3): once; once per key for a key pool."""
+        credential = self._credential()
+        return credential.refresh_limit if credential is not None else 1
+
+    def for_stream(self) -> AuthFlow:
+        """This flow as one stream's attempts use it (rule 6)."""
+        credential = self._credential()
+        view = credential.for_stream() if credential is not None else None
+        if view is None or view is credential:
+            return self
+        flow = copy.copy(self)
+        setattr(flow, "credential", view)  # noqa: B010 - the conventional attribute (rule 6)
+        return flow
+
+    def _credential(self) -> CredentialSource | None:
+        """The flow's credential source, when it keeps one in ``credential`` (rule 6)."""
+        credential = getattr(self, "credential", None)
+        return credential if isinstance(credential, CredentialSource) else None
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -107,9 +141,6 @@ class HeaderAuth(AuthFlow):
         if not key:
             return {}, ()
         return {**self.extra, self.header: f"{self.scheme} {key}" if self.scheme else key}, (key,)
-
-    def refresh_after(self, failure: LlmFailure, provider: str) -> bool:
-        return self.credential.refresh_after(failure, provider)
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -66,7 +66,7 @@ from .._core.request import GenerateOptions
 from .._core.response_format import JsonSchema
 from .._core.validate import check_base_url, check_choice, check_credential, check_str_or_none, invalid
 from .auth import AuthFlow, HeaderAuth
-from .credentials import Credential, CredentialSource
+from .credentials import Credential, CredentialSource, holds_keys
 from .openai_chat import OpenAIChatAdapter, OpenAIChatWire
 from .openai_responses import OpenAIResponsesAdapter, OpenAIResponsesWire
 from .settings import HttpSettings, resolve_api_key
@@ -151,7 +151,7 @@ def _target(
         check_credential(settings.pop("api_key", None), f"{name}.api_key"), root, (KEY_ENV,), home, name
     )
     if auth is None:
-        style: AzureAuth = "bearer" if credential is not None and not isinstance(credential, str) else "api-key"
+        style: AzureAuth = "bearer" if credential is not None and not holds_keys(credential) else "api-key"
     else:
         style = "bearer" if check_choice(auth, f"{name}.auth", ("api-key", "bearer")) == "bearer" else "api-key"
     settings["base_url"] = root

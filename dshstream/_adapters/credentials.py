@@ -37,11 +37,27 @@ Contract: stdlib plus dshstream's validators, errors and redaction; no I/O of it
    worker and sends its token request under the same limits, so it ends with the stream.
    No fetch starts after the deadline or a cancel. Without limits (``list_models`` without
    a timeout, direct use) the callable runs on the caller's thread, as before.
+7. **A key pool** (:class:`~dshstream._adapters.key_pool.KeyPool`) is a credential too,
+   and this is the one place every adapter learns it: :meth:`CredentialSource.get` picks a
+   key from the pool per attempt (when every key is cooling or parked, the pool's failure
+   is raised, and the attempt loop waits for the first free key as for a ``Retry-After``:
+   key_pool rule 4). Its keys are registered for redaction by the pool itself, for its
+   lifetime (never through the :data:`HISTORY`, which would forget them).
+8. **One stream's view.** :meth:`CredentialSource.for_stream` gives the source as one
+   stream's attempts use it (the auth flows' ``for_stream``, attempts rule 3): for a pool
+   it remembers the lease of the stream's current attempt, so
+   :meth:`~CredentialSource.refresh_after` settles exactly the key that attempt used —
+   attempts of one stream are sequential, so no other stream's pick can be mistaken for
+   it, however many threads share the pool — and answers ``True`` (move to the next key
+   at once) when that key was cooled or parked, at most once per key of the pool
+   (:attr:`~CredentialSource.refresh_limit`). For a callable it refreshes once per stream
+   (rule 4). A fixed key, or none, is its own view.
 """
 
 from __future__ import annotations
 
 import contextvars
+import copy
 import threading
 import time
 from collections import deque
@@ -53,6 +69,7 @@ from .._core.log import get_logger
 from .._core.redact import known_secrets, redact, register_secret, unregister_secret
 from .._core.types import LlmFailure
 from .._core.validate import check_api_key, check_credential, invalid
+from .key_pool import KeyPool, Lease
 
 log = get_logger("dshstream.adapters")
 
@@ -64,9 +81,11 @@ __all__ = [
     "SecretHistory",
     "call_credential",
     "current_limits",
+    "holds_keys",
 ]
 
 #: what ``api_key=`` accepts: a key, or a zero-argument callable returning the current one
+#: (a :class:`~dshstream._adapters.key_pool.KeyPool` is one: rule 7)
 Credential = Union[str, Callable[[], str]]
 #: distinct values of one callable kept registered for redaction
 HISTORY = 16
@@ -216,48 +235,90 @@ class SecretHistory:
                 unregister_secret(forgotten)
 
 
-class CredentialSource:
-    """The credential an adapter sends: a fixed key, a callable, or nothing."""
+def holds_keys(value: object) -> bool:
+    """Whether a credential setting is API keys — a ``str`` or a
+    :class:`~dshstream._adapters.key_pool.KeyPool` — rather than a token callable (for an
+    adapter that sends keys and tokens in different headers)."""
+    return isinstance(value, (str, KeyPool))
 
-    __slots__ = ("_field", "_history", "_last", "_value")
+
+class CredentialSource:
+    """The credential an adapter sends: a fixed key, a callable, a key pool, or nothing."""
+
+    __slots__ = ("_field", "_history", "_last", "_lease", "_parent", "_pool", "_refreshes", "_value")
 
     def __init__(self, value: object, field: str = "api_key") -> None:
         checked = check_credential(value, field)
         self._value: Credential | None = checked
         self._field = field
+        self._pool = checked if isinstance(checked, KeyPool) else None  # rule 7
         self._last: str | None = checked if isinstance(checked, str) else None
         self._history = SecretHistory()
+        self._parent: CredentialSource | None = None  # set on one stream's view (rule 8)
+        self._lease: Lease | None = None
+        self._refreshes = 0
         if self._last:
             register_secret(self._last)
 
     @property
     def is_callable(self) -> bool:
-        """Whether the credential is asked for anew before every attempt."""
+        """Whether the credential is asked for anew before every attempt (a key pool too)."""
         return self._value is not None and not isinstance(self._value, str)
 
     @property
+    def pool(self) -> KeyPool | None:
+        """The key pool, when the credential is one (rule 7)."""
+        return self._pool
+
+    @property
     def value(self) -> Credential | None:
-        """The key or the callable, as configured."""
+        """The key, the callable or the pool, as configured."""
         return self._value
 
     @property
     def last(self) -> str | None:
-        """The fixed key, or the value the callable returned last (``None`` before the first call)."""
+        """The fixed key, or the value the callable (or pool) gave last (``None`` before
+        the first call). Informational: which key an attempt used is its stream's (rule 8)."""
         return self._last
 
     def describe(self) -> str:
-        """``set``, ``callable`` or ``none`` (never the secret)."""
+        """``set``, ``callable``, ``pool of N keys`` or ``none`` (never the secret)."""
         if self._value is None:
             return "none"
+        if self._pool is not None:
+            return f"pool of {len(self._pool)} keys"
         return "callable" if self.is_callable else "set"
 
+    def for_stream(self) -> CredentialSource:
+        """This source as one stream's attempts use it (rule 8): a view that remembers the
+        current attempt's key and its refreshes; a fixed key (or none) is its own view."""
+        if not self.is_callable:
+            return self
+        view = copy.copy(self)
+        view._parent = self
+        view._lease = None
+        view._refreshes = 0
+        return view
+
+    @property
+    def refresh_limit(self) -> int:
+        """How many times one stream may be sent again at once after a refresh (rule 8):
+        once per key of a pool; once otherwise."""
+        return len(self._pool) if self._pool is not None else 1
+
     def get(self, provider: str, limits: FetchLimits | None = None) -> str | None:
-        """The secret for one attempt: the fixed key, or the callable's current value
+        """The secret for one attempt: the fixed key, the callable's current value
         (checked and registered for redaction, rules 2 and 3), fetched under the attempt's
-        ``limits`` (rule 6)."""
+        ``limits`` (rule 6), or a key picked from the pool (rule 7)."""
         source = self._value
         if source is None or isinstance(source, str):
             return source
+        if self._pool is not None:
+            lease = self._pool.acquire(provider)
+            if self._parent is not None:
+                self._lease = lease  # this stream's current attempt (rule 8)
+            self._set_last(lease.key)
+            return lease.key
         result = call_credential(source, provider, self._field, limits)
         if result is None or result == "":
             raise invalid(f"{self._field}() returned no credential ({type(result).__name__} {result!r})")
@@ -267,12 +328,30 @@ class CredentialSource:
         return key
 
     def refresh_after(self, failure: LlmFailure, provider: str) -> bool:
-        """Whether ``failure`` (before any ``2xx``) is a 401 this credential may cure: a
-        callable, told to drop its cached value (rule 4)."""
+        """Whether ``failure`` (before any ``2xx``) is one this credential may cure: a
+        pool's key cooled or parked — the attempt moves to the next key (rules 7, 8) —; a
+        401 for a callable, told to drop its cached value (rule 4)."""
+        if self._pool is not None:
+            lease, self._lease = self._lease, None
+            if lease is None or not self._pool.settle(lease, failure, provider):
+                return False
+            return self._refreshed()
         if failure.status != 401 or not self.is_callable:
             return False
+        if self._parent is not None and self._refreshes >= 1:
+            return False  # once per stream (rule 4)
         log.info("%s: HTTP 401; refreshing the credential and trying once more", provider)
         self.invalidate()
+        self._refreshes += 1
+        return True
+
+    def _refreshed(self) -> bool:
+        """Count one refresh of this stream's view; ``False`` past its limit (rule 8)."""
+        if self._parent is None:
+            return True
+        if self._refreshes >= self.refresh_limit:
+            return False
+        self._refreshes += 1
         return True
 
     def invalidate(self) -> None:
@@ -285,6 +364,11 @@ class CredentialSource:
             except Exception:  # noqa: BLE001 - the retry will show what is wrong
                 pass
 
+    def _set_last(self, key: str) -> None:
+        self._last = key
+        if self._parent is not None:
+            self._parent._last = key
+
     def _remember(self, key: str) -> None:
         self._history.remember(key)
-        self._last = key
+        self._set_last(key)

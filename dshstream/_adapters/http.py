@@ -20,13 +20,17 @@ Contract (an adapter composes; it overrides nothing):
    nothing is sent.
 4. **A stream** is a sequence of attempts, run by the one attempt loop
    (:func:`~dshstream._adapters.attempts.run_attempts`: reported once, retried only before
-   a ``2xx``, a rejected credential refreshed once through the auth flow, a refused form
-   resent through :meth:`~dshstream._adapters.wire.Wire.should_retry_request`, observed).
+   a ``2xx``, a rejected credential refreshed once — a key pool's key cooled or parked
+   and the next one taken, once per key — through the stream's own auth flow
+   (:meth:`~dshstream._adapters.auth.AuthFlow.for_stream`, which authorizes every attempt
+   of that stream), a refused form resent through
+   :meth:`~dshstream._adapters.wire.Wire.should_retry_request`, observed).
    An attempt opens the request through the transport and runs the body through the byte
    pump (:mod:`dshstream._core.pump`) into the wire's translator.
 5. ``list_models`` GETs the wire's :meth:`~dshstream._adapters.wire.Wire.models_url` and
    reads it as its ``models_format`` says, bounded in size and time — the credential fetch
-   included (a 401 refreshes a callable credential once, as in rule 4).
+   included (a 401 refreshes a callable credential once, a key pool moves past a
+   rejected or rate-limited key, as in rule 4).
 6. **Subclass hooks.** A subclass written before wires — ``endpoint``, ``build_body``,
    ``make_translator`` (and ``auth_headers`` reading ``self._api_key``, ``protocol_headers``,
    ``models_path``...) as its own methods — still works: without ``wire=`` those methods
@@ -198,13 +202,17 @@ class HttpAdapter(LlmAdapter):
             base["accept-encoding"] = "identity"
         return merge_headers(base, self.extra_headers, identity=self.identity)
 
-    def build_request(self, options: GenerateOptions, limits: FetchLimits | None = None) -> HttpRequest:
+    def build_request(
+        self, options: GenerateOptions, limits: FetchLimits | None = None, *, auth_flow: AuthFlow | None = None
+    ) -> HttpRequest:
         """The request for ``options`` as sent: built by the wire, authorized by the auth
-        flow with a credential fetched for it (under ``limits``)."""
+        flow (``auth_flow``: a stream's own, rule 4) with a credential fetched for it
+        (under ``limits``)."""
         self.check_media(options)
         wire = self.wire
         request = HttpRequest(url=wire.endpoint(options), headers=self.request_headers(), body=wire.build_body(options))
-        return self.auth_flow.authorize(request, options.provider, limits)
+        flow = auth_flow if auth_flow is not None else self.auth_flow
+        return flow.authorize(request, options.provider, limits)
 
     def provider_info(self, provider: str) -> ProviderInfo:
         return ProviderInfo(id=provider, name=self.title)
@@ -214,11 +222,12 @@ class HttpAdapter(LlmAdapter):
         url = wire.models_url()
         if url is None:
             return []
-        refreshed = False
+        flow = self.auth_flow.for_stream()  # the key each try used (rule 5)
+        refreshes = 0
         limit = DEFAULT_JSON_TIMEOUT if timeout is None else timeout
         deadline = time.monotonic() + limit
         while True:
-            added, secrets = self.auth_flow.headers(provider, FetchLimits(deadline=deadline))
+            added, secrets = flow.headers(provider, FetchLimits(deadline=deadline))
             headers = {**self.request_headers(streaming=False), **added}
             try:
                 payload = self.transport.get_json(
@@ -226,9 +235,9 @@ class HttpAdapter(LlmAdapter):
                 )
                 break
             except LlmError as exc:
-                if refreshed or not self.auth_flow.refresh_after(exc.failure, provider):
+                if not flow.refresh_after(exc.failure, provider) or refreshes >= flow.refresh_limit:
                     raise
-                refreshed = True
+                refreshes += 1
         fmt = wire.models_format
         entries = payload.get(fmt.list_key) if isinstance(payload, dict) else None
         models = []
@@ -246,11 +255,12 @@ class HttpAdapter(LlmAdapter):
 
     def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
         wire = self.wire
+        flow = self.auth_flow.for_stream()  # this stream's: the key each attempt used (rule 4)
 
         def open_attempt(
             attempt: int, deadline: float | None, watch: StreamWatch | None
         ) -> tuple[ResponseStream, Generator[list[StreamChunk], None, None]]:
-            http = self._open_attempt(options, deadline)
+            http = self._open_attempt(options, deadline, flow)
             decoder = StreamDecoder(wire.make_translator(options, http.request_id), max_event_size=self.max_event_size)
             return http, pump(http, decoder, cancel=options.cancel, provider=options.provider)
 
@@ -264,19 +274,21 @@ class HttpAdapter(LlmAdapter):
                 lambda: wire.diagnostics(options),
             ),
             policy=stream_policy(self.retry_policy, options),
-            auth=self.auth_flow,
+            auth=flow,
             observer=self.observer,
             where=self.base_url,
             reshape=lambda error: wire.should_retry_request(error, options),
         )
 
-    def _open_attempt(self, options: GenerateOptions, deadline: float | None) -> ResponseStream:
-        """One attempt's request built, authorized and sent; its response body, 2xx (the
-        transport raises the classified failure for anything else)."""
+    def _open_attempt(
+        self, options: GenerateOptions, deadline: float | None, flow: AuthFlow | None = None
+    ) -> ResponseStream:
+        """One attempt's request built, authorized (by the stream's ``flow``) and sent; its
+        response body, 2xx (the transport raises the classified failure for anything else)."""
         started = time.monotonic()
         idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
         # The credential fetch holds the stream's limits; the idle clock runs from here (rule 3).
-        request = self.build_request(options, FetchLimits(deadline, options.cancel, idle, started))
+        request = self.build_request(options, FetchLimits(deadline, options.cancel, idle, started), auth_flow=flow)
         return self.transport.open(
             request,
             provider=options.provider,
@@ -318,16 +330,18 @@ def _missing(owner: str, name: str) -> Callable[..., Any]:
 
 class _SubclassAuth(AuthFlow):
     """A subclass's ``auth_headers()`` as its auth flow (rule 6): it reads this attempt's
-    credential as ``self._api_key``."""
+    credential as ``self._api_key``; the credential itself is the flow's ``credential``
+    (a stream's view of the adapter's, auth rule 6)."""
 
-    __slots__ = ("adapter",)
+    __slots__ = ("adapter", "credential")
 
     def __init__(self, adapter: HttpAdapter) -> None:
         self.adapter = adapter
+        self.credential = adapter.credential
 
     def headers(self, provider: str, limits: FetchLimits | None = None) -> tuple[dict[str, str], tuple[str, ...]]:
         adapter = self.adapter
-        key = adapter.credential.get(provider, limits)
+        key = self.credential.get(provider, limits)
         slot = adapter._legacy_key
         previous = getattr(slot, "value", None)
         slot.value = key
@@ -337,14 +351,11 @@ class _SubclassAuth(AuthFlow):
             slot.value = previous
         return dict(added), (key,) if key else ()
 
-    def refresh_after(self, failure: Any, provider: str) -> bool:
-        return self.adapter.credential.refresh_after(failure, provider)
-
     @property
     def secrets(self) -> tuple[str, ...]:
-        key = self.adapter.credential.last
+        key = self.credential.last
         return (key,) if key else ()
 
     def describe(self) -> str:
-        return self.adapter.credential.describe()
+        return self.credential.describe()
 

@@ -65,7 +65,10 @@ of an adapter. Contract:
    shared with the HTTP adapters): retried only before LiteLLM returned its stream (no 2xx
    yet) — a timeout or a cancel while waiting for it included —, for retryable failures,
    as the :class:`~dshstream._core.retry.RetryPolicy` allows and never past the deadline; a
-   callable ``api_key`` gets one refresh after a 401; a 400 that names ``stream_options``
+   callable ``api_key`` gets one refresh after a 401, and a
+   :class:`~dshstream._adapters.key_pool.KeyPool` moves past a rate-limited or rejected key
+   at once, as on the HTTP adapters (through the stream's view of the credential,
+   credentials rule 8); a 400 that names ``stream_options``
    is resent at once without it (remembered). Every failed attempt is reported once
    (:mod:`~dshstream._adapters.reporting`); a refused media part or response format, and a
    credential callable that fails, end the stream before any attempt is sent; the
@@ -925,7 +928,7 @@ class LiteLLMAdapter(LlmAdapter):
                 lambda: {"litellm_model": f"{self.model_prefix}{options.model}", **request_summary(options)},
             ),
             policy=stream_policy(self.retry_policy, options),
-            auth=self._credential,
+            auth=run.credential,  # this stream's view: a key pool settles the key each attempt used
             observer=self.observer,
             where=self.api_base(options),
             reshape=lambda error: self._resend_without_stream_options(error.failure),
@@ -961,6 +964,8 @@ class _Run:
         self.idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
         self.last_content = self.started
         self.call: _Call | None = None
+        #: the adapter's credential as this stream's attempts use it (credentials rule 8)
+        self.credential = adapter._credential.for_stream()
 
     def stop(self) -> None:
         if self.call is not None:
@@ -1012,7 +1017,7 @@ class _Run:
         adapter, options = self.adapter, self.options
         self.last_content = time.monotonic()
         limits = FetchLimits(self.deadline, options.cancel, self.idle, self.last_content)
-        key = adapter._credential.get(options.provider, limits)
+        key = self.credential.get(options.provider, limits)
         kwargs = adapter.call_kwargs(options, key)  # a refused part or format: INVALID_OPTIONS
         timeout = self._read_timeout()
         if timeout is not None:

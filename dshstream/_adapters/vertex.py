@@ -60,7 +60,7 @@ from .._core.request import GenerateOptions
 from .._core.validate import check_choice, check_credential, check_str_or_none, invalid
 from .anthropic import AnthropicAdapter, AnthropicWire
 from .auth import HeaderAuth
-from .credentials import Credential, CredentialSource
+from .credentials import Credential, CredentialSource, holds_keys
 from .gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter, GeminiWire
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesSettings
 from .google_oauth import AuthorizedUserCredentials, default_credentials_file
@@ -126,7 +126,7 @@ def _target(
     (rules 1-3); sets ``base_url`` and ``api_key`` of ``settings``."""
     api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
     if auth is None:
-        style = "api-key" if express_allowed and isinstance(api_key, str) else "bearer"
+        style = "api-key" if express_allowed and holds_keys(api_key) else "bearer"
     else:
         style = check_choice(auth, f"{name}.auth", ("api-key", "bearer") if express_allowed else ("bearer",))
     express = style == "api-key"

@@ -13,6 +13,16 @@ counts as no headers. Used by the transport (the request id of every response) a
    read as an HTTP date and gives the seconds from ``now`` until then.
 3. Zero, negative, garbage, overflowing and past values give ``None``.
 
+:func:`parse_rate_limit_reset` reads when a rate limit resets, for a ``429`` that says
+nothing in ``Retry-After`` (the classifier falls back to it):
+
+4. OpenAI's ``x-ratelimit-reset-requests`` / ``-tokens`` (durations: ``1s``, ``6m0s``,
+   ``20ms``, ``1h2m3.5s``) and Anthropic's ``anthropic-ratelimit-{requests,tokens,
+   input-tokens,output-tokens}-reset`` (RFC 3339 times, from ``now``). The limits whose
+   ``remaining`` header says ``0`` are the ones hit: the latest of their resets; when no
+   remaining count is exhausted (or none is sent), the earliest reset. Nothing readable,
+   or only past times, gives ``None`` (values as in rule 3).
+
 :func:`request_id_from` decides the id:
 
 1. Headers are tried in the order of :data:`REQUEST_ID_HEADERS`, most specific first;
@@ -30,7 +40,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Mapping
-from datetime import timezone
+from datetime import datetime, timezone
 
 from .redact import known_secrets, redact
 
@@ -39,6 +49,7 @@ __all__ = [
     "all_secrets",
     "is_plain_id",
     "lower_headers",
+    "parse_rate_limit_reset",
     "parse_retry_after",
     "request_id_from",
 ]
@@ -129,6 +140,75 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     except (OverflowError, OSError, ValueError):
         return None
     return delta if math.isfinite(delta) and delta > 0 else None
+
+
+#: (reset header, remaining header) of each rate limit a provider reports (rule 4)
+RESET_HEADERS: tuple[tuple[str, str], ...] = (
+    ("x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"),
+    ("x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"),
+    *(
+        (f"anthropic-ratelimit-{limit}-reset", f"anthropic-ratelimit-{limit}-remaining")
+        for limit in ("requests", "tokens", "input-tokens", "output-tokens")
+    ),
+)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)")
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_RFC3339 = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|z|[+-]\d{2}:\d{2})"
+)
+
+
+def _duration(value: str) -> float | None:
+    """Seconds of a Go-style duration (``6m0s``, ``20ms``, ``1.5s``), or ``None``."""
+    text = value.strip()
+    if not text:
+        return None
+    if _SECONDS.fullmatch(text):  # a bare number: seconds
+        return _positive_seconds(text)
+    total, at = 0.0, 0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != at:
+            return None
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        at = match.end()
+    if at != len(text):
+        return None
+    return total if math.isfinite(total) and total > 0 else None
+
+
+def _until_time(value: str, now: float) -> float | None:
+    """Seconds from ``now`` (a Unix time) until an RFC 3339 time, or ``None``."""
+    match = _RFC3339.fullmatch(value.strip())
+    if match is None:
+        return None
+    day, clock, fraction, zone = match.groups()
+    zone = "+00:00" if zone in ("Z", "z") else zone
+    try:
+        when = datetime.fromisoformat(f"{day}T{clock}{zone}")
+        delta = when.timestamp() + (float(fraction) if fraction else 0.0) - now
+    except (ValueError, OverflowError, OSError):
+        return None
+    return delta if math.isfinite(delta) and delta > 0 else None
+
+
+def parse_rate_limit_reset(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds until the rate limit that was hit resets, from OpenAI's and Anthropic's
+    reset headers (rule 4); ``now`` is a Unix time (default the current time)."""
+    lowered = lower_headers(headers)
+    when = time.time() if now is None else now
+    hit: list[float] = []
+    other: list[float] = []
+    for reset_name, remaining_name in RESET_HEADERS:
+        raw = lowered.get(reset_name)
+        if raw is None:
+            continue
+        seconds = _duration(raw) if reset_name.startswith("x-") else _until_time(raw, when)
+        if seconds is None:
+            continue
+        (hit if lowered.get(remaining_name, "").strip() == "0" else other).append(seconds)
+    if hit:
+        return max(hit)
+    return min(other) if other else None
 
 
 def request_id_from(headers: Mapping[str, str] | None, secrets: Iterable[str] = ()) -> str | None:

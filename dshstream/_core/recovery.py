@@ -8,7 +8,8 @@ the **credential source** of the request, never on the provider or model name an
 upstream text:
 
 1. ``"server"`` — an operator's key (a shared pool): administrative actions (rotate the
-   key, add keys to the pool, configure a fallback chain) where they apply.
+   key, add keys to the pool — ``api_key=KeyPool([...])``, :mod:`dshstream.adapters` —,
+   configure a fallback chain) where they apply.
 2. ``"personal"`` — the user's own key: no pool or fallback advice (the user cannot manage
    those); check your own key instead, or switch back to the shared key (only when
    ``shared_key`` says there is one).
@@ -81,7 +82,7 @@ _TIPS: dict[str, _Entry] = {
         (),
         (
             "Rotate the API key: the provider rejected it.",
-            "Add a working key to the key pool so requests can fail over.",
+            "Add a working key to the key pool (api_key=KeyPool([...])) so requests fail over to it.",
         ),
         ("Check that your API key is correct, active and allowed to use this model.",),
     ),
@@ -89,7 +90,8 @@ _TIPS: dict[str, _Entry] = {
         (),
         (
             "Top up the provider account or raise its spending limit.",
-            "Add a key from another funded account to the key pool, or configure a fallback provider.",
+            "Add a key from another funded account to the key pool (api_key=KeyPool([...])), "
+            "or configure a fallback provider.",
         ),
         ("Top up your provider account or raise its spending limit.",),
     ),
@@ -100,7 +102,7 @@ _TIPS: dict[str, _Entry] = {
     ),
     "RATE_LIMIT": (
         ("Wait a moment, then try again.",),
-        ("Add keys to the key pool to spread the load.", _FALLBACK),
+        ("Add keys to the key pool (api_key=KeyPool([...])) to spread the load.", _FALLBACK),
         ("Check your account's rate limits with the provider.",),
     ),
     "MODEL_NOT_FOUND": (

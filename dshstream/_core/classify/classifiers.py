@@ -8,7 +8,10 @@ input with :mod:`.payload`, and hands both to the one builder (:mod:`.builder`).
 
 1. **HTTP.** The reported status counts when it is an integer in 100-599; the body is
    read by :func:`~.payload.read_http_body` (HTML and empty bodies: status alone);
-   ``Retry-After`` and the request id come from the headers first.
+   ``Retry-After`` and the request id come from the headers first; a ``429`` without a
+   ``Retry-After`` waits for its rate-limit reset headers
+   (:func:`~dshstream._core.headers.parse_rate_limit_reset`: OpenAI's
+   ``x-ratelimit-reset-*``, Anthropic's ``anthropic-ratelimit-*-reset``).
 2. **In-band.** A ``status`` below 400 (the 200 the error arrived in) does not count;
    then a numeric ``code``/``status`` in the payload is the status.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..headers import all_secrets, lower_headers, parse_retry_after, request_id_from
+from ..headers import all_secrets, lower_headers, parse_rate_limit_reset, parse_retry_after, request_id_from
 from ..types import LlmFailure
 from .builder import build_failure
 from .payload import read_http_body, read_payload
@@ -47,12 +50,16 @@ def classify_http_error(
         text = bytes(body).decode("utf-8", "replace")
     else:
         text = body or ""
+    reported = _valid_status(status)
+    retry_after = parse_retry_after(lowered, now)
+    if retry_after is None and reported == 429:  # rule 1: the reset headers say when
+        retry_after = parse_rate_limit_reset(lowered, now)
     return build_failure(
-        _valid_status(status),
+        reported,
         read_http_body(text, lowered.get("content-type", "")),
         provider=provider,
         secrets=every_secret,
-        retry_after=parse_retry_after(lowered, now),
+        retry_after=retry_after,
         request_id=request_id_from(lowered, every_secret),
     )
 
