@@ -45,6 +45,10 @@ data-only framings work too):
    the terminal ``response.output`` when it has them.
 6. Unknown event types and item types are skipped. ``data: [DONE]`` (OpenRouter) ends the
    input; reaching it, or EOF, before a terminal event is ``STREAM_CLOSED``.
+7. **Sequence numbers.** An event carrying an integer ``sequence_number`` not above the
+   last one processed (:attr:`last_sequence`, translator rule 8; ``after`` to start
+   past one) is dropped: a resumed stream's replayed events are processed once. Events
+   without one are always processed.
 """
 
 from __future__ import annotations
@@ -216,9 +220,16 @@ class OpenAIResponsesTranslator(Translator):
     wire = WIRE
 
     def __init__(
-        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+        self,
+        *,
+        provider: str | None = None,
+        request_id: str | None = None,
+        max_tokens: int | None = None,
+        after: int = -1,
     ) -> None:
         super().__init__(provider=provider, request_id=request_id, max_tokens=max_tokens)
+        #: the last sequence number processed (rule 7)
+        self.last_sequence = after
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
         self._by_id: dict[str, _Slot] = {}
@@ -240,6 +251,11 @@ class OpenAIResponsesTranslator(Translator):
         payload = loads_event(data)
         if type(payload) is not dict:
             return
+        sequence = payload.get("sequence_number")
+        if type(sequence) is int:  # rule 7: a replayed event is processed once
+            if sequence <= self.last_sequence:
+                return
+            self.last_sequence = sequence
         kind = payload.get("type")
         if not isinstance(kind, str) or not kind:
             kind = event.event
