@@ -48,7 +48,8 @@ data-only framings work too):
 7. **Sequence numbers.** An event carrying an integer ``sequence_number`` not above the
    last one processed (:attr:`last_sequence`, translator rule 8; ``after`` to start
    past one) is dropped: a resumed stream's replayed events are processed once. Events
-   without one are always processed.
+   without one are always processed. :attr:`items_done` holds the ``output_index`` of
+   every item done so far (what a poll of the stored response still has to deliver).
 """
 
 from __future__ import annotations
@@ -230,6 +231,8 @@ class OpenAIResponsesTranslator(Translator):
         super().__init__(provider=provider, request_id=request_id, max_tokens=max_tokens)
         #: the last sequence number processed (rule 7)
         self.last_sequence = after
+        #: the ``output_index`` of every item whose ``output_item.done`` was processed
+        self.items_done: set[int] = set()
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
         self._by_id: dict[str, _Slot] = {}
@@ -461,6 +464,9 @@ class OpenAIResponsesTranslator(Translator):
 
     def _on_item_done(self, payload: dict[str, Any]) -> None:
         self.quiet = False
+        index = payload.get("output_index")
+        if type(index) is int:
+            self.items_done.add(index)
         item = dict_or_empty(payload.get("item"))
         slot = self._slot(payload, item)
         self._fill_item(slot, item)
