@@ -27,6 +27,12 @@ Contract:
   iterating.
 - Replay state in history is kept only when the message's provider and the target
   provider are registered to the very same adapter instance; requests are never mutated.
+- ``resume(cursor, options=None)`` continues a cut resumable stream from its resume cursor
+  (``metadata.resume_cursor`` of its finish, or ``resume_cursor`` in its failure's
+  diagnostics; a JSON round trip keeps it) on the adapter registered for
+  ``cursor["provider"]``: a stream of the events after the cursor's sequence number, with
+  the same boundary as ``stream`` (a bad cursor is a ``ConfigurationError`` raised at
+  once; an adapter that cannot resume, one too).
 - ``observer=`` hears every stream the service returns (:mod:`dshstream._observe`): a
   ``StreamStarted`` when ``stream()`` is called, and exactly one ``StreamFinished`` however
   the stream ends; with INFO logging on, each finished stream is one log line.
@@ -37,7 +43,8 @@ from __future__ import annotations
 import os
 import threading
 from functools import partial
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 from dataclasses import replace
 
 from ._adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
@@ -248,6 +255,27 @@ class LlmService:
             source = _check_contract(source)
         return ChunkStream(_singles(source), options=options, cancel=cancel, watch=watch)
 
+    def resume(self, cursor: Mapping[str, Any], options: GenerateOptions | None = None) -> ChunkStream:
+        """Continue a cut resumable stream from its resume cursor (see the module docstring);
+        iterate the result, or call ``.result()``."""
+        from ._adapters.resumption import check_cursor
+
+        checked = check_cursor(cursor)
+        if options is None:
+            options = GenerateOptions(provider=checked["provider"], model="resumed", messages=())
+        options = check_options(options)
+        if options.cancel is None:
+            options = replace(options, cancel=threading.Event())
+        adapter = self.adapter_for(checked["provider"])
+        opener = getattr(adapter, "resume", None)
+        if opener is None:
+            raise _config_error("INVALID_OPTIONS", f"{checked['provider']}: its adapter cannot resume a stream")
+        source = opener(checked, options)
+        assert options.cancel is not None
+        watch = open_watch(self.observer, options, "service")
+        batches = self._terminal_batches(options, watch=watch, source=source)
+        return ChunkStream(batches, options=options, cancel=options.cancel, watch=watch)
+
     def _guarded(
         self,
         listeners: tuple[Listener, ...],
@@ -300,7 +328,12 @@ class LlmService:
             yield from batch
 
     def _terminal_batches(
-        self, options: GenerateOptions, *, check: bool = False, watch: StreamWatch | None = None
+        self,
+        options: GenerateOptions,
+        *,
+        check: bool = False,
+        watch: StreamWatch | None = None,
+        source: Iterator[list[StreamChunk]] | None = None,
     ) -> Iterator[list[StreamChunk]]:
         """The end of the waterfall: adapter lookup, replay routing, failure → Finish; the
         adapter starts under the stream's ``watch`` (its attempts are the stream's)."""
@@ -308,11 +341,12 @@ class LlmService:
         try:
             if check:
                 options = check_options(options)
-            adapter = self.adapter_for(options.provider)
-            options = self._route_replay(options, adapter)
-            if _cancelled(options):
-                raise error_for(cancelled_failure(options.provider))
-            source = adapter.stream_batches(options)
+            if source is None:
+                adapter = self.adapter_for(options.provider)
+                options = self._route_replay(options, adapter)
+                if _cancelled(options):
+                    raise error_for(cancelled_failure(options.provider))
+                source = adapter.stream_batches(options)
             try:
                 batches = source if watch is None else linked_start(watch, source)
                 for batch in batches:

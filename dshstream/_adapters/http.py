@@ -35,13 +35,20 @@ Contract (an adapter composes; it overrides nothing):
    ``make_translator`` (and ``auth_headers`` reading ``self._api_key``, ``protocol_headers``,
    ``models_path``...) as its own methods — still works: without ``wire=`` those methods
    are its wire, and an overridden ``auth_headers`` is its auth flow.
+7. **Resuming.** When the wire can resume a stream (wire rule 6: OpenAI and Azure
+   Responses with ``GenerateOptions.resumable``), an attempt's body is pumped through
+   :mod:`~dshstream._adapters.resumption`: a cut after acceptance is continued from the
+   provider's stored response (never resent, attempts rule 3), an unfinished end carries a
+   resume cursor, and :meth:`HttpAdapter.resume` continues a cursor from another process
+   (the GET stream after its sequence number, through the same attempt loop: a GET that
+   fails before its answer is retried like any attempt).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +60,7 @@ from .._core.log import get_logger
 from .._core.media_support import MediaSupport
 from .._core.pump import pump
 from .._core.redact import redact
-from .._core.request import GenerateOptions
+from .._core.request import GenerateOptions, check_options
 from .._core.retry import RetryPolicy
 from .._core.types import StreamChunk
 from .._core.validate import invalid
@@ -71,6 +78,7 @@ from .auth import AuthFlow, HeaderAuth
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
 from .reporting import attempt_reporter
+from .resumption import Resumption, check_cursor, resumable_batches
 from .settings import FailureReporter, HttpSettings, checked, checked_base_url, resolve_api_key
 from .wire import ModelListFormat, Wire, check_media_parts
 
@@ -254,15 +262,44 @@ class HttpAdapter(LlmAdapter):
             yield from batch
 
     def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
+        return self._batches(options, None)
+
+    def resume(self, cursor: Mapping[str, Any], options: GenerateOptions | None = None) -> Iterator[list[StreamChunk]]:
+        """The rest of a cut stream from its resume cursor (rule 7): the events after its
+        sequence number, as lists of chunks. ``options`` (default: the cursor's provider,
+        no messages) give the limits; a wire that cannot resume is a ``ConfigurationError``."""
+        checked_cursor = check_cursor(cursor)
+        if options is None:
+            options = GenerateOptions(provider=checked_cursor["provider"], model="resumed", messages=())
+        options = replace(check_options(options), resumable=True)
+        if not self.wire.resumable(options):
+            raise invalid(f"{self.title}: {type(self).__name__} cannot resume a stream (resume cursor)")
+        return self._batches(options, checked_cursor)
+
+    def _batches(self, options: GenerateOptions, cursor: dict[str, Any] | None) -> Iterator[list[StreamChunk]]:
         wire = self.wire
         flow = self.auth_flow.for_stream()  # this stream's: the key each attempt used (rule 4)
+        resumable = wire.resumable(options)
 
         def open_attempt(
             attempt: int, deadline: float | None, watch: StreamWatch | None
         ) -> tuple[ResponseStream, Generator[list[StreamChunk], None, None]]:
-            http = self._open_attempt(options, deadline, flow)
-            decoder = StreamDecoder(wire.make_translator(options, http.request_id), max_event_size=self.max_event_size)
-            return http, pump(http, decoder, cancel=options.cancel, provider=options.provider)
+            if not resumable:
+                http = self._open_attempt(options, deadline, flow)
+                decoder = StreamDecoder(wire.make_translator(options, http.request_id), max_event_size=self.max_event_size)
+                return http, pump(http, decoder, cancel=options.cancel, provider=options.provider)
+            if cursor is None:
+                resumption = Resumption(self, options, deadline)
+                http = self._open_attempt(options, deadline, flow)
+            else:
+                resumption = Resumption(self, options, deadline, response_id=cursor["response_id"])
+                http = resumption.open(cursor["sequence_number"])
+            translator = wire.make_translator(options, http.request_id)
+            if cursor is not None:
+                translator.last_sequence = cursor["sequence_number"]
+                translator.writer.identify(cursor["response_id"])
+            decoder = StreamDecoder(translator, max_event_size=self.max_event_size)
+            return http, resumable_batches(http, decoder, resumption)
 
         return run_attempts(
             options,

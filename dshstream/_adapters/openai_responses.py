@@ -50,6 +50,12 @@ Contract:
    (:mod:`~dshstream._adapters.http`). It overrides no hook: its ``__init__`` resolves the
    settings and builds :attr:`OpenAIResponsesAdapter.wire_class`; the wire's settings read
    back through read-only properties (``include_encrypted_reasoning``...).
+5. **Resumable.** With ``GenerateOptions.resumable`` the request is a stored background
+   response (``background: true``, ``store: true``): a cut stream is continued with
+   ``GET {endpoint}/{id}?stream=true&starting_after=N``, polled at ``GET {endpoint}/{id}``
+   past its streaming window and cancelled with ``POST {endpoint}/{id}/cancel``
+   (:meth:`OpenAIResponsesWire.response_url`; wire rule 6). Replay items keep their ids
+   either way.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
 
 from .._core.errors import LlmError
 from .._core.parts import MediaPart
@@ -232,9 +239,25 @@ class OpenAIResponsesWire(Wire):
             body["temperature"] = options.temperature
         if options.response_format is not None:
             body["text"] = {"format": responses_text_format(options.response_format)}
+        if options.resumable:  # rule 5: a stored background response can be resumed
+            body["background"] = True
+            body["store"] = True
         if options.extra_body:
             body.update(options.extra_body)
         return body
+
+    def resumable(self, options: GenerateOptions) -> bool:
+        return options.resumable
+
+    def response_url(
+        self, options: GenerateOptions, response_id: str, suffix: str = "", query: Mapping[str, str] | None = None
+    ) -> str:
+        """The stored response's URL under :meth:`endpoint` (its own query kept: Azure's
+        ``api-version``), ``suffix`` and ``query`` added (rule 5)."""
+        path, _, own = self.endpoint(options).partition("?")
+        params = "&".join(part for part in (own, urlencode(dict(query or {}))) if part)
+        url = f"{path}/{quote(response_id, safe='')}{suffix}"
+        return f"{url}?{params}" if params else url
 
     @staticmethod
     def builtin_calls(messages: Sequence[Message]) -> dict[str, str]:

@@ -21,12 +21,18 @@ Contract:
    :attr:`Wire.models_format` says.
 5. :meth:`Wire.diagnostics` is the bounded, prompt-free request summary a failure report
    carries (:func:`~dshstream._adapters.reporting.request_summary` by default).
+6. **Resumption.** :meth:`Wire.resumable` says whether a stream for ``options`` can be
+   continued after a cut (default: never; ``GenerateOptions.resumable`` then has no
+   effect). A wire that can resume names its stored response's URLs,
+   :meth:`Wire.response_url` (the stream's continuation, the response itself, its
+   cancel), and its translator numbers its events (translator rule 8); the adapter does
+   the I/O (:mod:`~dshstream._adapters.resumption`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +122,17 @@ class Wire:
     def models_url(self) -> str | None:
         """The model list's URL (rule 4)."""
         return f"{self.base_url}{self.models_path}" if self.models_path is not None else None
+
+    def resumable(self, options: GenerateOptions) -> bool:
+        """Whether a stream for ``options`` can be resumed after a cut (rule 6)."""
+        return False
+
+    def response_url(
+        self, options: GenerateOptions, response_id: str, suffix: str = "", query: Mapping[str, str] | None = None
+    ) -> str:
+        """The URL of stored response ``response_id`` (``suffix``: a path under it, such as
+        ``/cancel``; ``query``: parameters), for a wire that can resume (rule 6)."""
+        raise NotImplementedError
 
     def diagnostics(self, options: GenerateOptions) -> dict[str, Any]:
         """A bounded, prompt-free summary of the request for failure reports (rule 5)."""

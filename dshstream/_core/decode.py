@@ -8,7 +8,8 @@ split. Wires: ``openai-chat`` and each dialect name (``deepseek``, ``openrouter`
 A translator whose
 ``framing`` is ``"eventstream"`` (Bedrock) gets an
 :class:`~dshstream._core.eventstream.EventStreamDecoder` instead of the SSE decoder; the
-SSE path is unchanged.
+SSE path is unchanged. :meth:`StreamDecoder.reframe` starts a fresh framer for the same
+translator (a resumed body: a partial event of the cut one is dropped).
 """
 
 from __future__ import annotations
@@ -66,16 +67,22 @@ class StreamDecoder:
     """Bytes in, chunks out: the translator's framing (SSE, or AWS event-stream) plus one
     wire translator."""
 
-    __slots__ = ("framer", "translator")
+    __slots__ = ("framer", "translator", "_max_event_size")
 
     def __init__(self, translator: Translator, *, max_event_size: int = 16 * 1024 * 1024) -> None:
         #: the framing decoder: SSE, or AWS event-stream for a translator that reads it
         self.framer: SSEDecoder | EventStreamDecoder
-        if translator.framing == "eventstream":
-            self.framer = EventStreamDecoder(max_event_size=max_event_size)
-        else:
-            self.framer = SSEDecoder(max_event_size=max_event_size)
+        self._max_event_size = max_event_size
         self.translator = translator
+        self.reframe()
+
+    def reframe(self) -> None:
+        """A fresh framer, the same translator: the next bytes are a new body (a resumed
+        stream); whatever the old framer held of a partial event is dropped."""
+        if self.translator.framing == "eventstream":
+            self.framer = EventStreamDecoder(max_event_size=self._max_event_size)
+        else:
+            self.framer = SSEDecoder(max_event_size=self._max_event_size)
 
     @property
     def sse(self) -> SSEDecoder | EventStreamDecoder:

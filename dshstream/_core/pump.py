@@ -12,8 +12,6 @@ its streams, over HTTP and in memory, have it; a test can fake it).
    a quiet phase (translator rule 6: the provider works without content) the body is told
    ``body.quiet(True)``, and ``body.quiet(False)`` when it leaves it: the idle clock then
    allows the stream's quiet budget instead of its idle timeout.
-6. The stream's ``Finish`` carries the body's ``longest_silence`` (seconds without
-   content, the idle clock's measure) in its metadata.
 3. When the decoder has seen the wire's terminal marker, the connection is released for
    reuse *before* the last list is handed out (the consumer may stop right there). The
    body's ``release`` is bounded (the HTTP stream's takes at most ``RELEASE_WAIT``, 50 ms,
@@ -22,20 +20,29 @@ its streams, over HTTP and in memory, have it; a test can fake it).
    cancel message (:func:`~dshstream._core.errors.cancelled_message`).
 5. At EOF the decoder is closed: a stream cut before its terminal marker ends with the
    decoder's own failure (``STREAM_CLOSED``), never a fabricated stop.
+6. The stream's ``Finish`` carries the body's ``longest_silence`` (seconds without
+   content, the idle clock's measure) in its metadata.
+7. **Resuming.** With ``resume`` (a provider that can continue a cut stream), a body that
+   ends before the terminal marker — EOF, or a read that fails with ``TRANSPORT`` — is not
+   the end: ``resume(translator.last_sequence)`` gives the continuation's body, which is
+   fed to the *same* translator through a fresh framer (:meth:`StreamDecoder.reframe`: a
+   partial event of the cut body is dropped; the translator drops replayed events, its
+   rule 8). The pump closes each body ``resume`` gave it. ``None``: no continuation, the
+   stream ends as in rule 5 (a read failure is raised). A cancel is never resumed.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Protocol
 
 from .decode import StreamDecoder
-from .errors import cancelled_message
+from .errors import LlmError, cancelled_message
 from .types import Finish, ResponseMetadata, StreamChunk
 
-__all__ = ["Body", "pump"]
+__all__ = ["Body", "Resume", "pump"]
 
 
 class Body(Protocol):
@@ -59,19 +66,61 @@ class Body(Protocol):
         """Raise the abort's error, if there was one."""
 
 
+#: the continuation of a cut stream after the given sequence number, or ``None`` (rule 7)
+Resume = Callable[[int], "Body | None"]
+
+
 def pump(
     body: Body,
     decoder: StreamDecoder,
     *,
     cancel: threading.Event | None,
     provider: str,
+    resume: Resume | None = None,
 ) -> Generator[list[StreamChunk], None, None]:
-    """Decode ``body`` into lists of chunks (rules 1-5).
+    """Decode ``body`` into lists of chunks (rules 1-7).
 
     Runs once per read, and with one event per read (what a provider sends) its own cost is
     the stream's per-event overhead: the decoder's two stages are called directly and the
     terminal marker is looked for only when a list ends with a ``Finish``.
     """
+    if resume is None:
+        yield from _pump_body(body, decoder, cancel, provider, last=True)
+        return
+    first = body
+    try:
+        while True:
+            try:
+                ended = yield from _pump_body(body, decoder, cancel, provider, last=False)
+            except LlmError as exc:
+                if exc.failure.code != "TRANSPORT" or (cancel is not None and cancel.is_set()):
+                    raise
+                following = resume(decoder.translator.last_sequence)
+                if following is None:
+                    raise
+            else:
+                if ended:
+                    return
+                following = None if cancel is not None and cancel.is_set() else resume(
+                    decoder.translator.last_sequence
+                )
+                if following is None:
+                    yield from _close_decoder(decoder, body)
+                    return
+            if body is not first:
+                _close(body)
+            body = following
+            decoder.reframe()
+    finally:
+        if body is not first:
+            _close(body)
+
+
+def _pump_body(
+    body: Body, decoder: StreamDecoder, cancel: threading.Event | None, provider: str, *, last: bool
+) -> Generator[list[StreamChunk], None, bool]:
+    """One body through the decoder (rules 1-4); ``True`` when the stream ended in it. At
+    EOF of the ``last`` body the decoder is closed (rule 5)."""
     direct = type(decoder) is StreamDecoder  # a subclass may feed differently
     frame = decoder.framer.feed
     translator = decoder.translator
@@ -91,17 +140,30 @@ def pump(
                 if decoder.done:
                     body.release()
                     yield chunks
-                    return
+                    return True
             yield chunks
         if cancelled is not None and cancelled():
             body.abort("ABORTED", cancelled_message(provider))
             body.raise_if_aborted()
+    if not last:
+        return decoder.done
+    yield from _close_decoder(decoder, body)
+    return True
+
+
+def _close_decoder(decoder: StreamDecoder, body: Body) -> Generator[list[StreamChunk], None, None]:
     chunks = decoder.close()
     if chunks:
         if type(chunks[-1]) is Finish:
-            touch()
+            body.touch()
             _stamp(chunks, body)
         yield chunks
+
+
+def _close(body: Body) -> None:
+    close = getattr(body, "close", None)
+    if close is not None:
+        close()
 
 
 def _stamp(chunks: list[StreamChunk], body: Body) -> None:

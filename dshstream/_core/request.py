@@ -199,7 +199,9 @@ class GenerateOptions:
     (default 900 s; never less than ``idle_timeout``). ``response_format``
     asks for JSON (:class:`JsonSchema` or :class:`JsonMode`; each adapter maps it to its
     provider's mechanism or refuses it at build time). ``max_retries`` of
-    ``None`` uses the adapter's setting.
+    ``None`` uses the adapter's setting. ``resumable`` asks a provider that can resume a
+    cut stream (OpenAI and Azure Responses: background mode, stored) to do so instead of
+    ending it ``STREAM_CLOSED``; on every other wire it is accepted and has no effect.
     """
 
     provider: str
@@ -217,6 +219,7 @@ class GenerateOptions:
     max_retries: int | None = None
     response_format: JsonSchema | JsonMode | None = None
     quiet_timeout: float | None = None
+    resumable: bool = False
 
     def __post_init__(self) -> None:
         _check(self, normalize=True)
@@ -277,6 +280,8 @@ def _check(options: GenerateOptions, *, normalize: bool) -> None:
     if options.max_retries is not None:
         check_nonneg_int(options.max_retries, f"{name}.max_retries")
     check_response_format(options.response_format, f"{name}.response_format")
+    if type(options.resumable) is not bool:
+        raise invalid(f"{name}.resumable must be a bool, got {describe(options.resumable)}", wrong_type=True)
 
     if normalize:
         object.__setattr__(options, "messages", messages)

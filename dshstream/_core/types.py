@@ -293,6 +293,9 @@ class ResponseMetadata:
     #: a measure of this run, not of the response: left out of equality (one response read
     #: twice is equal to itself however the network paced it)
     longest_silence: float | None = field(default=None, compare=False)
+    #: where a resumable stream that ended without completing can be continued from
+    #: (``LlmService.resume``): JSON-safe, no secrets; a fact of this run, not of the response
+    resume_cursor: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def __getitem__(self, key: str) -> Any:
         value = getattr(self, key, None) if key in _METADATA_FIELDS else None
@@ -497,7 +500,7 @@ _FAILURE_FIELDS = (
 )
 _METADATA_FIELDS = (
     "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms",
-    "longest_silence",
+    "longest_silence", "resume_cursor",
 )
 _METADATA_IDS = ("response_id", "model", "serving_provider", "request_id", "latency_ms", "longest_silence")
 _CITATION_FIELDS = ("kind", "url", "title", "cited_text", "location", "start", "end")
@@ -520,6 +523,8 @@ def metadata_to_dict(metadata: ResponseMetadata) -> dict[str, Any]:
         out["usage_by_model"] = {model: usage_to_dict(u) for model, u in metadata.usage_by_model.items()}
     if metadata.server_tools:
         out["server_tools"] = [dict(entry) for entry in metadata.server_tools]
+    if metadata.resume_cursor:
+        out["resume_cursor"] = dict(metadata.resume_cursor)
     return out
 
 
@@ -530,6 +535,7 @@ def metadata_from_dict(data: dict[str, Any]) -> ResponseMetadata:
         **{f: data[f] for f in _METADATA_IDS if f in data},
         usage_by_model={m: usage_from_dict(u) for m, u in by_model.items()} if by_model else None,
         server_tools=tuple(dict(entry) for entry in data.get("server_tools") or ()),
+        resume_cursor=dict(data["resume_cursor"]) if data.get("resume_cursor") else None,
     )
 
 

@@ -44,6 +44,7 @@ from .._core.errors import LlmError, error_for, make_failure
 from .._core.headers import request_id_from
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
+from .._core.validate import invalid
 from .answers import json_answer, refuse_non_stream, settle
 from .interface import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, JSON_BODY_LIMIT
 from .watchdog import Limits, WatchedStream
@@ -113,15 +114,20 @@ class BaseTransport(ABC, Generic[S]):
         deadline: float | None = None,
         started: float | None = None,
         quiet_timeout: float | None = None,
+        method: str = "POST",
     ) -> S:
-        """POST ``request`` and return the open stream, or raise a classified LlmError.
+        """POST ``request`` (``method="GET"``: GET it, without a body; interface rule 4)
+        and return the open stream, or raise a classified LlmError.
         ``started`` (``time.monotonic()``, default now) is when the attempt began: its idle
         clock runs from there (a credential fetch before it counts). ``quiet_timeout``
         replaces ``idle_timeout`` while the stream is in a quiet phase (watchdog rule 2)."""
+        if method not in ("POST", "GET"):
+            raise invalid(f"Transport.open method must be 'POST' or 'GET', got {method!r}")
         limits = Limits(
             provider, cancel=cancel, deadline=deadline, idle_timeout=idle_timeout, quiet_timeout=quiet_timeout
         )
-        stream = self._send("POST", request, request.body_bytes(), limits, started)
+        data = request.body_bytes() if method == "POST" else None
+        stream = self._send(method, request, data, limits, started)
         refuse_non_stream(stream, request, provider)
         return stream
 

@@ -26,6 +26,9 @@ Every transport keeps these rules (both built-in ones get them from
 3. **Always closed.** A stream is a context manager; ``close()`` is idempotent and never
    raises; ``release()`` after the wire's terminal marker may hand a connection back for
    reuse (bounded in time), or just close.
+4. **Two methods.** ``open`` POSTs the request's body by default; ``method="GET"`` sends
+   no body (continuing a stored stream: a Responses ``GET .../responses/{id}?stream=true``).
+   Either way the answer is judged the same (rule 1).
 """
 
 from __future__ import annotations
@@ -105,8 +108,10 @@ class Transport(Protocol):
         deadline: float | None = None,
         started: float | None = None,
         quiet_timeout: float | None = None,
+        method: str = "POST",
     ) -> ResponseStream:
-        """POST ``request`` and return the open stream, or raise a classified LlmError."""
+        """POST ``request`` (``method="GET"``: GET it, no body; rule 4) and return the open
+        stream, or raise a classified LlmError."""
 
     def get_json(
         self,

@@ -45,6 +45,11 @@ data-only framings work too):
    the terminal ``response.output`` when it has them.
 6. Unknown event types and item types are skipped. ``data: [DONE]`` (OpenRouter) ends the
    input; reaching it, or EOF, before a terminal event is ``STREAM_CLOSED``.
+7. **Sequence numbers.** An event carrying an integer ``sequence_number`` not above the
+   last one processed (:attr:`last_sequence`, translator rule 8; ``after`` to start
+   past one) is dropped: a resumed stream's replayed events are processed once. Events
+   without one are always processed. :attr:`items_done` holds the ``output_index`` of
+   every item done so far (what a poll of the stored response still has to deliver).
 """
 
 from __future__ import annotations
@@ -216,9 +221,18 @@ class OpenAIResponsesTranslator(Translator):
     wire = WIRE
 
     def __init__(
-        self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
+        self,
+        *,
+        provider: str | None = None,
+        request_id: str | None = None,
+        max_tokens: int | None = None,
+        after: int = -1,
     ) -> None:
         super().__init__(provider=provider, request_id=request_id, max_tokens=max_tokens)
+        #: the last sequence number processed (rule 7)
+        self.last_sequence = after
+        #: the ``output_index`` of every item whose ``output_item.done`` was processed
+        self.items_done: set[int] = set()
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
         self._by_id: dict[str, _Slot] = {}
@@ -240,6 +254,11 @@ class OpenAIResponsesTranslator(Translator):
         payload = loads_event(data)
         if type(payload) is not dict:
             return
+        sequence = payload.get("sequence_number")
+        if type(sequence) is int:  # rule 7: a replayed event is processed once
+            if sequence <= self.last_sequence:
+                return
+            self.last_sequence = sequence
         kind = payload.get("type")
         if not isinstance(kind, str) or not kind:
             kind = event.event
@@ -445,6 +464,9 @@ class OpenAIResponsesTranslator(Translator):
 
     def _on_item_done(self, payload: dict[str, Any]) -> None:
         self.quiet = False
+        index = payload.get("output_index")
+        if type(index) is int:
+            self.items_done.add(index)
         item = dict_or_empty(payload.get("item"))
         slot = self._slot(payload, item)
         self._fill_item(slot, item)

@@ -36,6 +36,10 @@ Contract (sans-IO: no sockets, time, threads or environment):
    state, ``flush``, ``replay_state`` (asked once, as the finish is emitted) and
    ``token_counts`` (asked only to explain an empty reply). ``max_tokens`` (the output
    limit the adapter requested) is a constructor argument of every translator.
+8. **Position.** :attr:`Translator.last_sequence` is the ``sequence_number`` of the last
+   event processed, for wires whose events carry one (Responses); ``-1`` before any, and
+   on every other wire. Such a wire drops an event whose number is not above it (a replay
+   of a resumed stream), so one translator can be fed a cut stream and its continuation.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ class Translator:
     terminal_data: ClassVar[str | None] = None
     #: the provider is working without sending content (rule 6)
     quiet = False
+    #: the sequence number of the last event processed (rule 8; -1: none, or not numbered)
+    last_sequence = -1
 
     def __init__(
         self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
