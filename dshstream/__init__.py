@@ -90,6 +90,7 @@ if _typing.TYPE_CHECKING:
     from ._adapters.openai_chat import OpenAIChatAdapter as OpenAIChatAdapter
     from ._adapters.openai_responses import OpenAIResponsesAdapter as OpenAIResponsesAdapter
     from ._chunk_stream import ChunkStream as ChunkStream
+    from ._core.chain import Target as Target
     from ._core.assembler import AssembledResponse as AssembledResponse
     from ._core.parts import (
         AudioPart as AudioPart,
