@@ -54,6 +54,7 @@ from ._core.types import (
     BlockEnd,
     BlockStart,
     Finish,
+    FinishKind,
     FinishReason,
     LlmFailure,
     ReasoningDelta,
@@ -127,7 +128,7 @@ class _Run:
         tried = len(self.trail)
         what = "no target can take this request" if self.failure is None else "no target served the request"
         failure = replace(failure, message=f"{self.chain.name}: {what} ({tried} tried); the last: {failure.message}")
-        kind = "aborted" if failure.code == "ABORTED" else "error"
+        kind: FinishKind = "aborted" if failure.code == "ABORTED" else "error"
         return self.finish(Finish(reason=FinishReason(kind=kind, failure=failure)))
 
 
@@ -219,8 +220,8 @@ def stream_chain(
         except GeneratorExit:
             raise
         except Exception as exc:  # noqa: BLE001 - a target's failure (rule 6)
-            failure = _failure_of(exc, target.provider)
-            finish = Finish(reason=FinishReason(kind="aborted" if failure.code == "ABORTED" else "error", failure=failure))
+            raised = _failure_of(exc, target.provider)
+            finish = Finish(reason=FinishReason(kind="aborted" if raised.code == "ABORTED" else "error", failure=raised))
             if served:
                 yield [_after_content(run, finish, position, label, more=position < count)]
                 return
@@ -242,15 +243,15 @@ def stream_chain(
             if served:
                 yield [_after_content(run, ended, position, label, more=position < count)]
                 return
-        failure = ended.reason.failure
-        if failure is None:  # a finish with nothing in it and no failure: the target's answer
+        reported = ended.reason.failure
+        if reported is None:  # a finish with nothing in it and no failure: the target's answer
             run.trail.append(TargetOutcome(position, target.provider, request.model, "served"))
             yield [*held, run.finish(ended)]
             return
-        failure = _with_provider(failure, target.provider)
+        failure = _with_provider(reported, target.provider)
         if options.cancel is not None and options.cancel.is_set() and failure.code != "ABORTED":
             failure = cancelled_failure(target.provider)  # the caller's cancel, however it was met
-        kind = "aborted" if failure.code == "ABORTED" else ended.reason.kind
+        kind: FinishKind = "aborted" if failure.code == "ABORTED" else ended.reason.kind
         ended = replace(ended, reason=replace(ended.reason, kind=kind, failure=failure))
         if failure.code in SKIP_CODES:  # the adapter refused before sending (rule 1)
             run.skipped(position, target, failure, watch)

@@ -59,7 +59,7 @@ def show(result: AssembledResponse) -> None:
 
 
 def main() -> None:
-    routes = {"/openai/": RATE_LIMITED, "/anthropic/": OVERLOADED, "/gemini/": GEMINI_ANSWER,
+    routes: dict[str, Route | bytes] = {"/openai/": RATE_LIMITED, "/anthropic/": OVERLOADED, "/gemini/": GEMINI_ANSWER,
               "/openai-audio/": OPENAI_ANSWER, "/cut-short/": Route(body=b"", script=[FIRST_WORDS])}
     with ReplayServer(routes) as server:
         service = LlmService()

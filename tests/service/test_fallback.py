@@ -33,6 +33,7 @@ from helpers import fake_key, fixture_bytes
 
 from dshstream import (
     AnthropicAdapter,
+    AssembledResponse,
     AudioPart,
     ConfigurationError,
     GeminiAdapter,
@@ -156,6 +157,12 @@ def ask(*messages: Message, provider: str = "smart", **settings: Any) -> Generat
     return GenerateOptions(provider=provider, model="default", messages=messages or (Message.user("Hi"),), **settings)
 
 
+def trail(result: AssembledResponse) -> tuple[TargetOutcome, ...]:
+    """The chain's trail of a result (its finish's ``metadata.fallback``)."""
+    assert result.metadata is not None
+    return result.metadata.fallback
+
+
 def outcomes(trail: tuple[TargetOutcome, ...]) -> list[tuple[int, str, str, str | None]]:
     return [(e.position, e.name, e.outcome, e.failure.code if e.failure else None) for e in trail]
 
@@ -172,14 +179,14 @@ def test_a_chain_moves_on_from_a_rate_limit_and_an_overload_to_the_target_that_s
     result = clouds.service.stream(ask()).result()
     assert time.monotonic() - started < 5  # no target waited out its Retry-After: it moved on
     assert result.ok and result.text == "The capital of France is Paris.\n"
-    assert outcomes(result.metadata.fallback) == [
+    assert outcomes(trail(result)) == [
         (1, "openai/gpt-4o-mini", "failed", "RATE_LIMIT"),
         (2, "anthropic/claude-sonnet-4-5", "failed", "OVERLOADED"),
         (3, "gemini/gemini-2.5-flash", "served", None),
     ]
+    assert result.metadata is not None and result.metadata["fallback"] == trail(result)
     served = result.metadata.served_by
     assert served is not None and served.position == 3
-    assert result.metadata["fallback"] == result.metadata.fallback
     # one request each: a target that is not the last makes no retry of its own (max_retries 0)
     assert [len(clouds.bodies(p)) for p in ("openai", "anthropic", "gemini")] == [1, 1, 1]
     assert clouds.bodies("openai")[0]["model"] == "gpt-4o-mini"
@@ -210,10 +217,10 @@ def test_a_503_a_stall_and_an_empty_answer_each_move_on(clouds: Clouds) -> None:
     result = clouds.service.stream(ask(provider="steady")).result()
     assert time.monotonic() - started < 3.5
     assert result.ok and result.text == "Hello"
-    codes = [(e.outcome, e.failure.code if e.failure else None) for e in result.metadata.fallback]
+    codes = [(e.outcome, e.failure.code if e.failure else None) for e in trail(result)]
     assert codes == [("failed", "OVERLOADED"), ("failed", "TIMEOUT"), ("failed", "EMPTY_RESPONSE"),
                      ("failed", "EMPTY_RESPONSE"), ("served", None)]
-    empty = result.metadata.fallback[3]
+    empty = trail(result)[3]
     assert empty.failure is not None and empty.failure.message.startswith("anthropic-empty: ")
     assert empty.usage is not None and empty.usage.input_tokens == 37  # an empty answer may be billed
     assert result.usage is not None and result.usage.input_tokens == 10  # ... never as the response's usage
@@ -227,7 +234,7 @@ def test_a_failure_that_is_not_in_the_codes_ends_the_stream_and_the_codes_are_co
     clouds.service.register_chain("strict", [Target("openai", "gpt-4o-mini"), Target("gemini", "gemini-2.5-flash")])
     result = clouds.service.stream(ask(provider="strict")).result()
     assert result.finish.kind == "error" and result.failure is not None and result.failure.code == "AUTH"
-    assert outcomes(result.metadata.fallback) == [(1, "openai/gpt-4o-mini", "failed", "AUTH")]
+    assert outcomes(trail(result)) == [(1, "openai/gpt-4o-mini", "failed", "AUTH")]
     assert clouds.bodies("gemini") == []  # nothing was sent to the second target
 
     clouds.service.register_chain("lenient", [Target("openai", "gpt-4o-mini"), Target("gemini", "gemini-2.5-flash")],
@@ -266,7 +273,7 @@ def test_when_every_target_fails_the_last_failure_ends_the_stream_and_says_the_c
     assert result.finish.kind == "error" and failure is not None
     assert failure.code == "OVERLOADED" and failure.provider == "gemini" and failure.retryable
     assert failure.message.startswith("smart: no target served the request (3 tried); the last: gemini: ")
-    assert [e.outcome for e in result.metadata.fallback] == ["failed"] * 3
+    assert [e.outcome for e in trail(result)] == ["failed"] * 3
     assert clouds.finished().code == "OVERLOADED"
     tips = recovery_tips(failure, "server")
     assert any("fallback target" in tip and "register_chain" in tip for tip in tips)
@@ -321,7 +328,7 @@ def test_a_target_that_cant_take_the_media_is_skipped_with_nothing_sent(clouds: 
     memo = Message.user("What is said here?", AudioPart.from_bytes(wav(), name="memo.wav"))
     result = clouds.service.stream(ask(memo, provider="voice")).result()
     assert result.ok and result.text.startswith(OPENAI_TEXT_START)
-    skipped, served = result.metadata.fallback
+    skipped, served = trail(result)
     assert (skipped.outcome, served.outcome) == ("skipped", "served")
     assert skipped.failure is not None and skipped.failure.code == "INVALID_OPTIONS"
     assert "does not take audio parts" in skipped.failure.message
@@ -339,7 +346,7 @@ def test_a_target_that_refuses_the_response_format_is_skipped(clouds: Clouds) ->
     clouds.service.register_chain("json", [Target("anthropic", "claude-sonnet-4-5"), Target("gemini", "gemini-2.5-flash")])
     result = clouds.service.stream(ask(provider="json", response_format=JsonMode())).result()
     assert result.ok
-    skipped = result.metadata.fallback[0]
+    skipped = trail(result)[0]
     assert skipped.outcome == "skipped" and skipped.failure is not None
     assert skipped.failure.code == "INVALID_OPTIONS" and "response_format" in skipped.failure.message
     assert clouds.bodies("anthropic") == []
@@ -352,7 +359,7 @@ def test_when_no_target_can_take_the_request_nothing_is_sent(clouds: Clouds) -> 
     result = clouds.service.stream(ask(memo, provider="claudes")).result()
     assert result.failure is not None and result.failure.code == "INVALID_OPTIONS"
     assert result.failure.message.startswith("claudes: no target can take this request (2 tried); the last: ")
-    assert [e.outcome for e in result.metadata.fallback] == ["skipped", "skipped"]
+    assert [e.outcome for e in trail(result)] == ["skipped", "skipped"]
     assert clouds.server.requests == []
 
 
@@ -363,7 +370,7 @@ def test_a_target_whose_adapter_was_disposed_is_skipped(clouds: Clouds) -> None:
     registration.dispose()
     result = clouds.service.stream(ask()).result()
     assert result.ok
-    assert outcomes(result.metadata.fallback)[0] == (1, "spare/m", "skipped", "NO_ADAPTER")
+    assert outcomes(trail(result))[0] == (1, "spare/m", "skipped", "NO_ADAPTER")
 
 
 # --------------------------------------------------------------------------- the history, portable
@@ -389,7 +396,7 @@ def test_a_tool_call_history_arrives_valid_at_each_target_of_a_chain_across_thre
     clouds.service.register_chain("smart", SMART)
     before = [repr(m) for m in history]
     result = clouds.service.stream(ask(*history, tools=(TOOL,))).result()
-    assert result.ok and [e.outcome for e in result.metadata.fallback] == ["failed", "failed", "served"]
+    assert result.ok and [e.outcome for e in trail(result)] == ["failed", "failed", "served"]
     assert [repr(m) for m in history] == before  # the caller's history is never mutated
     signature = history[1].replay_state["content"][0]["signature"]
 
