@@ -4,7 +4,12 @@ Contract (the chain and a target's request as values: :mod:`dshstream._core.chai
 history made portable for each target: :mod:`dshstream._core.portable`):
 
 1. **Target by target.** Each target is sent the request :func:`~dshstream._core.chain.target_options`
-   makes for it, with the history made portable for its adapter. Before anything is sent,
+   makes for it, with the history made portable for it: a turn is native to the target
+   when its provider is registered to the target's very adapter instance (the service's
+   replay routing) and it names no other model than the target's — a thought signature or
+   encrypted reasoning is valid for the model that wrote it only, so a turn another model
+   wrote goes back rebuilt from its blocks (its own provider's signatures in them kept:
+   :mod:`~dshstream._core.portable` rule 2). Before anything is sent,
    a target that can't take the request is skipped, with that reason: it has no adapter
    registered (``NO_ADAPTER``), or its adapter refuses a part, a schema or the tools — an
    ``HttpAdapter``'s media check and its request body, built dry (no credential is
@@ -39,7 +44,7 @@ history made portable for each target: :mod:`dshstream._core.portable`):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from ._adapters.base import LlmAdapter
@@ -76,8 +81,8 @@ _CONTENT = frozenset({BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, Bloc
 
 #: a provider route -> its adapter (``None``: not registered)
 Lookup = Callable[[str], LlmAdapter | None]
-#: whether ``message``'s replay state and signatures are ``adapter``'s own (service rule 5)
-Native = Callable[[Message, LlmAdapter], bool]
+#: the adapter a history message was written through (``None``: none the service knows)
+Writer = Callable[[Message], LlmAdapter | None]
 
 
 def preflight(adapter: LlmAdapter, options: GenerateOptions) -> None:
@@ -137,7 +142,7 @@ def stream_chain(
     options: GenerateOptions,
     *,
     lookup: Lookup,
-    native: Native,
+    writer: Writer,
     watch: StreamWatch | None = None,
 ) -> Iterator[list[StreamChunk]]:
     """The chunks of ``options`` sent through ``chain`` (rules 1-6), a list per read; the
@@ -170,13 +175,12 @@ def stream_chain(
             )
             run.skipped(position, target, missing, watch)
             continue
-        bound = adapter
         request = target_options(
             options,
             target,
             last=position == count,
             remaining=remaining,
-            messages=portable_history(options.messages, lambda message: native(message, bound)),
+            messages=_portable(options.messages, adapter, target.model or options.model, writer),
         )
         try:
             preflight(adapter, request)
@@ -264,6 +268,16 @@ def stream_chain(
             return
         log.info("%s: target %d (%s) failed before content (%s); trying the next", chain.name, position, label, failure.code)
     yield [run.ran_out()]
+
+
+def _portable(messages: Sequence[Message], adapter: LlmAdapter, model: str, writer: Writer) -> tuple[Message, ...]:
+    """The history for a target (rule 1): native turns are its adapter's and its model's,
+    foreign ones another adapter's."""
+    return portable_history(
+        messages,
+        native=lambda message: writer(message) is adapter and message.model in (None, model),
+        foreign=lambda message: message.provider is not None and writer(message) is not adapter,
+    )
 
 
 def _after_content(run: _Run, finish: Finish, position: int, label: str, *, more: bool) -> Finish:

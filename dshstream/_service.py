@@ -37,8 +37,9 @@ Contract:
    provider's: a request with ``provider=name`` goes to the chain's targets in order
    (:mod:`dshstream._fallback`: before content a failure that means "this target can't serve
    now" moves on, after content never; a target that can't take the request is skipped,
-   before anything is sent to it), each with the history made portable for its adapter
-   (:mod:`dshstream._core.portable`, rule 6 included). The whole chain is checked when it
+   before anything is sent to it), each with the history made portable for its adapter and
+   model (:mod:`dshstream._core.portable`: rule 6, and replay state only for the model that
+   wrote it). The whole chain is checked when it
    is registered: the name is free (no adapter route, no other chain), every target's
    provider is an adapter route (``NO_ADAPTER``; a chain is never a target), the codes are
    failure codes. An adapter route can't take a chain's name. The stream's finish lists
@@ -377,7 +378,7 @@ class LlmService:
                 check_chain_request(options, chain.name)
                 if _cancelled(options):
                     raise error_for(cancelled_failure(options.provider))
-                source = stream_chain(chain, options, lookup=self._adapter_or_none, native=self._native, watch=watch)
+                source = stream_chain(chain, options, lookup=self._adapter_or_none, writer=self._writer, watch=watch)
             else:
                 adapter = self.adapter_for(options.provider)
                 options = self._route_replay(options, adapter)
@@ -447,11 +448,11 @@ class LlmService:
             registration = self._routes.get(provider)
         return registration.adapter if registration is not None else None
 
-    def _native(self, message: Message, target: LlmAdapter) -> bool:
-        """Whether ``message`` was written through ``target`` itself (rule 6)."""
+    def _writer(self, message: Message) -> LlmAdapter | None:
+        """The adapter ``message`` was written through, by its provider's route (rule 6)."""
         with self._lock:
             source = self._routes.get(message.provider or "")
-        return source is not None and source.adapter is target
+        return source.adapter if source is not None else None
 
     def _route_replay(self, options: GenerateOptions, target: LlmAdapter) -> GenerateOptions:
         changed = False

@@ -4,18 +4,22 @@ wrote each turn is sent back to that provider only.
 Contract: stdlib, ``types`` and ``request`` only; pure functions, no I/O. The service calls
 :func:`portable_history` for each target of a fallback chain, with ``native(message)``:
 whether the message's provider and the target are registered to the very same adapter
-instance (the service's replay routing, :mod:`dshstream._service`).
+instance (the service's replay routing, :mod:`dshstream._service`) and the message names
+no other model than the target's (:mod:`dshstream._fallback` rule 1). A message is
+*foreign* to the target when its provider is another adapter's (or none the service
+knows); a turn of the target's own provider by another model is neither native nor foreign.
 
 1. **A native turn is sent as it is**: its replay state (Anthropic content blocks with
    thinking signatures, Gemini parts with their ``thoughtSignature``, Responses reasoning
    items with ``encrypted_content``, item ids and ``phase``, OpenRouter
    ``reasoning_details``...), its reasoning signatures and its tool-call ids.
 2. **Any other turn loses its replay state**, and an assistant turn another provider wrote
-   (its ``provider`` set, and not native) also loses what that provider put in its blocks:
-   the reasoning signatures (an Anthropic, Bedrock or Gemini signature is valid for its own
-   API only; an adapter that finds one sends it back as that API's). Text, reasoning text,
-   tool calls, files and citations stay. A turn with no ``provider`` is the caller's own
-   and keeps its blocks.
+   (``foreign(message)``) also loses what that provider put in its blocks: the reasoning
+   signatures (an Anthropic, Bedrock or Gemini signature is valid for its own API only; an
+   adapter that finds one sends it back as that API's). Text, reasoning text, tool calls,
+   files and citations stay. A turn with no ``provider`` is the caller's own and keeps its
+   blocks; so does a turn of the target's own provider by another model (its replay state
+   goes, its signed reasoning stays).
 3. **Tool-call ids stay consistent and valid everywhere.** In a turn that is not native, a
    call id that some API would refuse — not 1-40 characters of ``A-Z a-z 0-9 _ -``, or
    used by an earlier call of the conversation (Gemini numbers its calls per turn,
@@ -45,8 +49,15 @@ __all__ = ["PORTABLE_ID", "portable_history"]
 PORTABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
-def portable_history(messages: Sequence[Message], native: Callable[[Message], bool]) -> tuple[Message, ...]:
-    """``messages`` as one target is sent them (rules 1-4)."""
+def portable_history(
+    messages: Sequence[Message],
+    native: Callable[[Message], bool],
+    foreign: Callable[[Message], bool] | None = None,
+) -> tuple[Message, ...]:
+    """``messages`` as one target is sent them (rules 1-4); ``foreign`` defaults to: the
+    message names a provider and is not native."""
+    if foreign is None:
+        foreign = lambda message: message.provider is not None and not native(message)  # noqa: E731
     natives = [m.replay_state is not None and native(m) for m in messages]
     used: set[str] = {
         call.id for message, own in zip(messages, natives) if own and message.role == "assistant" for call in message.tool_calls
@@ -60,17 +71,14 @@ def portable_history(messages: Sequence[Message], native: Callable[[Message], bo
             out.append(message)
             continue
         if message.role == "assistant":
-            out.append(_foreign_turn(message, position, native, used, renamed))
+            out.append(_other_turn(message, position, foreign(message), used, renamed))
         else:
             out.append(_answers(message, renamed))
     return tuple(out)
 
 
-def _foreign_turn(
-    message: Message, position: int, native: Callable[[Message], bool], used: set[str], renamed: dict[str, str]
-) -> Message:
-    """An assistant turn that is not native (rules 2 and 3)."""
-    strip = message.provider is not None and not native(message)
+def _other_turn(message: Message, position: int, strip: bool, used: set[str], renamed: dict[str, str]) -> Message:
+    """An assistant turn that is not native (rules 2 and 3); ``strip``: it is foreign."""
     changed = message.replay_state is not None
     if isinstance(message.content, str):
         return replace(message, replay_state=None) if changed else message

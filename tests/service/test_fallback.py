@@ -380,7 +380,8 @@ def _tool_turn(clouds: Clouds) -> list[Message]:
     """A real first turn: Anthropic's signed thinking and a tool call, through the service,
     then the tool's result."""
     question = Message.user("Use the fixed_version tool, then tell me the version.")
-    first = clouds.service.stream(ask(question, provider="anthropic", tools=(TOOL,))).result()
+    first = clouds.service.stream(GenerateOptions(provider="anthropic", model="claude-sonnet-4-5", messages=(question,),
+                                                  tools=(TOOL,))).result()
     assert first.finish.kind == "tool-calls" and first.replay_state["wire"] == "anthropic"
     (call,) = first.tool_calls
     return [question, first.message(), Message.tool_result(call.id, '{"version": "1.4.2"}')]
@@ -463,6 +464,27 @@ def test_gemini_history_reaches_anthropic_without_its_signatures_and_with_unique
     text = json.dumps(body)
     assert "gemini-thought-signature-0123" not in text and '"thinking"' not in text
     assert "thoughtSignature" not in text and "Paris and Madrid." in text
+
+
+def test_a_turn_another_model_wrote_goes_back_rebuilt_even_to_its_own_adapter(clouds: Clouds) -> None:
+    """A thought signature is valid for the model that wrote it: a Gemini 3 turn sent to
+    another Gemini model through the same adapter goes back rebuilt from its blocks (with
+    Google's placeholder signature), and to the same model as received."""
+    clouds.answer("gemini", fixture_bytes("gemini/function_call_thought_signature_gemini3.sse"), GEMINI_TEXT)
+    country = ToolSpec("get_country", "The user's country", {"type": "object", "properties": {}})
+    question = Message.user("Where am I?")
+    first = clouds.service.stream(GenerateOptions(provider="gemini", model="gemini-3-pro-preview", messages=(question,),
+                                                  tools=(country,))).result()
+    (call,) = first.tool_calls
+    signature = first.replay_state["parts"][0]["thoughtSignature"]
+    history = (question, first.message(), Message.tool_result(call.id, "France"))
+    clouds.service.register_chain("same-model", [Target("gemini", "gemini-3-pro-preview")])
+    clouds.service.register_chain("other-model", [Target("gemini", "gemini-2.5-flash")])
+    assert clouds.service.stream(ask(*history, provider="same-model", tools=(country,))).result().ok
+    assert clouds.service.stream(ask(*history, provider="other-model", tools=(country,))).result().ok
+    same, other = (body["contents"][1]["parts"] for body in clouds.bodies("gemini")[1:])
+    assert same == first.replay_state["parts"] and same[0]["thoughtSignature"] == signature
+    assert other == [{"functionCall": {"name": "get_country", "args": {}}, "thoughtSignature": "skip_thought_signature_validator"}]
 
 
 def test_portable_history_rules() -> None:
