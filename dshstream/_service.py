@@ -133,7 +133,8 @@ class LlmService:
         self._built_from_environment = False
 
     def __repr__(self) -> str:
-        return f"LlmService(providers={list(self._routes)!r})"
+        chains = f", chains={list(self._chains)!r}" if self._chains else ""
+        return f"LlmService(providers={list(self._routes)!r}{chains})"
 
     # ------------------------------------------------------------------ registry
 

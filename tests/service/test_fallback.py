@@ -610,6 +610,7 @@ def test_a_chain_is_checked_when_it_is_registered(clouds: Clouds) -> None:
     with pytest.raises(ConfigurationError, match="Target.provider must be a non-empty str"):
         Target("")
     remove = service.register_chain("smart", SMART)
+    assert repr(service) == "LlmService(providers=['openai', 'anthropic', 'gemini'], chains=['smart'])"
     with pytest.raises(ConfigurationError, match="fallback chain 'smart' is already registered"):
         service.register_chain("smart", SMART)
     with pytest.raises(ConfigurationError, match="'smart' is a fallback chain"):
