@@ -198,7 +198,7 @@ def test_a_chain_moves_on_from_a_rate_limit_and_an_overload_to_the_target_that_s
     assert result.provider == "smart"  # what the caller asked for
 
 
-def test_a_503_a_stall_and_an_empty_answer_each_move_on(clouds: Clouds) -> None:
+def test_a_refused_connection_a_503_a_stall_and_empty_answers_each_move_on(clouds: Clouds) -> None:
     clouds.answer("gemini", GEMINI_UNAVAILABLE)
     clouds.answer("openai", STALL)
     clouds.answer("anthropic", ANTHROPIC_TEXT)
@@ -206,7 +206,9 @@ def test_a_503_a_stall_and_an_empty_answer_each_move_on(clouds: Clouds) -> None:
     clouds.service.register_adapter(["openai-empty"], OpenAIChatAdapter(api_key="k", base_url=f"{clouds.server.url}/openai-empty/v1"))
     clouds.server.add("/anthropic-empty/", [Route(body=ANTHROPIC_EMPTY)])
     clouds.service.register_adapter(["anthropic-empty"], AnthropicAdapter(api_key="k", base_url=f"{clouds.server.url}/anthropic-empty"))
+    clouds.service.register_adapter(["unreachable"], OpenAIChatAdapter(api_key="k", base_url="http://127.0.0.1:9/v1"))
     clouds.service.register_chain("steady", [
+        Target("unreachable", "gpt-4o-mini"),  # nothing listens on the discard port: TRANSPORT
         Target("gemini", "gemini-2.5-flash"),
         Target("openai", "gpt-4o-mini", idle_timeout=0.3),  # a stall is a TIMEOUT after 0.3 s
         Target("openai-empty", "gpt-4o-mini"),
@@ -218,9 +220,9 @@ def test_a_503_a_stall_and_an_empty_answer_each_move_on(clouds: Clouds) -> None:
     assert time.monotonic() - started < 3.5
     assert result.ok and result.text == "Hello"
     codes = [(e.outcome, e.failure.code if e.failure else None) for e in trail(result)]
-    assert codes == [("failed", "OVERLOADED"), ("failed", "TIMEOUT"), ("failed", "EMPTY_RESPONSE"),
-                     ("failed", "EMPTY_RESPONSE"), ("served", None)]
-    empty = trail(result)[3]
+    assert codes == [("failed", "TRANSPORT"), ("failed", "OVERLOADED"), ("failed", "TIMEOUT"),
+                     ("failed", "EMPTY_RESPONSE"), ("failed", "EMPTY_RESPONSE"), ("served", None)]
+    empty = trail(result)[4]
     assert empty.failure is not None and empty.failure.message.startswith("anthropic-empty: ")
     assert empty.usage is not None and empty.usage.input_tokens == 37  # an empty answer may be billed
     assert result.usage is not None and result.usage.input_tokens == 10  # ... never as the response's usage
