@@ -18,7 +18,8 @@ raises it as an ``LlmError``. Without a key, ``dshstream demo`` (the shell) stre
 recorded responses served on 127.0.0.1, and README.rst's Quickstart does the same in Python
 with ``dshstream.testing.ReplayServer``; an ``LlmService`` of your own routes provider
 names to adapters (``OpenAIChatAdapter``, ``AnthropicAdapter``, ``GeminiAdapter``; the
-clouds' are in ``dshstream.adapters``). One service may be shared by many threads; each
+clouds' are in ``dshstream.adapters``), and a chain's name to its ``Target`` s in order
+(``service.register_chain``: the next target serves when one can't, before any content). One service may be shared by many threads; each
 ``ChunkStream`` is read by one, and closed or cancelled from any.
 
 The package root holds what a caller needs to stream, read the result and catch failures;
@@ -92,6 +93,7 @@ if _typing.TYPE_CHECKING:
     from ._adapters.openai_chat import OpenAIChatAdapter as OpenAIChatAdapter
     from ._adapters.openai_responses import OpenAIResponsesAdapter as OpenAIResponsesAdapter
     from ._chunk_stream import ChunkStream as ChunkStream
+    from ._core.chain import Target as Target
     from ._core.assembler import AssembledResponse as AssembledResponse
     from ._core.parts import (
         AudioPart as AudioPart,

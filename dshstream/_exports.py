@@ -43,6 +43,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._version": "__version__",
         "._defaults": "default_service stream",
         "._service": "LlmService",
+        "._core.chain": "Target",
         "._chunk_stream": "ChunkStream",
         "._tool_loop": "run_tools",
         "._core.types": (
@@ -100,6 +101,7 @@ SURFACE: dict[str, dict[str, str]] = {
             "Observer ObserverRecord StreamStarted FirstChunkRecord AttemptRecord StreamFinished "
             "RequestSettings"
         ),
+        "._core.types": "TargetOutcome",
     },
     "sansio": {
         "._core.sse": "SSEDecoder ServerSentEvent SSEComment",

@@ -48,7 +48,14 @@ Contract:
    other character). A field that carries one is dropped (``None``; a failure's code
    becomes ``UNKNOWN`` and its message a plain headline): a redacted id would be a wrong
    id. The log line's ``record.dshstream`` dict and the OpenTelemetry attributes are built
-   from the records, so they inherit it.
+   from the records, so they inherit it. A fallback trail's failures are checked the same way.
+8. **Fallback chains.** The service's watch of a chain stream (:mod:`dshstream._fallback`)
+   is told which target is being streamed (:meth:`StreamWatch.enter_target`): every attempt
+   record that reaches it from then on carries that target's position. A target skipped
+   before anything was sent is one ``skipped`` attempt record
+   (:meth:`StreamWatch.target_skipped`), which no attempt count includes. The
+   ``StreamFinished`` carries the finish's trail (``metadata.fallback``), and the log line
+   names the target that served.
 """
 
 from __future__ import annotations
@@ -246,6 +253,7 @@ class StreamWatch:
         "_server",
         "_source",
         "_t0",
+        "_target",
         "_usage",
         "capture",
         "level",
@@ -288,6 +296,8 @@ class StreamWatch:
         self._attempt_t0 = 0.0
         self._attempt_open = False
         self._server: tuple[str | None, int | None] = (None, None)
+        #: the fallback chain's target being streamed (rule 8)
+        self._target: int | None = None
         self._finish: Finish | None = None
         self._usage: TokenUsage | None = None
         # an adapter capturing content folds its own copy; a service watch borrows the stream's
@@ -455,10 +465,33 @@ class StreamWatch:
             if record.server_address is not None:
                 self._server = (record.server_address, record.server_port)
             if record.level != self.level:  # an adapter's: numbered over this whole stream
-                record = replace(record, attempt=self._attempts, level=self.level)
+                record = replace(record, attempt=self._attempts, level=self.level, target=self._target)
             self._emit(record)
             if self.parent is not None:  # locks are taken child, then parent: never the reverse
                 self.parent._attempt_ended(record)
+
+    def enter_target(self, position: int) -> None:
+        """A fallback chain's target ``position`` is being streamed (rule 8)."""
+        self._target = position
+
+    def target_skipped(self, position: int, provider: str, model: str, failure: LlmFailure) -> None:
+        """A fallback chain's target was skipped before anything was sent (rule 8): one
+        ``skipped`` attempt record, counted in no attempt total."""
+        record = AttemptRecord(
+            stream_id=self.stream_id,
+            provider=provider,
+            model=model,
+            attempt=0,
+            outcome="skipped",
+            duration=0.0,
+            chunks=0,
+            failure=_clean_failure(failure, known_secrets()),
+            level=self.level,
+            target=position,
+        )
+        with self._lock:
+            if not self._done:
+                self._emit(record)
 
     # ------------------------------------------------------------------ the end
 
@@ -531,6 +564,10 @@ class StreamWatch:
         if request_id is None and failure is not None:
             request_id = failure.request_id
         served = _clean(metadata.serving_provider, secrets) if metadata is not None else None
+        fallback = tuple(
+            replace(entry, failure=_clean_failure(entry.failure, secrets)) if entry.failure is not None else entry
+            for entry in (metadata.fallback if metadata is not None else ())
+        )
         return StreamFinished(
             stream_id=self.stream_id,
             provider=self.provider,
@@ -550,6 +587,7 @@ class StreamWatch:
             level=self.level,
             output=output,
             longest_silence=metadata.longest_silence if metadata is not None else None,
+            fallback=fallback,
         )
 
     def _cancelled(self) -> bool:
@@ -718,11 +756,20 @@ def _log_finished(record: StreamFinished) -> None:
         "response_model": record.response_model,
         "serving_provider": record.serving_provider,
     }
+    served = record.served_by
+    if record.fallback:
+        facts["served_by"] = served.name if served is not None else None
+        facts["fallback"] = [
+            {"target": e.name, "outcome": e.outcome, "code": e.failure.code if e.failure else None}
+            for e in record.fallback
+        ]
     first = "-" if record.time_to_first_chunk is None else f"{record.time_to_first_chunk:.3f}s"
+    via = f" (served by {served.name}, target {served.position})" if served is not None else ""
     log.info(
-        "%s %s: %s%s in %.3fs (first chunk %s), %d chunks, %d attempt%s, usage %s, request id %s",
+        "%s %s%s: %s%s in %.3fs (first chunk %s), %d chunks, %d attempt%s, usage %s, request id %s",
         record.provider,
         record.model,
+        via,
         record.kind,
         f" {record.code}" if record.code else "",
         record.duration,

@@ -1,41 +1,57 @@
-"""LlmService: the registry of adapters, the listener waterfall and replay-state routing.
+"""LlmService: the registry of adapters and fallback chains, the listener waterfall and
+replay-state routing.
 
 Contract:
-- ``register_adapter`` validates the whole route list before writing anything
-  (``INVALID_ADAPTER``, ``DUPLICATE_ADAPTER``); a :class:`Registration` can ``replace``
-  its routes atomically or ``dispose`` of them, and shows nothing as a notebook cell's value.
-- ``NO_ADAPTER`` says what would register the provider: for one dshstream knows, the
-  variables ``default_service()`` reads for it (names, never values) and the adapter to
-  register; for any other name, the names that are registered.
-- Listeners wrap ``stream``: ``fn(options, next) -> Iterator[chunk]``; each may yield its
-  own chunks, call ``next`` with a rewritten request, or observe. Adapter lookup happens
-  at the end of the chain, so rerouting works.
-- ``stream`` checks its options first (:func:`~dshstream._core.request.check_options`, which also
-  catches a ``GenerateOptions`` altered behind the dataclass's back) and raises
-  :class:`~dshstream._core.errors.ConfigurationError` (``INVALID_OPTIONS``) or
-  :class:`~dshstream._core.errors.ConfigurationTypeError` (``INVALID_OPTIONS_TYPE``, also for an
-  object that is not a ``GenerateOptions``) synchronously; that is the only exception it
-  raises. Everything else surfaces as chunks.
-- Anything raised by a listener, by adapter lookup or by iteration — an ``LlmError`` or any
-  other ``Exception`` — becomes one terminal ``Finish``: ``aborted`` if the request was
-  cancelled or the code is ``ABORTED``, else ``error`` (a foreign exception is ``UNKNOWN``
-  with its redacted text in ``detail``; options a listener passes on that fail the checks
-  are ``INVALID_OPTIONS``/``INVALID_OPTIONS_TYPE``). A listener that yields something that
-  is not a chunk ends the stream with ``CONTRACT_VIOLATION``. An exception after the
-  ``Finish`` is logged and dropped. Only ``KeyboardInterrupt``/``SystemExit`` propagate, and
-  ``CONTRACT_VIOLATION`` from ``check_contract=True`` (a debugging aid) is raised while
-  iterating.
-- Replay state in history is kept only when the message's provider and the target
-  provider are registered to the very same adapter instance; requests are never mutated.
-- ``resume(cursor, options=None)`` continues a cut resumable stream from its resume cursor
-  (``metadata.resume_cursor`` of its finish, or ``resume_cursor`` in its failure's
-  diagnostics; a JSON round trip keeps it) on the adapter registered for
-  ``cursor["provider"]``: a stream of the events after the cursor's sequence number, with
-  the same boundary as ``stream`` (a bad cursor is a ``ConfigurationError`` raised at
-  once; an adapter that cannot resume, one too).
-- ``observer=`` hears every stream the service returns (:mod:`dshstream._observe`): a
-  ``StreamStarted`` when ``stream()`` is called, and exactly one ``StreamFinished`` however
-  the stream ends; with INFO logging on, each finished stream is one log line.
+
+1. ``register_adapter`` validates the whole route list before writing anything
+   (``INVALID_ADAPTER``, ``DUPLICATE_ADAPTER``); a :class:`Registration` can ``replace``
+   its routes atomically or ``dispose`` of them, and shows nothing as a notebook cell's value.
+2. ``NO_ADAPTER`` says what would register the provider: for one dshstream knows, the
+   variables ``default_service()`` reads for it (names, never values) and the adapter to
+   register; for any other name, the names that are registered.
+3. Listeners wrap ``stream``: ``fn(options, next) -> Iterator[chunk]``; each may yield its
+   own chunks, call ``next`` with a rewritten request, or observe. Adapter lookup happens
+   at the end of the chain, so rerouting works.
+4. ``stream`` checks its options first (:func:`~dshstream._core.request.check_options`, which also
+   catches a ``GenerateOptions`` altered behind the dataclass's back; for a fallback chain,
+   :func:`~dshstream._core.chain.check_chain_request`) and raises
+   :class:`~dshstream._core.errors.ConfigurationError` (``INVALID_OPTIONS``) or
+   :class:`~dshstream._core.errors.ConfigurationTypeError` (``INVALID_OPTIONS_TYPE``, also for an
+   object that is not a ``GenerateOptions``) synchronously; that is the only exception it
+   raises. Everything else surfaces as chunks.
+5. Anything raised by a listener, by adapter lookup or by iteration — an ``LlmError`` or any
+   other ``Exception`` — becomes one terminal ``Finish``: ``aborted`` if the request was
+   cancelled or the code is ``ABORTED``, else ``error`` (a foreign exception is ``UNKNOWN``
+   with its redacted text in ``detail``; options a listener passes on that fail the checks
+   are ``INVALID_OPTIONS``/``INVALID_OPTIONS_TYPE``). A listener that yields something that
+   is not a chunk ends the stream with ``CONTRACT_VIOLATION``. An exception after the
+   ``Finish`` is logged and dropped. Only ``KeyboardInterrupt``/``SystemExit`` propagate, and
+   ``CONTRACT_VIOLATION`` from ``check_contract=True`` (a debugging aid) is raised while
+   iterating.
+6. Replay state in history is kept only when the message's provider and the target
+   provider are registered to the very same adapter instance; requests are never mutated.
+7. ``observer=`` hears every stream the service returns (:mod:`dshstream._observe`): a
+   ``StreamStarted`` when ``stream()`` is called, and exactly one ``StreamFinished`` however
+   the stream ends; with INFO logging on, each finished stream is one log line.
+8. **Fallback chains.** ``register_chain(name, targets)`` makes ``name`` a route like a
+   provider's: a request with ``provider=name`` goes to the chain's targets in order
+   (:mod:`dshstream._fallback`: before content a failure that means "this target can't serve
+   now" moves on, after content never; a target that can't take the request is skipped,
+   before anything is sent to it), each with the history made portable for its adapter and
+   model (:mod:`dshstream._core.portable`: rule 6, and replay state only for the model that
+   wrote it). The whole chain is checked when it
+   is registered: the name is free (no adapter route, no other chain), every target's
+   provider is an adapter route (``NO_ADAPTER``; a chain is never a target), the codes are
+   failure codes. An adapter route can't take a chain's name. The stream's finish lists
+   every target tried (``metadata.fallback``), and its assistant turn
+   (``result.message()``) names the target that served, so the next turn's replay state
+   goes back to that target's adapter.
+9. ``resume(cursor, options=None)`` continues a cut resumable stream from its resume cursor
+   (``metadata.resume_cursor`` of its finish, or ``resume_cursor`` in its failure's
+   diagnostics; a JSON round trip keeps it) on the adapter registered for
+   ``cursor["provider"]``: a stream of the events after the cursor's sequence number, with
+   the same boundary as ``stream`` (a bad cursor is a ``ConfigurationError`` raised at
+   once; an adapter that cannot resume, one too).
 """
 
 from __future__ import annotations
@@ -43,11 +59,12 @@ from __future__ import annotations
 import os
 import threading
 from functools import partial
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from dataclasses import replace
 
 from ._adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
+from ._core.chain import DEFAULT_FALLBACK_CODES, FallbackChain, Target, check_chain_request
 from ._core.contract import check_contract as _check_contract
 from ._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from ._core.log import get_logger
@@ -55,6 +72,7 @@ from ._core.redact import redact
 from ._core.request import GenerateOptions, Message, check_options
 from ._chunk_stream import ChunkStream
 from ._core.records import Observer
+from ._fallback import stream_chain
 from ._observe import StreamWatch, check_observer, linked_start, open_watch
 from ._core.types import CHUNK_TYPES, Finish, FinishKind, FinishReason, LlmFailure, StreamChunk
 
@@ -114,6 +132,7 @@ class LlmService:
         self.observer = check_observer(observer, "LlmService.observer")
         self._routes: dict[str, Registration] = {}
         self._registrations: list[Registration] = []
+        self._chains: dict[str, FallbackChain] = {}
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
         #: set by ``default_service()``: the ``NO_ADAPTER`` message then says to set the
@@ -121,7 +140,8 @@ class LlmService:
         self._built_from_environment = False
 
     def __repr__(self) -> str:
-        return f"LlmService(providers={list(self._routes)!r})"
+        chains = f", chains={list(self._chains)!r}" if self._chains else ""
+        return f"LlmService(providers={list(self._routes)!r}{chains})"
 
     # ------------------------------------------------------------------ registry
 
@@ -149,6 +169,8 @@ class LlmService:
             current = self._routes.get(provider)
             if current is not None and current is not owner:
                 raise _config_error("DUPLICATE_ADAPTER", f"provider {provider!r} is already registered")
+            if provider in self._chains:
+                raise _config_error("DUPLICATE_ADAPTER", f"provider {provider!r} is a fallback chain's name")
             info = adapter.provider_info(provider)
             if not isinstance(info, ProviderInfo) or info.id != provider or not info.name:
                 raise _config_error(
@@ -177,6 +199,41 @@ class LlmService:
             registration.providers = ()
             self._registrations.remove(registration)
 
+    #: the failure codes that move a chain's request on to its next target by default
+    DEFAULT_FALLBACK_CODES: frozenset[str] = DEFAULT_FALLBACK_CODES
+
+    def register_chain(
+        self, name: str, targets: Sequence[Target], *, fall_back_on: Iterable[str] | None = None
+    ) -> Callable[[], None]:
+        """Make ``name`` a fallback chain over ``targets`` (rule 8): a request with
+        ``provider=name`` goes to the first target, and on a failure before any content
+        whose code is in ``fall_back_on`` (default :attr:`DEFAULT_FALLBACK_CODES`) to the
+        next. Returns a function that removes the chain."""
+        chain = FallbackChain.build(name, targets, fall_back_on)
+        with self._lock:
+            if chain.name in self._routes:
+                raise _config_error("DUPLICATE_ADAPTER", f"provider {chain.name!r} is already registered")
+            if chain.name in self._chains:
+                raise _config_error("DUPLICATE_ADAPTER", f"fallback chain {chain.name!r} is already registered")
+            for i, target in enumerate(chain.targets):
+                if target.provider == chain.name or target.provider in self._chains:
+                    raise _config_error(
+                        "INVALID_ADAPTER",
+                        f"register_chain targets[{i}]: {target.provider!r} is a fallback chain; a target is an adapter's route",
+                    )
+                if target.provider not in self._routes:
+                    raise _config_error(
+                        "NO_ADAPTER", f"register_chain targets[{i}]: {self._no_adapter_message(target.provider)}"
+                    )
+            self._chains[chain.name] = chain
+
+        def remove() -> None:
+            with self._lock:
+                if self._chains.get(chain.name) is chain:
+                    del self._chains[chain.name]
+
+        return remove
+
     def list_providers(self) -> list[ProviderInfo]:
         """Every route, as detached copies, in registration order."""
         with self._lock:
@@ -191,7 +248,11 @@ class LlmService:
         """The adapter registered for ``provider``; raises ``NO_ADAPTER``."""
         with self._lock:
             registration = self._routes.get(provider)
+            chain = self._chains.get(provider)
         if registration is None:
+            if chain is not None:
+                targets = ", ".join(target.label("…") for target in chain.targets)
+                raise _config_error("NO_ADAPTER", f"{provider!r} is a fallback chain ({targets}), not an adapter")
             raise _config_error("NO_ADAPTER", self._no_adapter_message(provider))
         return registration.adapter
 
@@ -239,6 +300,10 @@ class LlmService:
         other failure is the stream's terminal ``Finish``.
         """
         options = check_options(options)
+        with self._lock:
+            chain = self._chains.get(options.provider)
+        if chain is not None:
+            check_chain_request(options, chain.name)
         cancel = options.cancel
         if cancel is None:
             cancel = threading.Event()
@@ -341,6 +406,15 @@ class LlmService:
         try:
             if check:
                 options = check_options(options)
+            chain = None
+            if source is None:
+                with self._lock:
+                    chain = self._chains.get(options.provider)
+                if chain is not None:  # rule 8: the chain starts each target itself
+                    check_chain_request(options, chain.name)
+                    if _cancelled(options):
+                        raise error_for(cancelled_failure(options.provider))
+                    source = stream_chain(chain, options, lookup=self._adapter_or_none, writer=self._writer, watch=watch)
             if source is None:
                 adapter = self.adapter_for(options.provider)
                 options = self._route_replay(options, adapter)
@@ -348,7 +422,7 @@ class LlmService:
                     raise error_for(cancelled_failure(options.provider))
                 source = adapter.stream_batches(options)
             try:
-                batches = source if watch is None else linked_start(watch, source)
+                batches = source if watch is None or chain is not None else linked_start(watch, source)
                 for batch in batches:
                     if finished or not batch:
                         continue
@@ -404,6 +478,17 @@ class LlmService:
             )
         except Exception:  # noqa: BLE001 - a reporter must never break the stream
             log.exception("failure_reporter raised")
+
+    def _adapter_or_none(self, provider: str) -> LlmAdapter | None:
+        with self._lock:
+            registration = self._routes.get(provider)
+        return registration.adapter if registration is not None else None
+
+    def _writer(self, message: Message) -> LlmAdapter | None:
+        """The adapter ``message`` was written through, by its provider's route (rule 6)."""
+        with self._lock:
+            source = self._routes.get(message.provider or "")
+        return source.adapter if source is not None else None
 
     def _route_replay(self, options: GenerateOptions, target: LlmAdapter) -> GenerateOptions:
         changed = False

@@ -6,8 +6,11 @@ to ``LlmService(observer=...)`` or to an adapter. Each stream produces, in order
 arrived), one :class:`AttemptRecord` per HTTP attempt and exactly one
 :class:`StreamFinished`, however the stream ends (finished, failed, cancelled, closed or
 abandoned). Records are frozen values; :class:`RequestSettings` is the part of the request
-they carry. Messages and output are in a record only for an observer that asks to capture
-content. An observer that raises is logged and never breaks the stream.
+they carry. A stream sent to a fallback chain also gets one ``skipped`` attempt record per
+target that was not sent the request, and its records name the targets: every attempt's
+``target`` position, and :class:`StreamFinished`'s ``fallback``, the trail of
+:class:`TargetOutcome` s (the same as the finish's ``metadata.fallback``). Messages and
+output are in a record only for an observer that asks to capture content. An observer that raises is logged and never breaks the stream.
 ``dshstream.otel.OtelObserver`` turns the records into OpenTelemetry spans and metrics.
 
 Importing this module imports nothing more; each name loads its own module on first use.
@@ -27,6 +30,7 @@ if _typing.TYPE_CHECKING:
         StreamFinished as StreamFinished,
         StreamStarted as StreamStarted,
     )
+    from ._core.types import TargetOutcome as TargetOutcome
 
 __all__ = _exports.public_names("observe")
 

@@ -39,6 +39,15 @@ Contract:
    attempt is a span event ``dshstream.attempt`` (number, outcome, duration, chunks,
    ``error.type``, ``http.response.status_code``); the first content chunk is an event
    ``dshstream.first_chunk``.
+   A stream sent to a fallback chain (``LlmService.register_chain``): each attempt event
+   also names its target (``dshstream.target``: its position; ``dshstream.target.provider``,
+   ``dshstream.target.model``; ``dshstream.failure.message``: the failure's classified
+   headline), a target skipped before anything was sent is an attempt event with outcome
+   ``skipped``; at the end, one event ``dshstream.fallback.target`` per target tried, in
+   order (position, provider, model, outcome, ``error.type``, message), the attributes
+   ``dshstream.fallback.served_by`` (``provider/model``) and
+   ``dshstream.fallback.targets`` (how many were tried), and ``gen_ai.provider.name`` (on
+   the span and the metrics) becomes the serving target's provider.
 3. Metrics (histograms, the conventions' units; the conventions' explicit bucket
    boundaries are given as advice where the API takes it, opentelemetry-api >= 1.28):
    ``gen_ai.client.operation.duration`` (``s``, every stream),
@@ -90,7 +99,14 @@ from typing import TYPE_CHECKING, Any
 
 from ._core.records import AttemptRecord, FirstChunkRecord, ObserverRecord, StreamFinished, StreamStarted
 from ._core.request import Message
-from ._core.types import FinishReason, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from ._core.types import (
+    FinishReason,
+    ReasoningBlock,
+    TargetOutcome,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -263,7 +279,10 @@ class OtelObserver:
             span = self._tracer.start_span(
                 f"chat {record.model}", kind=SpanKind.CLIENT, attributes=self._span_attributes(record)
             )
+        served = record.served_by
         metric_attributes = self._operation_attributes(record)
+        if served is not None:  # a fallback chain: the provider that served
+            metric_attributes["gen_ai.provider.name"] = self._provider_name(served.provider)
         attributes: dict[str, AttributeValue] = {
             "dshstream.finish": record.kind,
             "dshstream.attempts": record.attempts,
@@ -308,6 +327,12 @@ class OtelObserver:
                     }
                 ]
             )
+        if record.fallback:
+            for entry in record.fallback:
+                span.add_event("dshstream.fallback.target", _target_attributes(entry))
+            attributes["dshstream.fallback.targets"] = len(record.fallback)
+            if served is not None:
+                attributes["dshstream.fallback.served_by"] = served.name
         span.set_attributes(attributes)
         if failure is not None:
             span.set_status(Status(StatusCode.ERROR, failure.message))
@@ -356,6 +381,28 @@ def _attempt_attributes(record: AttemptRecord) -> dict[str, AttributeValue]:
         attributes["error.type"] = record.failure.code
         if record.failure.status is not None:
             attributes["http.response.status_code"] = record.failure.status
+    if record.target is not None:  # a fallback chain's attempt (rule 2)
+        attributes["dshstream.target"] = record.target
+        attributes["dshstream.target.provider"] = record.provider
+        attributes["dshstream.target.model"] = record.model
+        if record.failure is not None:
+            attributes["dshstream.failure.message"] = record.failure.message
+    return attributes
+
+
+def _target_attributes(entry: TargetOutcome) -> dict[str, AttributeValue]:
+    """One fallback target's outcome as an event's attributes (rule 2)."""
+    attributes: dict[str, AttributeValue] = {
+        "dshstream.target": entry.position,
+        "dshstream.target.provider": entry.provider,
+        "dshstream.target.model": entry.model,
+        "dshstream.target.outcome": entry.outcome,
+    }
+    if entry.failure is not None:
+        attributes["error.type"] = entry.failure.code
+        attributes["dshstream.failure.message"] = entry.failure.message
+        if entry.failure.status is not None:
+            attributes["http.response.status_code"] = entry.failure.status
     return attributes
 
 

@@ -109,14 +109,21 @@ class AssembledResponse:
         return self
 
     def message(self) -> Message:
-        """The assistant turn to append to history, with provider, model and replay state."""
-        model = self.model
+        """The assistant turn to append to history, with provider, model and replay state.
+
+        For a request sent to a fallback chain, the provider and model are those of the
+        target that served it (``metadata.served_by``), so the next turn's replay state
+        goes back to the adapter that wrote it."""
+        provider, model = self.provider, self.model
+        served = self.metadata.served_by if self.metadata is not None else None
+        if served is not None:
+            provider, model = served.provider, served.model
         if model is None and self.metadata is not None:
             model = self.metadata.model
         return Message(
             role="assistant",
             content=self.blocks,
-            provider=self.provider,
+            provider=provider,
             model=model,
             replay_state=self.replay_state,
         )

@@ -6,6 +6,11 @@ clock, no I/O (the records are built by :mod:`dshstream._observe`).
 1. Per stream and per observer, in order: one :class:`StreamStarted`; then at most one
    :class:`FirstChunkRecord` and one :class:`AttemptRecord` per HTTP attempt (in attempt order);
    then exactly one :class:`StreamFinished`. Nothing follows the :class:`StreamFinished`.
+   A stream sent to a fallback chain (``LlmService.register_chain``) also gets, at the
+   service level, one :class:`AttemptRecord` with outcome ``"skipped"`` (``attempt`` 0: no
+   HTTP attempt) per target that was not sent the request; every attempt record of a chain
+   carries its target's position (``target``), and the :class:`StreamFinished` the chain's
+   trail (``fallback``: every target tried, with its outcome and failure).
 2. ``stream_id`` ties the records of one stream together; it is unique within the process.
    An adapter's records for a stream it serves through a service carry the service's id.
 3. ``level`` says who observed: ``"service"`` (``LlmService(observer=...)``: every stream
@@ -22,7 +27,8 @@ clock, no I/O (the records are built by :mod:`dshstream._observe`).
    ``duration``) or of the attempt (:attr:`AttemptRecord.duration`).
 6. No field a record takes from the response — ``response_id``, ``response_model``,
    ``serving_provider``, ``request_id``, ``finish.raw``, a failure's code, message,
-   detail, request id and serving provider — carries a registered secret: a proxy that
+   detail, request id and serving provider (a fallback target's failure too) — carries a
+   registered secret: a proxy that
    echoes the key into them gets that field dropped (``None``) where the record is built
    (:mod:`dshstream._observe` rule 7), so the log line's ``record.dshstream`` and the
    OpenTelemetry attributes, built from the records, never carry it either.
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from .request import GenerateOptions, Message
-from .types import Block, FinishKind, FinishReason, LlmFailure, TokenUsage
+from .types import Block, FinishKind, FinishReason, LlmFailure, TargetOutcome, TokenUsage
 
 __all__ = [
     "AttemptOutcome",
@@ -50,7 +56,7 @@ __all__ = [
 ]
 
 ObserveLevel: TypeAlias = Literal["service", "adapter"]
-AttemptOutcome: TypeAlias = Literal["ok", "failed", "aborted"]
+AttemptOutcome: TypeAlias = Literal["ok", "failed", "aborted", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +131,9 @@ class FirstChunkRecord:
 class AttemptRecord:
     """One HTTP attempt ended: ``ok`` (the provider's finish arrived), ``failed`` (its
     failure, before any retry decision) or ``aborted`` (cancelled, or closed by the
-    consumer)."""
+    consumer). ``skipped``: a fallback chain's target that was not sent the request
+    (``attempt`` 0, ``failure`` the reason: a part, schema or tools it can't take, no
+    adapter)."""
 
     stream_id: str
     #: the provider and model the attempt went to (a listener may have rerouted it)
@@ -144,6 +152,9 @@ class AttemptRecord:
     server_address: str | None = None
     server_port: int | None = None
     level: ObserveLevel = "service"
+    #: the position (1 for the first) of the fallback chain's target the attempt was for;
+    #: ``None`` outside a chain (and at the adapter level, which knows no chain)
+    target: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +195,14 @@ class StreamFinished:
     output: tuple[Block, ...] | None = None
     #: seconds: the longest stretch without content (the finish metadata's)
     longest_silence: float | None = None
+    #: a fallback chain's trail: every target tried, in order, with its outcome (the
+    #: finish's ``metadata.fallback``); empty outside a chain
+    fallback: tuple[TargetOutcome, ...] = ()
+
+    @property
+    def served_by(self) -> TargetOutcome | None:
+        """The fallback chain's target that served the stream, if one did."""
+        return next((entry for entry in self.fallback if entry.outcome == "served"), None)
 
     @property
     def kind(self) -> FinishKind:

@@ -9,7 +9,7 @@ upstream text:
 
 1. ``"server"`` — an operator's key (a shared pool): administrative actions (rotate the
    key, add keys to the pool — ``api_key=KeyPool([...])``, :mod:`dshstream.adapters` —,
-   configure a fallback chain) where they apply.
+   add a fallback target: ``LlmService.register_chain``) where they apply.
 2. ``"personal"`` — the user's own key: no pool or fallback advice (the user cannot manage
    those); check your own key instead, or switch back to the shared key (only when
    ``shared_key`` says there is one).
@@ -71,7 +71,7 @@ _SWITCH_BACK = "Or switch back to the shared key."
 _NOT_FOUND = "(http-404)"
 #: personal failures the shared key would avoid: the key's own trouble, not the request's
 _SWITCHABLE = frozenset({"AUTH", "QUOTA", "CREDIT_LIMIT", "RATE_LIMIT", "MODEL_NOT_FOUND", "NO_ADAPTER"})
-_FALLBACK = "Configure a fallback provider or model so requests keep working meanwhile."
+_FALLBACK = "Add a fallback target (LlmService.register_chain) so requests move on to another provider meanwhile."
 
 # code -> (neutral, server, personal): neutral tips apply to everyone (and are all a
 # subscription user gets for a non-denial); server/personal tips follow them.
@@ -91,7 +91,7 @@ _TIPS: dict[str, _Entry] = {
         (
             "Top up the provider account or raise its spending limit.",
             "Add a key from another funded account to the key pool (api_key=KeyPool([...])), "
-            "or configure a fallback provider.",
+            "or add a fallback target on another provider.",
         ),
         ("Top up your provider account or raise its spending limit.",),
     ),
@@ -107,7 +107,7 @@ _TIPS: dict[str, _Entry] = {
     ),
     "MODEL_NOT_FOUND": (
         ("Choose another model: this one is unknown, retired or not available.",),
-        ("Update the configured model, or add a fallback model to the fallback chain.",),
+        ("Update the configured model, or add a fallback target with another model (LlmService.register_chain).",),
         ("Check the model name and that your key has access to it.",),
     ),
     "CONTEXT_WINDOW_EXCEEDED": (
@@ -151,7 +151,7 @@ _TIPS: dict[str, _Entry] = {
     ),
     "TIMEOUT": (
         ("Try again, or allow more time for the answer.",),
-        ("Raise the configured timeout, or configure a faster fallback model.",),
+        ("Raise the configured timeout, or add a fallback target with a faster model.",),
         (),
     ),
     "TRANSPORT": (
@@ -166,7 +166,7 @@ _TIPS: dict[str, _Entry] = {
     ),
     "EMPTY_RESPONSE": (
         ("Try again, or rephrase the request: the model returned nothing.",),
-        (),
+        (_FALLBACK,),
         (),
     ),
     "MALFORMED_RESPONSE": (

@@ -7,7 +7,8 @@ unhandled variant. ``chunk_to_dict``/``chunk_from_dict`` are the only serializat
 round-trip losslessly through JSON. The union stays closed: values that belong to a block
 (a text block's :class:`Citation` s) travel inside it, with its ``BlockEnd``; values that
 belong to the whole response (other models' usage, server-run tools) travel in the
-finish's :class:`ResponseMetadata`. A file the model produces (a generated image) is a
+finish's :class:`ResponseMetadata` — the fallback chain's trail too (:class:`TargetOutcome`,
+one per target the stream tried). A file the model produces (a generated image) is a
 block, :class:`FileBlock`: its ``BlockStart`` (type ``"file"``) is followed at once by its
 ``BlockEnd``, which carries the media type and the bytes (base64 in the dict form).
 """
@@ -33,8 +34,11 @@ FailureCategory: TypeAlias = Literal[
     "unknown",
 ]
 
+TargetOutcomeKind: TypeAlias = Literal["served", "failed", "skipped"]
+
 BLOCK_TYPES: tuple[BlockType, ...] = ("text", "reasoning", "tool-call", "tool-result", "file")
 FINISH_KINDS: tuple[FinishKind, ...] = ("stop", "tool-calls", "max-tokens", "error", "aborted")
+TARGET_OUTCOMES: tuple[TargetOutcomeKind, ...] = ("served", "failed", "skipped")
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = (
     "api_error",
     "rate_limit",
@@ -261,6 +265,40 @@ class FinishReason:
 
 @final
 @dataclass(frozen=True, slots=True)
+class TargetOutcome:
+    """One target of a fallback chain, as the stream tried it (``ResponseMetadata.fallback``).
+
+    ``position`` is the target's place in the chain (1 for the first); ``provider`` and
+    ``model`` are where it sent the request. ``outcome`` is ``"served"`` (its chunks are the
+    stream's, whatever its finish), ``"failed"`` (it failed before any content: ``failure``
+    says how; the chain moved on, or ended when the failure was not one that moves on) or
+    ``"skipped"`` (nothing was sent to it: it can't take something in the request, it has
+    no adapter any more; ``failure`` says why). ``usage`` is what a failed target reported
+    before it failed (an empty answer may still be billed); it is never part of the
+    response's own usage.
+    """
+
+    position: int
+    provider: str
+    model: str
+    outcome: TargetOutcomeKind
+    failure: LlmFailure | None = None
+    usage: TokenUsage | None = None
+
+    def __post_init__(self) -> None:
+        if self.outcome not in TARGET_OUTCOMES:
+            raise ValueError(f"unknown target outcome {self.outcome!r}")
+        if self.outcome != "served" and self.failure is None:
+            raise ValueError(f"a {self.outcome!r} target needs its failure")
+
+    @property
+    def name(self) -> str:
+        """``provider/model``, as messages and logs name the target."""
+        return f"{self.provider}/{self.model}"
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class ResponseMetadata:
     """What the provider said about one response besides its content.
 
@@ -278,6 +316,10 @@ class ResponseMetadata:
     in seconds, in which no content arrived — from the request to the first content, and
     between two reads with content — as the idle clock saw it (streams over a transport;
     compare it with ``GenerateOptions.idle_timeout`` and ``quiet_timeout``).
+    ``fallback`` is the trail of a request sent
+    to a fallback chain (``LlmService.register_chain``): every target the stream tried, in
+    order, with its outcome (:class:`TargetOutcome`); :attr:`served_by` is the one that
+    served. It is empty for a request sent to one provider.
 
     Fields can also be read by name, ``metadata["usage_by_model"]``; a field that is
     ``None`` or empty is absent (``KeyError``, ``in`` is false, ``get`` gives the default).
@@ -296,6 +338,16 @@ class ResponseMetadata:
     #: where a resumable stream that ended without completing can be continued from
     #: (``LlmService.resume``): JSON-safe, no secrets; a fact of this run, not of the response
     resume_cursor: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    fallback: tuple[TargetOutcome, ...] = field(default=(), hash=False)
+
+    @property
+    def served_by(self) -> TargetOutcome | None:
+        """The fallback chain's target that served the response (``None``: none did, or the
+        request named one provider)."""
+        for entry in self.fallback:
+            if entry.outcome == "served":
+                return entry
+        return None
 
     def __getitem__(self, key: str) -> Any:
         value = getattr(self, key, None) if key in _METADATA_FIELDS else None
@@ -500,7 +552,7 @@ _FAILURE_FIELDS = (
 )
 _METADATA_FIELDS = (
     "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms",
-    "longest_silence", "resume_cursor",
+    "longest_silence", "resume_cursor", "fallback",
 )
 _METADATA_IDS = ("response_id", "model", "serving_provider", "request_id", "latency_ms", "longest_silence")
 _CITATION_FIELDS = ("kind", "url", "title", "cited_text", "location", "start", "end")
@@ -525,6 +577,8 @@ def metadata_to_dict(metadata: ResponseMetadata) -> dict[str, Any]:
         out["server_tools"] = [dict(entry) for entry in metadata.server_tools]
     if metadata.resume_cursor:
         out["resume_cursor"] = dict(metadata.resume_cursor)
+    if metadata.fallback:
+        out["fallback"] = [target_outcome_to_dict(entry) for entry in metadata.fallback]
     return out
 
 
@@ -536,6 +590,36 @@ def metadata_from_dict(data: dict[str, Any]) -> ResponseMetadata:
         usage_by_model={m: usage_from_dict(u) for m, u in by_model.items()} if by_model else None,
         server_tools=tuple(dict(entry) for entry in data.get("server_tools") or ()),
         resume_cursor=dict(data["resume_cursor"]) if data.get("resume_cursor") else None,
+        fallback=tuple(target_outcome_from_dict(entry) for entry in data.get("fallback") or ()),
+    )
+
+
+def target_outcome_to_dict(outcome: TargetOutcome) -> dict[str, Any]:
+    """JSON-safe dict of one fallback target's outcome, omitting absent fields."""
+    out: dict[str, Any] = {
+        "position": outcome.position,
+        "provider": outcome.provider,
+        "model": outcome.model,
+        "outcome": outcome.outcome,
+    }
+    if outcome.failure is not None:
+        out["failure"] = failure_to_dict(outcome.failure)
+    if outcome.usage is not None:
+        out["usage"] = usage_to_dict(outcome.usage)
+    return out
+
+
+def target_outcome_from_dict(data: dict[str, Any]) -> TargetOutcome:
+    """Inverse of :func:`target_outcome_to_dict`."""
+    failure = data.get("failure")
+    usage = data.get("usage")
+    return TargetOutcome(
+        position=int(data["position"]),
+        provider=str(data["provider"]),
+        model=str(data["model"]),
+        outcome=data["outcome"],
+        failure=failure_from_dict(failure) if failure is not None else None,
+        usage=usage_from_dict(usage) if usage is not None else None,
     )
 
 
