@@ -14,8 +14,9 @@ The package root holds the four adapters for the providers' own APIs
   stream) and :class:`CustomAdapter` (tools in the prompt, calls parsed from prose);
 - writing one: :class:`LlmAdapter` (the interface), :class:`HttpAdapter` (every HTTP
   adapter: a wire, an auth flow and the attempt loop), :class:`Wire` (a provider API's
-  request and translator) with :class:`ModelListFormat`, :class:`OpenAIChatWire` (to extend
-  the chat wire), the auth flows :class:`AuthFlow`, :class:`HeaderAuth`,
+  request and translator) with :class:`ModelListFormat`, the built-in wires to extend
+  (:class:`OpenAIChatWire`, :class:`OpenAIResponsesWire`, :class:`AnthropicWire`,
+  :class:`GeminiWire`), the auth flows :class:`AuthFlow`, :class:`HeaderAuth`,
   :class:`SigV4Auth`, :class:`NoAuth`, and :class:`ModelInfo`, :class:`ProviderInfo`;
 - configuring one: :class:`HttpSettings` (the settings every HTTP adapter takes),
   :class:`RetryPolicy`, :class:`AppIdentity` and :func:`attribution_headers` (the one
@@ -56,7 +57,10 @@ if _typing.TYPE_CHECKING:
     )
     from ._adapters.http import HttpAdapter as HttpAdapter
     from ._adapters.key_pool import KeyPool as KeyPool, KeyState as KeyState
+    from ._adapters.anthropic import AnthropicWire as AnthropicWire
+    from ._adapters.gemini import GeminiWire as GeminiWire
     from ._adapters.openai_chat import OpenAIChatWire as OpenAIChatWire
+    from ._adapters.openai_responses import OpenAIResponsesWire as OpenAIResponsesWire
     from ._adapters.wire import ModelListFormat as ModelListFormat, Wire as Wire
     from ._adapters.litellm import LiteLLMAdapter as LiteLLMAdapter
     from ._adapters.settings import HttpSettings as HttpSettings
