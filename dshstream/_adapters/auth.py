@@ -104,12 +104,15 @@ class AuthFlow:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """The credentials this flow sent last."""
-        return ()
+        """The credentials this flow sent last (its credential source's latest value)."""
+        credential = self._credential()
+        key = credential.last if credential is not None else None
+        return (key,) if key else ()
 
     def describe(self) -> str:
         """How the credential is held, never its value (rule 5)."""
-        return "none"
+        credential = self._credential()
+        return credential.describe() if credential is not None else "none"
 
 
 class NoAuth(AuthFlow):
@@ -141,14 +144,6 @@ class HeaderAuth(AuthFlow):
         if not key:
             return {}, ()
         return {**self.extra, self.header: f"{self.scheme} {key}" if self.scheme else key}, (key,)
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        key = self.credential.last
-        return (key,) if key else ()
-
-    def describe(self) -> str:
-        return self.credential.describe()
 
     def __repr__(self) -> str:
         return f"HeaderAuth(header={self.header!r}, key=<{self.describe()}>)"

@@ -388,11 +388,3 @@ class _SubclassAuth(AuthFlow):
             slot.value = previous
         return dict(added), (key,) if key else ()
 
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        key = self.credential.last
-        return (key,) if key else ()
-
-    def describe(self) -> str:
-        return self.credential.describe()
-
