@@ -40,14 +40,14 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import LlmError, make_failure
 from .._core.request import GenerateOptions
-from .._core.types import LlmFailure, TokenUsage
+from .._core.types import FinishKind, LlmFailure, TokenUsage
 from .._core.validate import invalid
 from .checkpoint import Checkpoint
 from .inputs import Prepared, prepare
@@ -98,7 +98,7 @@ def run_many(
     price: Price | None = None,
     progress: bool | None = None,
     on_progress: Callable[[BatchProgress], None] | None = None,
-) -> Iterator[BatchResult]:
+) -> Generator[BatchResult, None, None]:
     """Send every request, ``concurrency`` at a time; yield one result per request
     (rules 1-8). ``requests`` are ``GenerateOptions`` or dicts (``{"id", "prompt"}``,
     ``{"id", "messages"}``; ``provider``/``model`` default to the arguments)."""
@@ -106,7 +106,8 @@ def run_many(
         raise invalid(f"run_many(concurrency=...) must be an int >= 1, not {concurrency!r}")
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise invalid(f"run_many(max_attempts=...) must be an int >= 1, not {max_attempts!r}")
-    if isinstance(requests, (str, bytes)) or not isinstance(requests, Iterable):
+    candidate: object = requests
+    if isinstance(candidate, (str, bytes)) or not isinstance(candidate, Iterable):
         raise invalid("run_many(requests) must be an iterable of GenerateOptions or dicts", wrong_type=True)
     cost_limit = _check_limit(max_cost, "max_cost")
     token_limit = _check_limit(max_tokens, "max_tokens")
@@ -171,10 +172,14 @@ class _Run:
         self.rate_limited = 0
         self._counts_lock = threading.Lock()
         self._last_report = 0.0
+        #: why no new row may be sent (rule 7), once a budget is reached
+        self.budget: str | None = None
+        self.spent_cost = 0.0
+        self.spent_tokens = 0
 
     # ------------------------------------------------------------------ the caller's thread
 
-    def results(self, source: Iterator[Any]) -> Iterator[BatchResult]:
+    def results(self, source: Iterator[Any]) -> Generator[BatchResult, None, None]:
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="dshstream-batch")
         pending: dict[int, _Job] = {}
         buffered: dict[int, BatchResult] = {}
@@ -218,7 +223,7 @@ class _Run:
                         continue
                     del pending[job.index]
                     self._finish(result)
-                    budget = budget or self._budget_reached()
+                    budget = self.budget
                     ready.append(result)
                 for result in ready:
                     if self.ordered:
@@ -254,14 +259,22 @@ class _Run:
                 return replace(stored, index=index)
         if budget is not None:
             assert prepared.options is not None
-            failure = make_failure("ABORTED", f"not sent: {budget}", provider=prepared.options.provider)
-            with self._counts_lock:
-                self.counts = replace(self.counts, skipped=self.counts.skipped + 1)
-            return BatchResult(prepared.id, prepared.key, index, ok=False, failure=failure, skipped=True)
+            result = self._skipped(prepared, index, budget)
+            self._finish(result)
+            return result
         return None
+
+    def _skipped(self, prepared: Prepared, index: int, budget: str) -> BatchResult:
+        provider = prepared.options.provider if prepared.options is not None else None
+        failure = make_failure("ABORTED", f"not sent: {budget}", provider=provider)
+        return BatchResult(prepared.id, prepared.key, index, ok=False, failure=failure, skipped=True)
 
     def _finish(self, result: BatchResult, *, write: bool = True) -> None:
         """Count a finished row and write it (rule 5)."""
+        if result.skipped:
+            with self._counts_lock:
+                self.counts = replace(self.counts, skipped=self.counts.skipped + 1)
+            return
         aborted = result.finish == "aborted" and self.stop.is_set()
         if write and self.store is not None and not aborted:
             self.store.write(result)
@@ -276,13 +289,22 @@ class _Run:
                 cost=c.cost + (result.cost or 0.0),
             )
 
-    def _budget_reached(self) -> str | None:
-        c = self.counts
-        if self.cost_limit is not None and c.cost >= self.cost_limit:
-            return f"the batch's max_cost budget (${self.cost_limit:g}) was reached (${c.cost:.4f} spent)"
-        if self.token_limit is not None and c.tokens >= self.token_limit:
-            return f"the batch's max_tokens budget ({self.token_limit:.0f}) was reached ({c.tokens} used)"
-        return None
+    def _spend(self, result: BatchResult) -> None:
+        """Count what a sent row cost, on its worker, before the worker takes another row
+        (rule 7): a row queued behind it then sees the budget."""
+        with self._counts_lock:
+            self.spent_cost += result.cost or 0.0
+            self.spent_tokens += result.usage.total_tokens if result.usage is not None else 0
+            if self.budget is not None:
+                return
+            if self.cost_limit is not None and self.spent_cost >= self.cost_limit - 1e-12:
+                self.budget = (
+                    f"the batch's max_cost budget (${self.cost_limit:g}) was reached (${self.spent_cost:.4f} spent)"
+                )
+            elif self.token_limit is not None and self.spent_tokens >= self.token_limit:
+                self.budget = (
+                    f"the batch's max_tokens budget ({self.token_limit:.0f}) was reached ({self.spent_tokens} used)"
+                )
 
     def snapshot(self) -> BatchProgress:
         with self._counts_lock:
@@ -345,6 +367,7 @@ class _Run:
         finally:
             with self._counts_lock:
                 self.counts = replace(self.counts, in_flight=self.counts.in_flight - 1)
+        self._spend(result)
         self.finished.put((job, result))
 
     def _attempts(self, job: _Job) -> BatchResult:
@@ -357,9 +380,12 @@ class _Run:
         started = time.monotonic()
         attempts = 0
         while True:
+            budget = self.budget
+            if budget is not None and attempts == 0:  # queued before the budget was reached
+                return self._skipped(job.prepared, job.index, budget)
             if not limiter.acquire(self.stop):
-                failure = make_failure("ABORTED", f"{options.provider}: the batch was stopped before this row was sent")
-                return self._result(job, None, failure, attempts, started)
+                stopped = make_failure("ABORTED", f"{options.provider}: the batch was stopped before this row was sent")
+                return self._result(job, None, stopped, attempts, started)
             attempts += 1
             try:
                 try:
@@ -397,7 +423,7 @@ class _Run:
         prepared = job.prepared
         duration = time.monotonic() - started
         if response is None:
-            kind = "aborted" if failure is not None and failure.code == "ABORTED" else "error"
+            kind: FinishKind = "aborted" if failure is not None and failure.code == "ABORTED" else "error"
             return BatchResult(
                 prepared.id, prepared.key, job.index, ok=False, finish=kind, failure=failure,
                 attempts=attempts, duration=duration,

@@ -109,7 +109,7 @@ def _from_dict(row: Mapping[str, Any], where: str, provider: str | None, model: 
             if not isinstance(turn, Mapping) or not isinstance(turn.get("content"), str):
                 raise invalid(f"{where}.messages[{i}] must be {{role, content}} with string content", wrong_type=True)
             try:
-                messages.append(Message(role=turn.get("role"), content=turn["content"]))
+                messages.append(Message(role=turn.get("role"), content=turn["content"]))  # type: ignore[arg-type]  # checked by Message
             except LlmError as exc:
                 raise invalid(f"{where}.messages[{i}]: {exc.failure.message}") from None
     settings: dict[str, Any] = {}

@@ -286,11 +286,6 @@ class RateLimits:
         return {name: getattr(self, name) for name in _RATE_LIMIT_FIELDS if getattr(self, name) is not None}
 
 
-def rate_limits_from_dict(data: Mapping[str, object]) -> RateLimits:
-    """Inverse of :meth:`RateLimits.to_dict` (unknown keys ignored)."""
-    return RateLimits(**{name: data[name] for name in _FIELDS if data.get(name) is not None})  # type: ignore[arg-type]
-
-
 @final
 @dataclass(frozen=True, slots=True)
 class ResponseMetadata:
