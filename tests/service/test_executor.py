@@ -115,7 +115,6 @@ def test_closing_the_generator_cancels_and_a_rerun_finishes(tmp_path: Path) -> N
         results = run_many(_rows(20), service=_service(server), provider="local", model="m", concurrency=4, checkpoint=checkpoint, progress=False)
         got = [next(results) for _ in range(3)]
         results.close()  # what Ctrl-C or a break does
-        assert threading.active_count() < 20
         written = {json.loads(line)["id"] for line in checkpoint.read_text().splitlines()}
         assert {r.id for r in got} <= written
         rows = _run(server, _rows(20), concurrency=4, checkpoint=checkpoint)
