@@ -21,7 +21,8 @@ Local servers (``-p ollama``, ``llamacpp``, ``vllm``, ``lmstudio``) are keyless 
 ``--base-url``, else their variable (``OLLAMA_HOST`` or ``OLLAMA_BASE_URL``,
 ``LLAMACPP_BASE_URL``, ``VLLM_BASE_URL``, ``LMSTUDIO_BASE_URL``: see
 :mod:`dshstream._defaults`), else their default port on 127.0.0.1; ``models`` takes
-``--base-url`` as ``chat`` does.
+``--base-url`` as ``chat`` does. ``batch`` (:mod:`dshstream._batch.command`) takes the same
+provider, model and server options.
 
 Keys: a key read from the environment goes only to its provider's own host. With
 ``--base-url`` no environment key is sent unless the caller names the variable with
@@ -266,6 +267,23 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--idle-timeout", type=float, help="seconds without content before giving up")
     chat.add_argument("--json", action="store_true", help="print JSONL chunks instead of text")
 
+    batch = sub.add_parser(
+        "batch",
+        help="send every request of a JSONL file, N at a time, within the provider's rate limits",
+        description="Each input line is {\"id\": ..., \"prompt\": \"...\"} or {\"id\": ..., \"messages\": [...]}. "
+        "Finished rows are appended to OUTPUT as they complete; rerunning with the same OUTPUT resumes, "
+        "sending only the rows not done there.",
+    )
+    batch.add_argument("input", help="the requests, one JSON object a line (- for stdin)")
+    batch.add_argument("-o", "--output", required=True, help="the results, JSONL (resumed when it exists)")
+    batch.add_argument("-p", "--provider", default="openai")
+    batch.add_argument("-m", "--model", required=True)
+    _server_options(batch)
+    batch.add_argument("--concurrency", type=int, default=8, help="requests at once (default 8)")
+    batch.add_argument("--max-cost", type=float, help="stop sending once this much (USD) is spent")
+    batch.add_argument("--max-total-tokens", type=int, help="stop sending once this many tokens are used")
+    batch.add_argument("--fsync", action="store_true", help="fsync the output after every row")
+
     sub.add_parser("providers", help="list the providers configured from the environment")
     models = sub.add_parser("models", help="list a provider's models")
     models.add_argument("-p", "--provider", required=True)
@@ -346,6 +364,13 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_OK
     if args.command == "models":
         return _models(args, out, err)
+    if args.command == "batch":
+        from ._batch.command import run_batch_command
+
+        service, _target = _connect(
+            args.provider, api_key_env=args.api_key_env, base_url=args.base_url, dialect=args.dialect, model=args.model
+        )
+        return run_batch_command(args, service, out, err)
     return EXIT_USAGE
 
 

@@ -136,6 +136,13 @@ SURFACE: dict[str, dict[str, str]] = {
     "tool_loop": {
         "._tool_loop": "ToolLoopStream ToolLoopResult ToolLoopStep ToolOutcome",
     },
+    "batch": {
+        "._batch.executor": "run_many",
+        "._batch.records": "BatchResult",
+        "._batch.limiter": "Limiter ProviderLimiter",
+        "._batch.progress": "BatchProgress",
+        "._core.types": "RateLimits",
+    },
     "web": {
         "._web.responses": "ui_message_stream chunk_sse_stream chunk_ndjson_stream",
         "._web.ui_stream": "ui_message_parts",

@@ -42,6 +42,9 @@ Contract (an adapter composes; it overrides nothing):
    resume cursor, and :meth:`HttpAdapter.resume` continues a cursor from another process
    (the GET stream after its sequence number, through the same attempt loop: a GET that
    fails before its answer is retried like any attempt).
+8. **Rate limits.** The ``Finish`` of an attempt carries the rate-limit facts of that
+   attempt's response headers (``metadata.rate_limits``,
+   :mod:`~dshstream._core.rate_limits`); nothing else of the stream changes.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from .._core.errors import LlmError
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.media_support import MediaSupport
+from .._core.rate_limits import stamp_rate_limits
 from .._core.pump import pump
 from .._core.redact import redact
 from .._core.request import GenerateOptions, check_options
@@ -287,7 +291,8 @@ class HttpAdapter(LlmAdapter):
             if not resumable:
                 http = self._open_attempt(options, deadline, flow)
                 decoder = StreamDecoder(wire.make_translator(options, http.request_id), max_event_size=self.max_event_size)
-                return http, pump(http, decoder, cancel=options.cancel, provider=options.provider)
+                batches = pump(http, decoder, cancel=options.cancel, provider=options.provider)
+                return http, stamp_rate_limits(batches, http.headers)  # rule 8
             if cursor is None:
                 resumption = Resumption(self, options, deadline)
                 http = self._open_attempt(options, deadline, flow)
@@ -299,7 +304,7 @@ class HttpAdapter(LlmAdapter):
                 translator.last_sequence = cursor["sequence_number"]
                 translator.writer.identify(cursor["response_id"])
             decoder = StreamDecoder(translator, max_event_size=self.max_event_size)
-            return http, resumable_batches(http, decoder, resumption)
+            return http, stamp_rate_limits(resumable_batches(http, decoder, resumption), http.headers)
 
         return run_attempts(
             options,

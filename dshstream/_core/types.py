@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypeAlias, final
 
+
 BlockType: TypeAlias = Literal["text", "reasoning", "tool-call", "tool-result", "file"]
 FinishKind: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "error", "aborted"]
 FailureCategory: TypeAlias = Literal[
@@ -299,6 +300,32 @@ class TargetOutcome:
 
 @final
 @dataclass(frozen=True, slots=True)
+class RateLimits:
+    """What a provider said about its rate limits in one response's headers (``dshstream._core.rate_limits`` reads them).
+
+    ``*_requests`` and ``*_tokens`` are the request and token limits of the current
+    window: its size (``limit_``), what is left of it (``remaining_``) and the seconds
+    until it is replenished (``reset_``), each ``None`` when not sent. ``retry_after`` is
+    the wait the server asked for, in seconds. ``window`` is the window's length in
+    seconds when the headers name it (Mistral's ``-minute`` headers: ``60``).
+    """
+
+    limit_requests: int | None = None
+    remaining_requests: int | None = None
+    reset_requests: float | None = None
+    limit_tokens: int | None = None
+    remaining_tokens: int | None = None
+    reset_tokens: float | None = None
+    retry_after: float | None = None
+    window: float | None = None
+
+    def to_dict(self) -> dict[str, float | int]:
+        """The fields that are set, as a JSON-safe dict."""
+        return {name: getattr(self, name) for name in _RATE_LIMIT_FIELDS if getattr(self, name) is not None}
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class ResponseMetadata:
     """What the provider said about one response besides its content.
 
@@ -338,6 +365,11 @@ class ResponseMetadata:
     #: where a resumable stream that ended without completing can be continued from
     #: (``LlmService.resume``): JSON-safe, no secrets; a fact of this run, not of the response
     resume_cursor: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: the rate-limit facts of the response's headers (``x-ratelimit-*``,
+    #: ``anthropic-ratelimit-*``, ``retry-after``): a
+    #: :class:`RateLimits`, set by the HTTP adapter; a fact of
+    #: this run, not of the response
+    rate_limits: RateLimits | None = field(default=None, compare=False, hash=False)
     fallback: tuple[TargetOutcome, ...] = field(default=(), hash=False)
 
     @property
@@ -552,9 +584,13 @@ _FAILURE_FIELDS = (
 )
 _METADATA_FIELDS = (
     "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms",
-    "longest_silence", "resume_cursor", "fallback",
+    "longest_silence", "resume_cursor", "fallback", "rate_limits",
 )
 _METADATA_IDS = ("response_id", "model", "serving_provider", "request_id", "latency_ms", "longest_silence")
+_RATE_LIMIT_FIELDS = (
+    "limit_requests", "remaining_requests", "reset_requests", "limit_tokens", "remaining_tokens", "reset_tokens",
+    "retry_after", "window",
+)
 _CITATION_FIELDS = ("kind", "url", "title", "cited_text", "location", "start", "end")
 
 
@@ -579,6 +615,8 @@ def metadata_to_dict(metadata: ResponseMetadata) -> dict[str, Any]:
         out["resume_cursor"] = dict(metadata.resume_cursor)
     if metadata.fallback:
         out["fallback"] = [target_outcome_to_dict(entry) for entry in metadata.fallback]
+    if metadata.rate_limits is not None:
+        out["rate_limits"] = metadata.rate_limits.to_dict()
     return out
 
 
@@ -590,6 +628,7 @@ def metadata_from_dict(data: dict[str, Any]) -> ResponseMetadata:
         usage_by_model={m: usage_from_dict(u) for m, u in by_model.items()} if by_model else None,
         server_tools=tuple(dict(entry) for entry in data.get("server_tools") or ()),
         resume_cursor=dict(data["resume_cursor"]) if data.get("resume_cursor") else None,
+        rate_limits=_rate_limits_from(data.get("rate_limits")),
         fallback=tuple(target_outcome_from_dict(entry) for entry in data.get("fallback") or ()),
     )
 
@@ -621,6 +660,17 @@ def target_outcome_from_dict(data: dict[str, Any]) -> TargetOutcome:
         failure=failure_from_dict(failure) if failure is not None else None,
         usage=usage_from_dict(usage) if usage is not None else None,
     )
+
+
+def rate_limits_from_dict(data: Mapping[str, object]) -> RateLimits:
+    """Inverse of :meth:`RateLimits.to_dict` (unknown keys ignored)."""
+    return RateLimits(**{name: data[name] for name in _RATE_LIMIT_FIELDS if data.get(name) is not None})  # type: ignore[arg-type]
+
+
+def _rate_limits_from(data: Any) -> RateLimits | None:
+    if not isinstance(data, dict):
+        return None
+    return rate_limits_from_dict(data)
 
 
 def usage_to_dict(usage: TokenUsage) -> dict[str, Any]:

@@ -26,7 +26,7 @@ PACKAGE = Path(dshstream.__file__).parent
 LAYERS: dict[str, int] = {
     "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1,
     "sse": 2, "chunked": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "filters": 2, "http_request": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
-    "headers": 2, "recovery": 2,
+    "headers": 2, "recovery": 2, "rate_limits": 2,
     "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decode": 3, "pump": 3, "retry": 3,
     "partial_json": 3, "partial_json_reader": 2,
     "_render": 3, "_replay_server": 3,
@@ -36,7 +36,7 @@ LAYERS: dict[str, int] = {
     "records": 2, "_observe": 5, "otel": 6,
     "chain": 3, "portable": 3, "_fallback": 5,  # fallback chains: the values, the portable history, the runner
     "_exports": 1, "namespace": 6,  # the public sub-namespaces (dshstream/sansio.py ...)
-    "_cassettes": 5, "_web": 5, "_pytest_plugin": 6,
+    "_cassettes": 5, "_web": 5, "_batch": 5, "_pytest_plugin": 6,
 }
 #: the optional integrations: public modules that only the caller imports (``import
 #: dshstream`` never does)
