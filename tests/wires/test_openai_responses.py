@@ -329,14 +329,14 @@ def _split_checked(data: bytes, **options: Any) -> list[AssembledResponse]:
     return [assemble(decode_checked(p, **options)) for p in pieces]
 
 
-PHASED = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "phase": "commentary",
+PHASED: dict[str, Any] = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "phase": "commentary",
           "content": [{"type": "output_text", "text": "Looking.", "annotations": []}]}
-COMPACTION = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-opaque"}
-PROGRAM = {"type": "program", "id": "prg_1", "fingerprint": "fp_abc", "code": "print(1)", "status": "completed"}
-PROGRAM_OUTPUT = {"type": "program_output", "id": "prgo_1", "program_id": "prg_1", "output": "1"}
-CALLED_BY_PROGRAM = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "lookup",
+COMPACTION: dict[str, Any] = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-opaque"}
+PROGRAM: dict[str, Any] = {"type": "program", "id": "prg_1", "fingerprint": "fp_abc", "code": "print(1)", "status": "completed"}
+PROGRAM_OUTPUT: dict[str, Any] = {"type": "program_output", "id": "prgo_1", "program_id": "prg_1", "output": "1"}
+CALLED_BY_PROGRAM: dict[str, Any] = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "lookup",
                      "arguments": "{}", "status": "completed", "caller": {"type": "program", "id": "prg_1"}}
-UNKNOWN = {"type": "brand_new_item", "id": "new_1", "payload": {"x": [1, 2]}}
+UNKNOWN: dict[str, Any] = {"type": "brand_new_item", "id": "new_1", "payload": {"x": [1, 2]}}
 
 
 def _items_stream(output: list[dict[str, Any]]) -> bytes:
@@ -348,7 +348,7 @@ def _items_stream(output: list[dict[str, Any]]) -> bytes:
 
 
 def test_replay_keeps_phase_compaction_program_caller_and_unknown_items() -> None:
-    output = [COMPACTION, PHASED, PROGRAM, PROGRAM_OUTPUT, CALLED_BY_PROGRAM, UNKNOWN]
+    output: list[dict[str, Any]] = [COMPACTION, PHASED, PROGRAM, PROGRAM_OUTPUT, CALLED_BY_PROGRAM, UNKNOWN]
     for result in _split_checked(_items_stream(output)):
         items = result.replay_state["items"]
         assert [i["type"] for i in items] == [i["type"] for i in output]
@@ -367,9 +367,9 @@ def test_usage_reads_cache_write_tokens() -> None:
 
 # --------------------------------------------------------------------------- who ran the tool
 
-XAI_SUBSEARCH = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "xs_1", "name": "x_keyword_search",
+XAI_SUBSEARCH: dict[str, Any] = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "xs_1", "name": "x_keyword_search",
                  "input": "{\"query\":\"dshstream\"}", "status": "completed"}
-XAI_ANSWER = {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+XAI_ANSWER: dict[str, Any] = {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
               "content": [{"type": "output_text", "text": "Found it.", "annotations": []}]}
 
 
@@ -377,6 +377,7 @@ def test_custom_tool_call_the_request_did_not_declare_is_a_server_tool() -> None
     data = _items_stream([XAI_SUBSEARCH, XAI_ANSWER])
     for result in _split_checked(data, client_tools=()):
         assert result.finish.kind == "stop" and not result.tool_calls and result.text == "Found it."
+        assert result.metadata is not None
         (tool,) = result.metadata.server_tools
         assert tool["type"] == "custom_tool_call" and tool["name"] == "x_keyword_search"
         assert result.replay_state["items"][0] == XAI_SUBSEARCH
@@ -386,15 +387,16 @@ def test_custom_tool_call_the_request_did_not_declare_is_a_server_tool() -> None
     assert declared.finish.kind == "tool-calls" and [c.name for c in declared.tool_calls] == ["x_keyword_search"]
 
 
-HOSTED_SHELL = {"type": "shell_call", "id": "sh_1", "call_id": "call_sh", "status": "completed",
+HOSTED_SHELL: dict[str, Any] = {"type": "shell_call", "id": "sh_1", "call_id": "call_sh", "status": "completed",
                 "action": {"commands": ["ls"]}, "environment": {"type": "container_reference", "container_id": "cntr_1"}}
-HOSTED_SHELL_OUTPUT = {"type": "shell_call_output", "id": "sho_1", "call_id": "call_sh", "status": "completed",
+HOSTED_SHELL_OUTPUT: dict[str, Any] = {"type": "shell_call_output", "id": "sho_1", "call_id": "call_sh", "status": "completed",
                        "output": [{"stdout": "a.txt\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]}
 
 
 def test_shell_call_with_its_output_in_the_response_is_a_server_tool() -> None:
     for result in _split_checked(_items_stream([HOSTED_SHELL, HOSTED_SHELL_OUTPUT, XAI_ANSWER])):
         assert result.finish.kind == "stop" and not result.tool_calls
+        assert result.metadata is not None
         assert [t["type"] for t in result.metadata.server_tools] == ["shell_call"]
         assert result.replay_state["items"][:2] == [HOSTED_SHELL, HOSTED_SHELL_OUTPUT]
     # without its output it is the client's to run
@@ -403,10 +405,10 @@ def test_shell_call_with_its_output_in_the_response_is_a_server_tool() -> None:
     assert result.finish.kind == "tool-calls" and [c.name for c in result.tool_calls] == ["shell"]
 
 
-CLIENT_SEARCH = {"type": "tool_search_call", "id": "tsc_1", "call_id": "call_ts", "execution": "client",
+CLIENT_SEARCH: dict[str, Any] = {"type": "tool_search_call", "id": "tsc_1", "call_id": "call_ts", "execution": "client",
                  "status": "completed", "arguments": {"query": "calendar"}}
-SERVER_SEARCH = {**CLIENT_SEARCH, "id": "tsc_2", "call_id": "call_ts2", "execution": "server"}
-SERVER_SEARCH_OUTPUT = {"type": "tool_search_output", "id": "tso_2", "call_id": "call_ts2", "execution": "server",
+SERVER_SEARCH: dict[str, Any] = {**CLIENT_SEARCH, "id": "tsc_2", "call_id": "call_ts2", "execution": "server"}
+SERVER_SEARCH_OUTPUT: dict[str, Any] = {"type": "tool_search_output", "id": "tso_2", "call_id": "call_ts2", "execution": "server",
                         "status": "completed", "tools": []}
 
 
