@@ -17,10 +17,14 @@ Contract:
      audio input part, so an audio part is refused); an assistant turn becomes, in output
      order, its reasoning items (replayed from replay state with ``id``,
      ``encrypted_content``, ``summary`` and ``content``), its text as ``output_text``
-     messages and its tool calls as ``function_call`` items (``call_id``, name, raw
-     arguments, and the item ``id`` from replay state); built-in tool items
-     (client-executed calls still in the turn, and every server-executed item) go back
-     verbatim, in output order, from replay state;
+     messages (with the item's ``phase``, ``commentary`` or ``final_answer``, from replay
+     state) and its tool calls as ``function_call`` items (``call_id``, name, raw
+     arguments, and the item ``id``, ``caller`` and ``namespace`` from replay state);
+     every other replayed item goes back verbatim, in output order: client-executed
+     built-in calls while still in the turn (or listed in ``server_calls``: the server ran
+     them), server-executed items and outputs, ``compaction``, ``program`` and
+     ``program_output`` items, and any item type this module does not know (kept, never
+     dropped);
    * tool results become ``function_call_output`` items, or, for a client-executed built-in
      call (known from an earlier turn's replay state), its own output item:
      ``local_shell_call_output`` (``id``: the call id, ``output``: the text),
@@ -33,7 +37,10 @@ Contract:
      ``file-``, as ``image_url`` otherwise), ``custom_tool_call_output`` and
      ``mcp_approval_response`` (``approve``: the content as a JSON boolean, a JSON object's
      ``approve`` (and ``reason``), or a yes-word — ``true``, ``yes``, ``approve``,
-     ``approved``, ``allow``, ``ok``; anything else, and any error result, is a refusal);
+     ``approved``, ``allow``, ``ok``; anything else, and any error result, is a refusal),
+     ``tool_search_output`` for a client-executed ``tool_search_call`` (``execution:
+     client``; ``tools``: the content when it is a JSON list of tool definitions, or a
+     JSON object's ``tools``; else none);
    * tools in the flat Responses function format (``strict: false``: dshstream passes the
      caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
      asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
@@ -75,7 +82,6 @@ from .._core.wires.json_values import first_str
 from .._core.wires.translator import Translator
 from .._core.wires.openai_responses import (
     CLIENT_CALLS,
-    SERVER_TOOLS,
     WIRE,
     OpenAIResponsesTranslator,
     item_kind,
@@ -163,6 +169,16 @@ def tool_output_item(block: ToolResultBlock, kind: str | None) -> dict[str, Any]
         return {"type": "custom_tool_call_output", "call_id": call_id, "output": content}
     if kind == "mcp_approval_request":
         return _approval(block)
+    if kind == "tool_search_call":
+        value = loads_or_none(content)
+        tools = value.get("tools") if isinstance(value, dict) else value
+        return {
+            "type": "tool_search_output",
+            "call_id": call_id,
+            "execution": "client",
+            "status": "completed",
+            "tools": tools if isinstance(tools, list) else [],
+        }
     return {"type": "function_call_output", "call_id": call_id, "output": content}
 
 
@@ -319,6 +335,8 @@ class OpenAIResponsesWire(Wire):
         out: list[dict[str, Any]] = []
         state = message.replay_state
         replay = state.get("items") if isinstance(state, dict) and state.get("wire") == WIRE else None
+        ran = state.get("server_calls") if isinstance(state, dict) and replay is not None else None
+        server_calls = {c for c in ran if isinstance(c, str)} if isinstance(ran, list) else set()
         reasoning_run: int | None = None  # where the reasoning items awaiting their follower start
         for entry in replay if isinstance(replay, list) else []:
             if not isinstance(entry, dict):
@@ -337,18 +355,23 @@ class OpenAIResponsesWire(Wire):
                 take = count if isinstance(count, int) and count >= 0 else 1
                 parts = [texts.popleft() for _ in range(min(take, len(texts)))]
                 if parts:
-                    follower = self._text_item(parts)
+                    follower = self._text_item(parts, entry.get("phase"))
             elif kind == "function_call":
                 call = pending_calls.pop(str(entry.get("call_id") or ""), None)
                 if call is not None:
                     item_id = entry.get("id")
                     follower = self._call_item(call, item_id if isinstance(item_id, str) else None)
+                    for field in ("caller", "namespace"):
+                        if entry.get(field) is not None:
+                            follower[field] = entry[field]
             elif isinstance(kind, str) and kind in CLIENT_CALLS:
-                # verbatim, while its call is still in the turn (not dropped on max-tokens)
-                if pending_calls.pop(_builtin_call_id(entry) or "", None) is not None:
+                # verbatim, while its call is still in the turn (not dropped on max-tokens),
+                # or when the server ran it (no tool result answers it)
+                call_id = _builtin_call_id(entry) or ""
+                if pending_calls.pop(call_id, None) is not None or call_id in server_calls:
                     follower = dict(entry)
-            elif isinstance(kind, str) and kind in SERVER_TOOLS:
-                follower = dict(entry)
+            elif isinstance(kind, str) and kind:
+                follower = dict(entry)  # server items, outputs, compaction, unknown: verbatim
             else:
                 continue
             if follower is None and reasoning_run is not None:
@@ -384,12 +407,15 @@ class OpenAIResponsesWire(Wire):
         return item
 
     @staticmethod
-    def _text_item(parts: list[str]) -> dict[str, Any]:
-        return {
+    def _text_item(parts: list[str], phase: Any = None) -> dict[str, Any]:
+        item: dict[str, Any] = {
             "type": "message",
             "role": "assistant",
             "content": [{"type": "output_text", "text": text} for text in parts],
         }
+        if isinstance(phase, str) and phase:
+            item["phase"] = phase
+        return item
 
     def _call_item(self, call: ToolCallBlock, item_id: str | None) -> dict[str, Any]:
         item: dict[str, Any] = {
@@ -419,8 +445,27 @@ class OpenAIResponsesWire(Wire):
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return OpenAIResponsesTranslator(
-            provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
+            provider=options.provider,
+            request_id=request_id,
+            max_tokens=options.max_tokens,
+            client_tools=self.client_tools(options),
         )
+
+    @staticmethod
+    def client_tools(options: GenerateOptions) -> frozenset[str]:
+        """The names of the client tools the request declares (function and custom tools,
+        ``extra_body``'s ``tools`` when it replaces them): a custom tool call under another
+        name was run by the server (translator rule 3)."""
+        names = {tool.name for tool in options.tools}
+        extra = (options.extra_body or {}).get("tools")
+        if isinstance(extra, list):
+            names = set()
+            for tool in extra:
+                if isinstance(tool, dict) and tool.get("type") in ("function", "custom"):
+                    name = tool.get("name")
+                    if isinstance(name, str):
+                        names.add(name)
+        return frozenset(names)
 
 
 class OpenAIResponsesAdapter(HttpAdapter):

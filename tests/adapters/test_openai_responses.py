@@ -298,10 +298,15 @@ def _replayed(item: dict[str, Any]) -> list[dict[str, Any]]:
         return [out]
     if kind == "message":
         parts = [{"type": "output_text", "text": p["text"]} for p in item["content"] if p["type"] == "output_text"]
-        return [{"type": "message", "role": "assistant", "content": parts}]
+        message = {"type": "message", "role": "assistant", "content": parts}
+        if item.get("phase"):  # commentary / final_answer goes back with the message
+            message["phase"] = item["phase"]
+        return [message]
     if kind == "function_call":
-        return [{"type": "function_call", "call_id": item["call_id"], "name": item["name"],
-                 "arguments": item["arguments"], "id": item["id"]}]
+        call = {"type": "function_call", "call_id": item["call_id"], "name": item["name"],
+                "arguments": item["arguments"], "id": item["id"]}
+        call.update({k: item[k] for k in ("caller", "namespace") if item.get(k) is not None})
+        return [call]
     # a built-in or server-side tool item goes back verbatim (tests/adapters/test_builtin_tools.py)
     return [item]
 
@@ -399,7 +404,7 @@ def test_responses_assistant_text_and_hand_written_turns(server: ReplayServer) -
         {"type": "reasoning", "summary": [],
          "content": [{"type": "reasoning_text", "text": "We need answer capital of France."}]},
         {"type": "message", "role": "assistant",
-         "content": [{"type": "output_text", "text": "The capital of France is Paris."}]},
+         "content": [{"type": "output_text", "text": "The capital of France is Paris."}], "phase": "final_answer"},
         {"role": "user", "content": "sure?"},
     ]
 

@@ -171,3 +171,64 @@ def test_cut_stream_unknown_family_and_malformed_bytes() -> None:
         bad = encode_message({":event-type": "chunk", ":message-type": "event"}, payload)
         failure = _finish(list(decode(bad, wire=WIRE))).reason.failure
         assert failure is not None and failure.code == "MALFORMED_RESPONSE"
+
+
+# --------------------------------------------------------------------------- text-completion families
+# Bodies built from the streaming response shapes AWS documents per family (Titan text,
+# Meta Llama, Mistral), no public recording found (tests/fixtures/real/PROVENANCE.md).
+
+TITAN = [
+    {"outputText": "Hello", "index": 0, "totalOutputTextTokenCount": 1, "completionReason": None,
+     "inputTextTokenCount": 4},
+    {"outputText": " world", "index": 0, "totalOutputTextTokenCount": 2, "completionReason": "FINISH",
+     "inputTextTokenCount": 4, "amazon-bedrock-invocationMetrics": METRICS},
+]
+LLAMA = [
+    {"generation": "Hel", "prompt_token_count": 9, "generation_token_count": 1, "stop_reason": None},
+    {"generation": "lo", "prompt_token_count": None, "generation_token_count": 2, "stop_reason": "length"},
+]
+MISTRAL = [
+    {"outputs": [{"text": "Bon", "stop_reason": None}]},
+    {"outputs": [{"text": "jour", "stop_reason": "stop"}], "amazon-bedrock-invocationMetrics": METRICS},
+]
+
+
+def _text(chunks: list[StreamChunk]) -> str:
+    from dshstream._core.assembler import BlockAssembler
+
+    assembler = BlockAssembler()
+    assembler.extend(chunks)
+    return assembler.result().text
+
+
+@pytest.mark.parametrize(
+    ("events", "text", "kind", "raw", "usage"),
+    [
+        (TITAN, "Hello world", "stop", "FINISH", TokenUsage(input_tokens=5, output_tokens=7)),
+        (LLAMA, "Hello", "max-tokens", "length", TokenUsage(input_tokens=9, output_tokens=2)),
+        (MISTRAL, "Bonjour", "stop", "stop", TokenUsage(input_tokens=5, output_tokens=7)),
+    ],
+)
+def test_text_completion_families(events: list[dict[str, Any]], text: str, kind: str, raw: str,
+                                  usage: TokenUsage) -> None:
+    data = b"".join(_chunk(e) for e in events)
+    for pieces in ([data], [data[i:i + 1] for i in range(len(data))], split_at(data, [7, len(data) // 2, len(data) - 3])):
+        chunks = _run(pieces)
+        finish = _finish(chunks)
+        assert (finish.reason.kind, finish.reason.raw, finish.reason.failure) == (kind, raw, None)
+        assert _text(chunks) == text
+        assert _usage(chunks) == [usage]
+
+
+def test_titan_length_and_content_filter() -> None:
+    length = _finish(_run(_chunk({"outputText": "x", "completionReason": "LENGTH"})))
+    assert length.reason.kind == "max-tokens"
+    blocked = _finish(_run(_chunk({"outputText": "", "completionReason": "CONTENT_FILTERED"}))).reason.failure
+    assert blocked is not None and blocked.code == "CONTENT_FILTER"
+
+
+def test_unknown_family_is_a_clear_failure_not_a_cut() -> None:
+    cohere = _chunk({"generations": [{"text": "hi", "finish_reason": "COMPLETE"}], "is_finished": True})
+    failure = _finish(_run(cohere)).reason.failure
+    assert failure is not None and failure.code == "MALFORMED_RESPONSE"
+    assert "Cohere" in failure.message and "Converse" in failure.message

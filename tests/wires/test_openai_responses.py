@@ -318,3 +318,106 @@ def test_done_or_eof_before_a_terminal_event_is_stream_closed() -> None:
 def test_completed_without_content_is_empty_response() -> None:
     result = assemble(decode_checked(stream(CREATED, completed([]))))
     assert result.failure is not None and result.failure.code == "EMPTY_RESPONSE"
+
+
+# --------------------------------------------------------------------------- replay keeps every item
+
+def _split_checked(data: bytes, **options: Any) -> list[AssembledResponse]:
+    """The stream decoded whole, byte by byte and at a few split points: all must agree."""
+    pieces = [[data], [data[i:i + 1] for i in range(len(data))],
+              [data[:len(data) // 3], data[len(data) // 3:2 * len(data) // 3], data[2 * len(data) // 3:]]]
+    return [assemble(decode_checked(p, **options)) for p in pieces]
+
+
+PHASED: dict[str, Any] = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "phase": "commentary",
+          "content": [{"type": "output_text", "text": "Looking.", "annotations": []}]}
+COMPACTION: dict[str, Any] = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-opaque"}
+PROGRAM: dict[str, Any] = {"type": "program", "id": "prg_1", "fingerprint": "fp_abc", "code": "print(1)", "status": "completed"}
+PROGRAM_OUTPUT: dict[str, Any] = {"type": "program_output", "id": "prgo_1", "program_id": "prg_1", "output": "1"}
+CALLED_BY_PROGRAM: dict[str, Any] = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "lookup",
+                     "arguments": "{}", "status": "completed", "caller": {"type": "program", "id": "prg_1"}}
+UNKNOWN: dict[str, Any] = {"type": "brand_new_item", "id": "new_1", "payload": {"x": [1, 2]}}
+
+
+def _items_stream(output: list[dict[str, Any]]) -> bytes:
+    events: list[dict[str, Any]] = [CREATED]
+    for index, item in enumerate(output):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    return stream(*events, completed(output))
+
+
+def test_replay_keeps_phase_compaction_program_caller_and_unknown_items() -> None:
+    output: list[dict[str, Any]] = [COMPACTION, PHASED, PROGRAM, PROGRAM_OUTPUT, CALLED_BY_PROGRAM, UNKNOWN]
+    for result in _split_checked(_items_stream(output)):
+        items = result.replay_state["items"]
+        assert [i["type"] for i in items] == [i["type"] for i in output]
+        assert items[0] == COMPACTION and items[2] == PROGRAM and items[3] == PROGRAM_OUTPUT and items[5] == UNKNOWN
+        assert items[1]["phase"] == "commentary"
+        assert items[4]["caller"] == {"type": "program", "id": "prg_1"}
+        assert result.finish.kind == "tool-calls" and result.text == "Looking."
+
+
+def test_usage_reads_cache_write_tokens() -> None:
+    usage = responses_usage({"input_tokens": 100, "output_tokens": 5,
+                             "input_tokens_details": {"cached_tokens": 30, "cache_write_tokens": 50}})
+    assert usage == TokenUsage(input_tokens=20, output_tokens=5, cache_read_tokens=30, cache_write_tokens=50)
+    assert usage is not None and usage.total_input_tokens == 100
+
+
+# --------------------------------------------------------------------------- who ran the tool
+
+XAI_SUBSEARCH: dict[str, Any] = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "xs_1", "name": "x_keyword_search",
+                 "input": "{\"query\":\"dshstream\"}", "status": "completed"}
+XAI_ANSWER: dict[str, Any] = {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+              "content": [{"type": "output_text", "text": "Found it.", "annotations": []}]}
+
+
+def test_custom_tool_call_the_request_did_not_declare_is_a_server_tool() -> None:
+    data = _items_stream([XAI_SUBSEARCH, XAI_ANSWER])
+    for result in _split_checked(data, client_tools=()):
+        assert result.finish.kind == "stop" and not result.tool_calls and result.text == "Found it."
+        assert result.metadata is not None
+        (tool,) = result.metadata.server_tools
+        assert tool["type"] == "custom_tool_call" and tool["name"] == "x_keyword_search"
+        assert result.replay_state["items"][0] == XAI_SUBSEARCH
+        assert result.replay_state["server_calls"] == ["xs_1"]
+    # declared by the client: a call for the client
+    declared = assemble(decode_checked(data, client_tools=("x_keyword_search",)))
+    assert declared.finish.kind == "tool-calls" and [c.name for c in declared.tool_calls] == ["x_keyword_search"]
+
+
+HOSTED_SHELL: dict[str, Any] = {"type": "shell_call", "id": "sh_1", "call_id": "call_sh", "status": "completed",
+                "action": {"commands": ["ls"]}, "environment": {"type": "container_reference", "container_id": "cntr_1"}}
+HOSTED_SHELL_OUTPUT: dict[str, Any] = {"type": "shell_call_output", "id": "sho_1", "call_id": "call_sh", "status": "completed",
+                       "output": [{"stdout": "a.txt\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]}
+
+
+def test_shell_call_with_its_output_in_the_response_is_a_server_tool() -> None:
+    for result in _split_checked(_items_stream([HOSTED_SHELL, HOSTED_SHELL_OUTPUT, XAI_ANSWER])):
+        assert result.finish.kind == "stop" and not result.tool_calls
+        assert result.metadata is not None
+        assert [t["type"] for t in result.metadata.server_tools] == ["shell_call"]
+        assert result.replay_state["items"][:2] == [HOSTED_SHELL, HOSTED_SHELL_OUTPUT]
+    # without its output it is the client's to run
+    alone = {k: v for k, v in HOSTED_SHELL.items() if k != "environment"}
+    result = assemble(decode_checked(_items_stream([alone])))
+    assert result.finish.kind == "tool-calls" and [c.name for c in result.tool_calls] == ["shell"]
+
+
+CLIENT_SEARCH: dict[str, Any] = {"type": "tool_search_call", "id": "tsc_1", "call_id": "call_ts", "execution": "client",
+                 "status": "completed", "arguments": {"query": "calendar"}}
+SERVER_SEARCH: dict[str, Any] = {**CLIENT_SEARCH, "id": "tsc_2", "call_id": "call_ts2", "execution": "server"}
+SERVER_SEARCH_OUTPUT: dict[str, Any] = {"type": "tool_search_output", "id": "tso_2", "call_id": "call_ts2", "execution": "server",
+                        "status": "completed", "tools": []}
+
+
+def test_client_tool_search_call_is_a_call_and_server_one_is_not() -> None:
+    for result in _split_checked(_items_stream([CLIENT_SEARCH])):
+        assert result.failure is None and result.finish.kind == "tool-calls"
+        (call,) = result.tool_calls
+        assert (call.id, call.name, json.loads(call.arguments)) == ("call_ts", "tool_search",
+                                                                    {"arguments": {"query": "calendar"}})
+    for result in _split_checked(_items_stream([SERVER_SEARCH, SERVER_SEARCH_OUTPUT, XAI_ANSWER])):
+        assert result.finish.kind == "stop" and not result.tool_calls
+        assert result.replay_state["items"][:2] == [SERVER_SEARCH, SERVER_SEARCH_OUTPUT]

@@ -11,9 +11,12 @@ Contract (sans-IO; fed :class:`~dshstream._core.eventstream.EventStreamMessage` 
 2. The family is chosen by the first decoded event: an object with a string ``type``
    (``message_start`` ...) is Anthropic Messages (``AnthropicTranslator``); an object with
    exactly one Converse event name as key (``{"contentBlockDelta": {...}}``, Nova) is
-   Converse-shaped (``BedrockConverseTranslator``, the key is the event type). Events of
-   another shape (Llama, Titan, Mistral, Cohere native streams) are skipped, so such a
-   stream ends ``STREAM_CLOSED``: use the Converse wire for those families.
+   Converse-shaped (``BedrockConverseTranslator``, the key is the event type); an object
+   of a text-completion family's shape (Titan text ``outputText``, Llama ``generation``,
+   Mistral ``outputs``) is that family's (``BedrockNativeTranslator``: text, finish words,
+   usage). A first event of any other shape (Cohere, AI21 ...) ends the stream at once
+   with ``MALFORMED_RESPONSE`` naming the family (guessed from its keys) and saying to
+   use the Converse API — never a silent ``STREAM_CLOSED``.
 3. ``amazon-bedrock-invocationMetrics`` (on the last event) gives the usage
    (``inputTokenCount``, ``outputTokenCount``, ``cacheReadInputTokenCount``,
    ``cacheWriteInputTokenCount``) only when the inner events carried none; it is applied
@@ -36,6 +39,7 @@ from ..sse import ServerSentEvent
 from ..strict_json import EventJsonError, loads_event
 from ..types import TokenUsage
 from .bedrock import BedrockTranslator
+from .bedrock_native import BedrockNativeTranslator, native_family
 from .translator import Translator
 from .usage import counted_usage
 
@@ -43,6 +47,15 @@ WIRE = "bedrock-invoke"
 METRICS = "amazon-bedrock-invocationMetrics"
 _CONVERSE_EVENTS = frozenset(
     ("messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata")
+)
+
+#: a key of a first event -> the family it suggests (for the failure of rule 2)
+_GUESSES = (
+    ("generations", "Cohere"),
+    ("is_finished", "Cohere"),
+    ("finish_reason", "Cohere"),
+    ("completions", "AI21"),
+    ("choices", "AI21 Jamba / OpenAI-compatible"),
 )
 
 
@@ -109,7 +122,8 @@ class BedrockInvokeTranslator(BedrockTranslator):
         if inner is None:
             inner = self._choose(payload, name)
             if inner is None:
-                return  # a family this wire does not decode
+                self._unknown_family(payload)  # rule 2
+                return
             self.inner = inner
             self.writer = inner.writer
         metrics = payload.get(METRICS)
@@ -144,7 +158,23 @@ class BedrockInvokeTranslator(BedrockTranslator):
             from .bedrock import BedrockConverseTranslator
 
             return BedrockConverseTranslator(**options)
+        family = native_family(payload)
+        if family is not None:
+            return BedrockNativeTranslator(family, **options)
         return None
+
+    def _unknown_family(self, payload: dict[str, Any]) -> None:
+        """A first event of no decoded family's shape: a clear failure, not a cut (rule 2)."""
+        keys = sorted(key for key in payload if key != METRICS)
+        family = next((name for marker, name in _GUESSES if marker in payload), "unknown")
+        writer = self.writer
+        writer.fail(
+            writer.failure(
+                "MALFORMED_RESPONSE",
+                f"{writer.provider}: the invoke wire does not decode the {family} model family's stream "
+                f"(first event keys: {', '.join(keys[:8]) or 'none'}); use the Bedrock Converse API",
+            )
+        )
 
     # ------------------------------------------------------------------ end
 

@@ -22,7 +22,9 @@ data-only framings work too):
    the call id; the others use ``call_id``). Their arguments are a JSON object carrying
    the item's payload under its own key: ``{"action": ...}`` (``computer`` adds
    ``actions`` and ``pending_safety_checks`` when present), ``{"operation": ...}``,
-   ``{"input": ...}``, ``{"server_label", "name", "arguments"}``. Server-executed items
+   ``{"input": ...}``, ``{"server_label", "name", "arguments"}``; ``tool_search_call``
+   (named ``tool_search``, ``{"arguments": ...}``) when its ``execution`` is ``client``.
+   Server-executed items
    (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
    ``image_generation_call``, ``mcp_call``, ``mcp_list_tools``) are not calls: they are
    summarized in the finish's ``metadata.server_tools`` and make a response without
@@ -30,20 +32,35 @@ data-only framings work too):
    carries (``result``, base64) is delivered as a file block
    (:class:`~dshstream._core.types.FileBlock`: the media type from the bytes, else from
    ``output_format``) once, when its item is done or in the terminal output.
+   **Who ran it** is decided by what the response says, not by item type alone: an item of a
+   client kind is server-run (a server tool, not a call) when the response holds its output
+   item (an item whose type ends in ``_output`` with the same ``call_id``: a hosted shell's
+   ``shell_call_output``), when its ``execution`` is ``server`` (``tool_search_call``), or
+   when it is a ``custom_tool_call`` whose name is not among the client tools the request
+   declared (``client_tools``; xAI shows a server-side search's sub-searches so). Since the
+   output item follows its call, a ``shell_call``, ``custom_tool_call`` or
+   ``tool_search_call`` (without ``execution``) is held from its ``done`` until the next
+   item is added or the terminal event, and only then opened as a call, or not.
 4. ``response.completed`` is the terminal marker: usage (cached tokens subtracted from
-   input, reasoning tokens reported as inside output, ``cost`` when the gateway reports
-   it; entries of ``usage.iterations`` that name another model go to
+   input, ``input_tokens_details.cache_write_tokens`` as cache writes, subtracted too,
+   reasoning tokens reported as inside output, ``cost`` when the gateway reports it; entries of ``usage.iterations`` that name another model go to
    ``metadata.usage_by_model``), finish ``tool-calls`` exactly when the response has a
-   function-call or client built-in call item, else ``stop``. ``response.incomplete``
+   function-call or client-run built-in call item (rule 3), else ``stop``. ``response.incomplete``
    finishes ``max-tokens`` (or ``CONTENT_FILTER``) from ``incomplete_details.reason``.
    ``response.failed`` and ``error`` events end the stream with a classified error
    finish, keeping partial output and usage.
-5. Replay state: ``{"wire": "openai-responses", "items": [...]}`` — the reasoning items
-   (id, ``encrypted_content``, summary, content), function-call items (id, ``call_id``,
-   name), message items (id, ``text_parts``: how many text blocks it produced) and every
-   built-in tool item (client or server executed) verbatim, in output order, taken from
-   the terminal ``response.output`` when it has them.
-6. Unknown event types and item types are skipped. ``data: [DONE]`` (OpenRouter) ends the
+5. Replay state: ``{"wire": "openai-responses", "items": [...]}`` — every output item, in
+   output order, taken from the terminal ``response.output`` when it has them: reasoning
+   items verbatim but ``status`` (id, ``encrypted_content``, summary, content),
+   function-call items (id, ``call_id``, name, and ``caller``/``namespace`` when present;
+   the arguments come from the call block), message items (id, ``phase`` when present,
+   ``text_parts``: how many text blocks it produced; the text comes from the text blocks)
+   and every other item verbatim — built-in tool items and their outputs, ``compaction``
+   items (``encrypted_content``), ``program``/``program_output`` items, and item types
+   this module does not know: kept, never discarded. ``server_calls`` lists the call ids
+   of client-kind items the server ran (rule 3): they go back without a tool result.
+6. Unknown event types are skipped; unknown item types produce no chunks (but are
+   replayed, rule 5). ``data: [DONE]`` (OpenRouter) ends the
    input; reaching it, or EOF, before a terminal event is ``STREAM_CLOSED``.
 7. **Sequence numbers.** An event carrying an integer ``sequence_number`` not above the
    last one processed (:attr:`last_sequence`, translator rule 8; ``after`` to start
@@ -54,7 +71,7 @@ data-only framings work too):
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Collection, Hashable, Sequence
 from typing import Any
 
 from ..parts import decode_base64, sniff_media_type
@@ -78,7 +95,10 @@ CLIENT_CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
     "computer_call": ("computer", ("action", "actions", "pending_safety_checks")),
     "custom_tool_call": ("custom_tool", ("input",)),
     "mcp_approval_request": ("mcp_approval_request", ("server_label", "name", "arguments")),
+    "tool_search_call": ("tool_search", ("arguments",)),
 }
+#: client kinds whose item may have been run by the server: held until that is known (rule 3)
+_MAYBE_SERVER = frozenset({"shell_call", "custom_tool_call", "tool_search_call"})
 #: server-executed built-in tool items
 SERVER_TOOLS = frozenset(
     {
@@ -120,6 +140,24 @@ def client_call(item: dict[str, Any]) -> tuple[str | None, str, str] | None:
             name = first_str(item.get("name")) or name
             payload.setdefault("input", "")
     return call_id, name, dump_json(payload) or "{}"
+
+
+def server_run(item: dict[str, Any], output: Sequence[dict[str, Any]], client_tools: Collection[str] | None) -> bool:
+    """Whether ``item``, of a client kind, was run by the server (rule 3): its
+    ``execution`` says so, its output item is in ``output``, or it is a custom tool call the
+    request did not declare among ``client_tools`` (``None``: unknown)."""
+    kind = item_kind(item)
+    if kind not in CLIENT_CALLS:
+        return False
+    execution = item.get("execution")
+    if execution in ("server", "client"):
+        return bool(execution == "server")
+    if kind == "custom_tool_call" and client_tools is not None and item.get("name") not in client_tools:
+        return True
+    call_id = first_str(item.get("call_id"))
+    return call_id is not None and any(
+        other.get("call_id") == call_id and item_kind(other).endswith("_output") for other in output
+    )
 
 
 def _server_tool_summary(item: dict[str, Any]) -> dict[str, Any]:
@@ -181,13 +219,16 @@ def responses_usage(usage: dict[str, Any]) -> TokenUsage | None:
     output_tokens = int_or_none(usage.get("output_tokens"))
     if input_tokens is None and output_tokens is None:
         return None
-    cached = int_or_none(dict_or_empty(usage.get("input_tokens_details")).get("cached_tokens"))
+    details = dict_or_empty(usage.get("input_tokens_details"))
+    cached = int_or_none(details.get("cached_tokens"))
+    written = int_or_none(details.get("cache_write_tokens"))
     reasoning = int_or_none(dict_or_empty(usage.get("output_tokens_details")).get("reasoning_tokens"))
     cost = cost_or_none(usage.get("cost"))
     return TokenUsage(
-        input_tokens=max(0, (input_tokens or 0) - (cached or 0)),
+        input_tokens=max(0, (input_tokens or 0) - (cached or 0) - (written or 0)),
         output_tokens=output_tokens or 0,
         cache_read_tokens=cached,
+        cache_write_tokens=written,
         reasoning_tokens=reasoning,
         cost=cost,
     )
@@ -227,8 +268,13 @@ class OpenAIResponsesTranslator(Translator):
         request_id: str | None = None,
         max_tokens: int | None = None,
         after: int = -1,
+        client_tools: Collection[str] | None = None,
     ) -> None:
         super().__init__(provider=provider, request_id=request_id, max_tokens=max_tokens)
+        #: the names of the client tools the request declared (``None``: unknown; rule 3)
+        self.client_tools = frozenset(client_tools) if client_tools is not None else None
+        self._held: _Slot | None = None  # a client-kind call waiting to be known client-run
+        self._server_slots: set[int] = set()  # slots of client-kind items the server ran
         #: the last sequence number processed (rule 7)
         self.last_sequence = after
         #: the ``output_index`` of every item whose ``output_item.done`` was processed
@@ -416,7 +462,8 @@ class OpenAIResponsesTranslator(Translator):
                 if pending or not slot.identified:
                     self._tool(slot, item, pending)
         elif kind in CLIENT_CALLS:
-            self._builtin(slot, item, complete=True)
+            if slot.number not in self._server_slots and slot is not self._held:
+                self._builtin(slot, item, complete=True)
         elif kind == "image_generation_call":
             self._generated_image(slot, item)
 
@@ -432,6 +479,20 @@ class OpenAIResponsesTranslator(Translator):
         output_format = item.get("output_format")
         media_type = sniff_media_type(data) or _IMAGE_FORMATS.get(output_format if isinstance(output_format, str) else "")
         self.writer.file(media_type or "image/png", data)
+
+    def _release(self, following: dict[str, Any] | None) -> None:
+        """The held call is a call after all, unless ``following`` (the next item) is its
+        output or it is known server-run (rule 3)."""
+        held = self._held
+        if held is None or held.item is None:
+            return
+        self._held = None
+        if following is not None and server_run(held.item, (following,), self.client_tools):
+            self._server_slots.add(held.number)
+        if held.number in self._server_slots:
+            return
+        self._builtin(held, held.item, complete=True)
+        self._end_slot(held)
 
     def _end_slot(self, slot: _Slot) -> None:
         for key in slot.keys:
@@ -456,11 +517,16 @@ class OpenAIResponsesTranslator(Translator):
         kind = item_kind(item)
         # reasoning and server-run tools may go on for minutes without content (translator rule 6)
         self.quiet = kind in _QUIET_ITEMS
+        if self._held is not None and self._held is not slot:
+            self._release(item)
         if kind == "function_call":
             arguments = item.get("arguments")
             self._tool(slot, item, arguments if isinstance(arguments, str) else "")
         elif kind in CLIENT_CALLS:
-            self._builtin(slot, item, complete=False)
+            if server_run(item, (), self.client_tools):
+                self._server_slots.add(slot.number)
+            elif kind not in _MAYBE_SERVER:
+                self._builtin(slot, item, complete=False)
 
     def _on_item_done(self, payload: dict[str, Any]) -> None:
         self.quiet = False
@@ -469,6 +535,13 @@ class OpenAIResponsesTranslator(Translator):
             self.items_done.add(index)
         item = dict_or_empty(payload.get("item"))
         slot = self._slot(payload, item)
+        if self._held is not None and self._held is not slot:
+            self._release(item)
+        kind = item_kind(item)
+        if kind in CLIENT_CALLS and server_run(item, (), self.client_tools):
+            self._server_slots.add(slot.number)
+        if kind in _MAYBE_SERVER and slot.number not in self._server_slots:
+            self._held = slot  # rule 3: its output item may follow
         self._fill_item(slot, item)
         self._end_slot(slot)
 
@@ -546,6 +619,7 @@ class OpenAIResponsesTranslator(Translator):
     def _reconcile(self, response: dict[str, Any]) -> list[dict[str, Any]]:
         """Match the terminal output to the streamed items; emit what the stream missed."""
         output = [item for item in list_or_empty(response.get("output")) if type(item) is dict]
+        slots = []
         for index, item in enumerate(output):
             slot = self._by_index.get(index)
             item_id = first_str(item.get("id"))
@@ -555,11 +629,17 @@ class OpenAIResponsesTranslator(Translator):
                 slot = self._slot({"output_index": index}, item)
             elif slot.item_type is None and isinstance(item.get("type"), str):
                 slot.item_type = item["type"]
+            if server_run(item, output, self.client_tools):
+                self._server_slots.add(slot.number)
+            slots.append(slot)
+        self._release(None)
+        for slot, item in zip(slots, output):
             self._fill_item(slot, item)
         return output
 
-    def _replay_items(self, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The replay items of the terminal ``output``, or of the streamed items without one."""
+    def _replay_items(self, output: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+        """The replay items of the terminal ``output``, or of the streamed items without one,
+        and the call ids of the server-run client-kind items among them (rule 5)."""
         slots: list[tuple[_Slot | None, dict[str, Any]]]
         if output:
             slots = []
@@ -571,32 +651,45 @@ class OpenAIResponsesTranslator(Translator):
         else:
             slots = [(slot, slot.item) for slot in self._slots if slot.item is not None]
         items: list[dict[str, Any]] = []
+        server_calls: list[str] = []
         for slot, item in slots:
             item_type = item.get("type")
+            if slot is not None and slot.number in self._server_slots:
+                call_id = first_str(item.get("call_id"), item.get("id"))
+                if call_id is not None:
+                    server_calls.append(call_id)
             if item_type == "reasoning":
                 entry = {k: v for k, v in item.items() if k != "status" and v is not None}
                 entry.setdefault("summary", [])
                 items.append(entry)
             elif item_type == "function_call":
                 entry = {"type": "function_call"}
-                for field in ("id", "call_id", "name"):
+                for field in ("id", "call_id", "name", "namespace"):
+                    value = first_str(item.get(field))
+                    if value is not None:
+                        entry[field] = value
+                if item.get("caller") is not None:
+                    entry["caller"] = item["caller"]
+                items.append(entry)
+            elif item_type == "message":
+                entry = {"type": "message", "text_parts": slot.text_parts if slot is not None else 0}
+                for field in ("id", "phase"):
                     value = first_str(item.get(field))
                     if value is not None:
                         entry[field] = value
                 items.append(entry)
-            elif item_type == "message":
-                entry = {"type": "message", "text_parts": slot.text_parts if slot is not None else 0}
-                item_id = first_str(item.get("id"))
-                if item_id is not None:
-                    entry["id"] = item_id
-                items.append(entry)
-            elif isinstance(item_type, str) and (item_type in CLIENT_CALLS or item_type in SERVER_TOOLS):
-                items.append(dict(item))  # verbatim: it goes back as it came
-        return items
+            elif isinstance(item_type, str) and item_type:
+                items.append(dict(item))  # verbatim, known or not: it goes back as it came
+        return items, server_calls
 
     def replay_state(self) -> Any:
-        items = self._replay_items(self._output)
-        return {"wire": WIRE, "items": items} if items else None
+        items, server_calls = self._replay_items(self._output)
+        if not items:
+            return None
+        state: dict[str, Any] = {"wire": WIRE, "items": items}
+        if server_calls:
+            state["server_calls"] = server_calls
+        return state
 
     def token_counts(self) -> tuple[int | None, int | None]:
         usage = self._usage
@@ -614,17 +707,31 @@ class OpenAIResponsesTranslator(Translator):
             items = self._output
         else:
             items = [slot.item for slot in self._slots if slot.item is not None]
+        self._release(None)
         for item in items:
-            if item_kind(item) in SERVER_TOOLS:
+            kind = item_kind(item)
+            if kind in SERVER_TOOLS or (kind in CLIENT_CALLS and self._ran_on_server(item)):
                 writer.server_tools.append(_server_tool_summary(item))
         if self._usage is not None and "iterations" in self._usage:
             _, others = split_iterations(self._usage["iterations"], writer.model, responses_usage)
             writer.usage_by_model = others or None
 
+    def _ran_on_server(self, item: dict[str, Any]) -> bool:
+        """Whether the client-kind ``item`` (a streamed or terminal one) was server-run."""
+        if server_run(item, self._output, self.client_tools):
+            return True
+        return any(slot.item is item and slot.number in self._server_slots for slot in self._slots)
+
     def _has_function_call(self, output: list[dict[str, Any]]) -> bool:
         if output:
-            return any(item_kind(item) == "function_call" or item_kind(item) in CLIENT_CALLS for item in output)
-        return any(slot.item_type == "function_call" or slot.item_type in CLIENT_CALLS for slot in self._slots)
+            return any(
+                item_kind(item) == "function_call" or (item_kind(item) in CLIENT_CALLS and not self._ran_on_server(item))
+                for item in output
+            )
+        return any(
+            slot.item_type == "function_call" or (slot.item_type in CLIENT_CALLS and slot.number not in self._server_slots)
+            for slot in self._slots
+        )
 
     def _terminal(self, payload: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         self._on_response_meta(payload)
@@ -662,7 +769,7 @@ class OpenAIResponsesTranslator(Translator):
 
     def _on_failed(self, payload: dict[str, Any]) -> None:
         response, output = self._terminal(payload)
-        if not self._replay_items(output):
+        if not self._replay_items(output)[0]:
             self._output = []  # nothing replayable in the failed response: replay the stream's items
         error = response.get("error")
         self.writer.finish_raw = "failed"
