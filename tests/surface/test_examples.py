@@ -188,3 +188,14 @@ def test_quickstart_without_a_key_names_the_variables_and_exits_2() -> None:
                           timeout=60, cwd=ROOT, check=False)
     assert proc.returncode == 2 and proc.stdout == ""
     assert "OPENAI_API_KEY" in proc.stderr and "ANTHROPIC_API_KEY" in proc.stderr and "dshstream demo" in proc.stderr
+
+
+def test_many_requests_example_resumes_from_its_checkpoint() -> None:
+    proc = run("examples/many_requests.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "first run: 40 of 40 ok, 40 requests sent",
+        "rerun: 40 rows from the checkpoint, 0 requests sent",
+        "checkpoint: 40 lines",
+        "an answer: '2 + 2 = 4'",
+    ]
