@@ -9,7 +9,9 @@ Contract (an adapter composes; it overrides nothing):
    request for options, the translator, the media table), :attr:`HttpAdapter.auth_flow`
    (:mod:`~dshstream._adapters.auth`: ``Bearer`` with the ``api_key`` setting by default)
    and :attr:`HttpAdapter.transport` (the ``transport`` setting; HTTP over ``requests`` by
-   default). A provider's adapter class only builds the three from its own settings.
+   default, with the TLS and proxy settings: ``verify``, ``client_cert``, ``trust_store``,
+   ``proxies``, which every request it sends — streams, model lists, token endpoints —
+   goes through). A provider's adapter class only builds the three from its own settings.
 3. **A request** is the wire's endpoint + headers (JSON and SSE, the wire's protocol
    headers, the caller's headers, attribution) + the wire's body, encoded once; the auth
    flow then adds its credential, fetched for this attempt under the attempt's limits — the
@@ -73,6 +75,7 @@ from .._transport import (
     ResponseStream,
 )
 from .._transport.interface import Transport as TransportProtocol
+from .._transport.tls import ConnectionSettings
 from .attempts import run_attempts, stream_policy
 from .auth import AuthFlow, HeaderAuth
 from .base import LlmAdapter, ModelInfo, ProviderInfo
@@ -136,7 +139,14 @@ class HttpAdapter(LlmAdapter):
         )
         #: sends this adapter's requests (settings ``transport=``; default HTTP over requests)
         self.transport: TransportProtocol = values.get("transport") or HttpTransport(
-            values.get("session"), connect_timeout=values.get("connect_timeout", 10.0)
+            values.get("session"),
+            connect_timeout=values.get("connect_timeout", 10.0),
+            connection=ConnectionSettings(
+                verify=values.get("verify", True),
+                client_cert=values.get("client_cert"),
+                trust_store=values.get("trust_store"),
+                proxies=values.get("proxies") or {},
+            ),
         )
         self.identity: AppIdentity | None = values.get("identity")
         self.extra_headers: dict[str, str] = dict(values.get("headers") or {})
