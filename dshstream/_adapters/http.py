@@ -44,6 +44,12 @@ Contract (an adapter composes; it overrides nothing):
    resume cursor, and :meth:`HttpAdapter.resume` continues a cursor from another process
    (the GET stream after its sequence number, through the same attempt loop: a GET that
    fails before its answer is retried like any attempt).
+8. **Counting tokens.** ``count_tokens`` POSTs the wire's counting request (wire rule 7:
+   the stream's body less its generation-only fields, media checked first) through the
+   auth flow and the transport's ``post_json``, bounded in size and time and refreshed
+   like ``list_models`` (rule 5); a wire without an endpoint, or a transport without
+   ``post_json``, is a ``ConfigurationError`` saying so, before anything is sent; an answer
+   without a count is ``MALFORMED_RESPONSE``.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.attribution import AppIdentity, merge_headers
 from .._core.decode import StreamDecoder
-from .._core.errors import LlmError
+from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.media_support import MediaSupport
@@ -264,6 +270,56 @@ class HttpAdapter(LlmAdapter):
                 model_id = entry[fmt.id_key].removeprefix(fmt.id_prefix)
                 models.append(ModelInfo(id=model_id, name=str(entry.get(fmt.name_key) or model_id)))
         return models
+
+    def count_tokens(self, options: GenerateOptions, *, timeout: float | None = None) -> int:
+        """The input tokens ``options`` would bill, from the provider's counting endpoint
+        (rule 8), within ``timeout`` seconds in all (default 30)."""
+        options = check_options(options)
+        wire = self.wire
+        url = wire.count_tokens_url(options)
+        if url is None:
+            raise invalid(
+                f"{self.title}: {type(self).__name__} has no token-counting endpoint (count_tokens); "
+                "dshstream does not estimate counts locally"
+            )
+        post_json = getattr(self.transport, "post_json", None)
+        if not callable(post_json):
+            raise invalid(f"{self.title}: the transport has no post_json, needed by count_tokens", wrong_type=True)
+        self.check_media(options)
+        body = wire.count_tokens_body(options)
+        provider = options.provider
+        flow = self.auth_flow.for_stream()
+        refreshes = 0
+        limit = DEFAULT_JSON_TIMEOUT if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        while True:
+            added, secrets = flow.headers(provider, FetchLimits(deadline=deadline, cancel=options.cancel))
+            headers = {**self.request_headers(streaming=False), **added}
+            try:
+                payload = post_json(
+                    url,
+                    body,
+                    headers,
+                    provider=provider,
+                    secrets=secrets,
+                    timeout=max(0.001, deadline - time.monotonic()),
+                    cancel=options.cancel,
+                )
+                break
+            except LlmError as exc:
+                if not flow.refresh_after(exc.failure, provider) or refreshes >= flow.refresh_limit:
+                    raise
+                refreshes += 1
+        count = wire.count_tokens_result(payload)
+        if count is None:
+            raise error_for(
+                make_failure(
+                    "MALFORMED_RESPONSE",
+                    f"{provider}: the token-counting answer has no count (MALFORMED_RESPONSE)",
+                    provider=provider,
+                )
+            )
+        return count
 
     # ------------------------------------------------------------------ streaming (rule 4)
 

@@ -250,6 +250,9 @@ class VertexGeminiWire(GeminiWire):
             return path
         return f"projects/{quote(self.project or '', safe=':')}/locations/{self.location}/{path}"
 
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
+
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/{self.api_version}/{self.model_resource(options.model)}:streamGenerateContent?alt=sse"
 
@@ -280,6 +283,9 @@ class VertexAnthropicWire(AnthropicWire):
         self.project = project
         #: the Vertex location in the path
         self.location = location
+
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
 
     def endpoint(self, options: GenerateOptions) -> str:
         model = quote(options.model, safe=_MODEL_SAFE)
