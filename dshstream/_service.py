@@ -279,6 +279,13 @@ class LlmService:
             return adapter.list_models(provider)
         return adapter.list_models(provider, timeout=timeout)
 
+    def count_tokens(self, options: GenerateOptions, *, timeout: float | None = None) -> int:
+        """The input tokens ``options`` would bill, counted by its provider's own endpoint
+        within ``timeout`` seconds in all (default 30); a provider without one is a
+        ``ConfigurationError`` (never an estimate)."""
+        options = check_options(options)
+        return self.adapter_for(options.provider).count_tokens(options, timeout=timeout)
+
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         """Add a listener to the waterfall; returns a function that removes it."""
         with self._lock:

@@ -9,7 +9,7 @@ headline safe to show a user, and the provider's own words, redacted, are in
 
     LlmError *                            root; .failure: LlmFailure
     ├── ProviderError *                   the provider refused or failed the request
-    │   ├── AuthenticationError *         AUTH
+    │   ├── AuthenticationError *         AUTH, PROXY_AUTH (a proxy answered 407)
     │   ├── RateLimitError *              RATE_LIMIT; .failure.retry_after
     │   ├── QuotaExceededError            QUOTA, CREDIT_LIMIT
     │   ├── ContextWindowExceededError *  CONTEXT_WINDOW_EXCEEDED
@@ -24,6 +24,7 @@ headline safe to show a user, and the provider's own words, redacted, are in
     │   ├── TransportError                TRANSPORT
     │   └── StreamClosedError             STREAM_CLOSED
     ├── AbortedError                      ABORTED
+    ├── (LlmError itself)                 REDIRECT, TLS (not retryable: set verify= / trust_store=)
     ├── ProtocolError                     MALFORMED_RESPONSE, EVENT_TOO_LARGE, CONTRACT_VIOLATION
     ├── ToolArgumentsError                TRUNCATED_TOOL_ARGUMENTS, INVALID_TOOL_ARGUMENTS
     ├── ConfigurationError *              a mistake in what the caller passed (also a ValueError)

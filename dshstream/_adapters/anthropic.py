@@ -21,7 +21,7 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._core.request import GenerateOptions
 from .._core.wires.anthropic import AnthropicTranslator
@@ -61,6 +61,15 @@ class AnthropicWire(MessagesBody, Wire):
 
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/v1/messages"
+
+    #: the fields ``POST /v1/messages/count_tokens`` takes of a stream's body (wire rule 7)
+    COUNT_FIELDS = frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers"})
+
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return f"{self.base_url}/v1/messages/count_tokens"
+
+    def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
+        return {key: value for key, value in self.build_body(options).items() if key in self.COUNT_FIELDS}
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         translator = AnthropicTranslator(

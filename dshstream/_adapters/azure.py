@@ -254,6 +254,9 @@ class AzureResponsesWire(OpenAIResponsesWire):
         """Whether requests use the classic preview URL (a dated ``api_version``)."""
         return self.api_version not in _V1
 
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
+
     def endpoint(self, options: GenerateOptions) -> str:
         path = "/openai/responses" if self.classic else "/openai/v1/responses"
         return f"{self.base_url}{path}{_query(self.api_version)}"

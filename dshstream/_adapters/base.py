@@ -2,7 +2,8 @@
 
 Contract: :class:`LlmAdapter` is what :class:`~dshstream._service.LlmService` calls —
 ``stream`` (or ``stream_batches``, the same chunks a list per network read),
-``provider_info`` and ``list_models``. Every stream obeys the chunk protocol's adapter
+``provider_info``, ``list_models`` and ``count_tokens`` (the provider's own count, or a
+``ConfigurationError`` saying it has none: never an estimate). Every stream obeys the chunk protocol's adapter
 contract (DESIGN.md §2): usage before one terminal ``Finish``, raw JSON tool arguments,
 failures raised as ``LlmError`` or ended as an error finish. HTTP providers subclass
 :class:`~dshstream._adapters.http.HttpAdapter`, which implements all of it once (and
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .._core.request import GenerateOptions
+from .._core.validate import invalid
 from .._core.types import StreamChunk
 from .settings import FailureReporter
 
@@ -64,3 +66,9 @@ class LlmAdapter:
         """Models available on ``provider`` (advisory: others are still accepted), fetched
         within ``timeout`` seconds in all (default 30)."""
         return []
+
+    def count_tokens(self, options: GenerateOptions, *, timeout: float | None = None) -> int:
+        """The input tokens ``options`` would bill, counted by the provider's own endpoint
+        within ``timeout`` seconds in all (default 30). An adapter whose provider has no
+        such endpoint raises ``ConfigurationError`` saying so: nothing is estimated."""
+        raise invalid(f"{type(self).__name__}: the provider has no token-counting endpoint (count_tokens)")

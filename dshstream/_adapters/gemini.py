@@ -122,6 +122,18 @@ class GeminiWire(Wire):
     def models_url(self) -> str | None:
         return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}:countTokens"
+
+    def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """``generateContentRequest``: the stream's whole body (system instruction, tools,
+        config), so the count is the one generation would bill (wire rule 7)."""
+        return {"generateContentRequest": {"model": self.model_path(options.model), **self.build_body(options)}}
+
+    def count_tokens_result(self, payload: Any) -> int | None:
+        value = payload.get("totalTokens") if isinstance(payload, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
         body: dict[str, Any] = {"contents": self.build_contents(options.messages)}

@@ -55,6 +55,7 @@ from .._core.errors import LlmError, error_for, make_failure
 from .._core.redact import register_secret
 from .._core.validate import check_api_key, invalid
 from .._transport import HttpTransport
+from .._transport.tls import ConnectionSettings
 from .credentials import FetchLimits, current_limits
 
 if TYPE_CHECKING:
@@ -136,6 +137,7 @@ class AuthorizedUserCredentials:
         token_url: str = TOKEN_URL,
         identity: AppIdentity | None = None,
         timeout: float = TOKEN_TIMEOUT,
+        connection: ConnectionSettings | None = None,
     ) -> None:
         if isinstance(source, Mapping):
             info, where = source, "the credentials"
@@ -168,7 +170,8 @@ class AuthorizedUserCredentials:
         self.token_url = token_url
         self.identity = identity
         self.timeout = timeout
-        self.transport = HttpTransport(session)
+        #: the token endpoint's transport: the adapter's TLS and proxy settings (``connection``)
+        self.transport = HttpTransport(session, connection=connection)
         self._token: str | None = None
         self._expires = 0.0
         self._lock = threading.Lock()

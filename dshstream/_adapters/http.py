@@ -9,7 +9,9 @@ Contract (an adapter composes; it overrides nothing):
    request for options, the translator, the media table), :attr:`HttpAdapter.auth_flow`
    (:mod:`~dshstream._adapters.auth`: ``Bearer`` with the ``api_key`` setting by default)
    and :attr:`HttpAdapter.transport` (the ``transport`` setting; HTTP over ``requests`` by
-   default). A provider's adapter class only builds the three from its own settings.
+   default, with the TLS and proxy settings: ``verify``, ``client_cert``, ``trust_store``,
+   ``proxies``, which every request it sends — streams, model lists, token endpoints —
+   goes through). A provider's adapter class only builds the three from its own settings.
 3. **A request** is the wire's endpoint + headers (JSON and SSE, the wire's protocol
    headers, the caller's headers, attribution) + the wire's body, encoded once; the auth
    flow then adds its credential, fetched for this attempt under the attempt's limits — the
@@ -45,6 +47,12 @@ Contract (an adapter composes; it overrides nothing):
 8. **Rate limits.** The ``Finish`` of an attempt carries the rate-limit facts of that
    attempt's response headers (``metadata.rate_limits``,
    :mod:`~dshstream._core.rate_limits`); nothing else of the stream changes.
+9. **Counting tokens.** ``count_tokens`` POSTs the wire's counting request (wire rule 7:
+   the stream's body less its generation-only fields, media checked first) through the
+   auth flow and the transport's ``post_json``, bounded in size and time and refreshed
+   like ``list_models`` (rule 5); a wire without an endpoint, or a transport without
+   ``post_json``, is a ``ConfigurationError`` saying so, before anything is sent; an answer
+   without a count is ``MALFORMED_RESPONSE``.
 """
 
 from __future__ import annotations
@@ -57,7 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.attribution import AppIdentity, merge_headers
 from .._core.decode import StreamDecoder
-from .._core.errors import LlmError
+from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.media_support import MediaSupport
@@ -77,6 +85,7 @@ from .._transport import (
     ResponseStream,
 )
 from .._transport.interface import Transport as TransportProtocol
+from .._transport.tls import ConnectionSettings
 from .attempts import run_attempts, stream_policy
 from .auth import AuthFlow, HeaderAuth
 from .base import LlmAdapter, ModelInfo, ProviderInfo
@@ -140,7 +149,14 @@ class HttpAdapter(LlmAdapter):
         )
         #: sends this adapter's requests (settings ``transport=``; default HTTP over requests)
         self.transport: TransportProtocol = values.get("transport") or HttpTransport(
-            values.get("session"), connect_timeout=values.get("connect_timeout", 10.0)
+            values.get("session"),
+            connect_timeout=values.get("connect_timeout", 10.0),
+            connection=ConnectionSettings(
+                verify=values.get("verify", True),
+                client_cert=values.get("client_cert"),
+                trust_store=values.get("trust_store"),
+                proxies=values.get("proxies") or {},
+            ),
         )
         self.identity: AppIdentity | None = values.get("identity")
         self.extra_headers: dict[str, str] = dict(values.get("headers") or {})
@@ -258,6 +274,56 @@ class HttpAdapter(LlmAdapter):
                 model_id = entry[fmt.id_key].removeprefix(fmt.id_prefix)
                 models.append(ModelInfo(id=model_id, name=str(entry.get(fmt.name_key) or model_id)))
         return models
+
+    def count_tokens(self, options: GenerateOptions, *, timeout: float | None = None) -> int:
+        """The input tokens ``options`` would bill, from the provider's counting endpoint
+        (rule 9), within ``timeout`` seconds in all (default 30)."""
+        options = check_options(options)
+        wire = self.wire
+        url = wire.count_tokens_url(options)
+        if url is None:
+            raise invalid(
+                f"{self.title}: {type(self).__name__} has no token-counting endpoint (count_tokens); "
+                "dshstream does not estimate counts locally"
+            )
+        post_json = getattr(self.transport, "post_json", None)
+        if not callable(post_json):
+            raise invalid(f"{self.title}: the transport has no post_json, needed by count_tokens", wrong_type=True)
+        self.check_media(options)
+        body = wire.count_tokens_body(options)
+        provider = options.provider
+        flow = self.auth_flow.for_stream()
+        refreshes = 0
+        limit = DEFAULT_JSON_TIMEOUT if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        while True:
+            added, secrets = flow.headers(provider, FetchLimits(deadline=deadline, cancel=options.cancel))
+            headers = {**self.request_headers(streaming=False), **added}
+            try:
+                payload = post_json(
+                    url,
+                    body,
+                    headers,
+                    provider=provider,
+                    secrets=secrets,
+                    timeout=max(0.001, deadline - time.monotonic()),
+                    cancel=options.cancel,
+                )
+                break
+            except LlmError as exc:
+                if not flow.refresh_after(exc.failure, provider) or refreshes >= flow.refresh_limit:
+                    raise
+                refreshes += 1
+        count = wire.count_tokens_result(payload)
+        if count is None:
+            raise error_for(
+                make_failure(
+                    "MALFORMED_RESPONSE",
+                    f"{provider}: the token-counting answer has no count (MALFORMED_RESPONSE)",
+                    provider=provider,
+                )
+            )
+        return count
 
     # ------------------------------------------------------------------ streaming (rule 4)
 

@@ -210,6 +210,18 @@ class OpenAIResponsesWire(Wire):
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/responses"
 
+    #: the fields ``POST /responses/input_tokens`` takes of a stream's body (wire rule 7)
+    COUNT_FIELDS = frozenset(
+        {"model", "input", "instructions", "tools", "tool_choice", "text", "reasoning",
+         "parallel_tool_calls", "previous_response_id", "conversation", "truncation"}
+    )
+
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return f"{self.base_url}/responses/input_tokens"
+
+    def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
+        return {key: value for key, value in self.build_body(options).items() if key in self.COUNT_FIELDS}
+
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
         instructions: list[str] = []

@@ -14,13 +14,17 @@ from the environment, once, when an adapter is built.
 4. ``api_key`` is a key or a zero-argument callable returning the current one (rotating
    tokens; :mod:`~dshstream._adapters.credentials`); a callable is never replaced by an
    environment variable.
+5. ``verify``, ``client_cert``, ``trust_store`` and ``proxies`` are the HTTP transport's
+   TLS and proxy settings (:mod:`~dshstream._transport.tls`: the environment honoured as
+   requests honours it); they are refused together with ``transport=``, which sends on its
+   own terms.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from urllib.parse import urlsplit
 
 from .._core.log import get_logger
@@ -82,6 +86,15 @@ class HttpSettings(TypedDict, total=False):
     max_event_size: int
     #: the provider's display name
     title: str | None
+    #: TLS verification: ``True`` (default; ``REQUESTS_CA_BUNDLE`` / ``SSL_CERT_FILE``
+    #: honoured), ``False``, or a CA bundle path (rule 5)
+    verify: bool | str
+    #: a client certificate: a PEM path with the key, or ``(certificate, key)`` paths
+    client_cert: str | tuple[str, str] | None
+    #: ``"system"``: the OS trust store (the ``truststore`` extra), this adapter's session only
+    trust_store: Literal["system"] | None
+    #: proxy URLs by scheme (``{"https": "http://proxy:3128"}``), over HTTPS_PROXY/HTTP_PROXY
+    proxies: Mapping[str, str] | None
 
 
 def checked(settings: HttpSettings) -> HttpSettings:
@@ -108,6 +121,30 @@ def checked(settings: HttpSettings) -> HttpSettings:
         or 10.0,
         "max_event_size": check_positive_int(settings.get("max_event_size", DEFAULT_MAX_EVENT_SIZE), "max_event_size"),
         "title": settings.get("title"),
+        **_checked_connection(settings),
+    }
+
+
+_CONNECTION_KEYS = ("verify", "client_cert", "trust_store", "proxies")
+
+
+def _checked_connection(settings: HttpSettings) -> HttpSettings:
+    """The TLS and proxy settings (rule 5), checked by the transport's own rules."""
+    given = [key for key in _CONNECTION_KEYS if settings.get(key) is not None]
+    if not given:
+        return {}
+    if settings.get("transport") is not None:
+        raise invalid(f"{given[0]}= is a setting of the HTTP transport: not with transport=")
+    from .._transport.tls import check_connection
+
+    connection = check_connection(
+        settings.get("verify"), settings.get("client_cert"), settings.get("trust_store"), settings.get("proxies")
+    )
+    return {
+        "verify": connection.verify,
+        "client_cert": connection.client_cert,
+        "trust_store": connection.trust_store,
+        "proxies": dict(connection.proxies),
     }
 
 

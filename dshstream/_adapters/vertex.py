@@ -66,6 +66,7 @@ from .messages_body import DEFAULT_MAX_TOKENS, MessagesSettings
 from .google_oauth import AuthorizedUserCredentials, default_credentials_file
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
+from .._transport.tls import ConnectionSettings, check_connection
 from .structured_output import StructuredMode
 
 if TYPE_CHECKING:
@@ -158,13 +159,16 @@ def _target(
     credential: Credential | None = api_key
     if credential is None and credentials_file is not None:
         credential = AuthorizedUserCredentials(
-            credentials_file, session=settings.get("session"), identity=settings.get("identity")
+            credentials_file,
+            session=settings.get("session"),
+            identity=settings.get("identity"),
+            connection=_connection(settings),
         )
     elif credential is None:
         found = default_credentials_file()
         if found is not None and same_host(base_url, home):
             credential = AuthorizedUserCredentials(
-                found, session=settings.get("session"), identity=settings.get("identity")
+                found, session=settings.get("session"), identity=settings.get("identity"), connection=_connection(settings)
             )
         elif found is not None:
             # Environment credentials go only to Google's own host (DESIGN §7).
@@ -176,6 +180,14 @@ def _target(
             )
     settings["api_key"] = credential
     return _Target(chosen, where, express, credential)
+
+
+def _connection(settings: Mapping[str, Any]) -> ConnectionSettings:
+    """The adapter's TLS and proxy settings, for its token endpoint too (the transport's
+    :mod:`~dshstream._transport.tls` rule 5)."""
+    return check_connection(
+        settings.get("verify"), settings.get("client_cert"), settings.get("trust_store"), settings.get("proxies")
+    )
 
 
 def _quota_headers(credential: object) -> dict[str, str]:
@@ -238,6 +250,9 @@ class VertexGeminiWire(GeminiWire):
             return path
         return f"projects/{quote(self.project or '', safe=':')}/locations/{self.location}/{path}"
 
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
+
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/{self.api_version}/{self.model_resource(options.model)}:streamGenerateContent?alt=sse"
 
@@ -268,6 +283,9 @@ class VertexAnthropicWire(AnthropicWire):
         self.project = project
         #: the Vertex location in the path
         self.location = location
+
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
 
     def endpoint(self, options: GenerateOptions) -> str:
         model = quote(options.model, safe=_MODEL_SAFE)

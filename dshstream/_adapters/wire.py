@@ -27,6 +27,11 @@ Contract:
    :meth:`Wire.response_url` (the stream's continuation, the response itself, its
    cancel), and its translator numbers its events (translator rule 8); the adapter does
    the I/O (:mod:`~dshstream._adapters.resumption`).
+7. **Counting tokens.** :meth:`Wire.count_tokens_url` (``None``, the default: the API has
+   no counting endpoint, and nothing is estimated locally) is POSTed
+   :meth:`Wire.count_tokens_body` — the stream's own :meth:`Wire.build_body`, less the
+   fields only a generation takes (``stream``...) — and the answer read by
+   :meth:`Wire.count_tokens_result` (``None``: no count in it).
 """
 
 from __future__ import annotations
@@ -133,6 +138,22 @@ class Wire:
         """The URL of stored response ``response_id`` (``suffix``: a path under it, such as
         ``/cancel``; ``query``: parameters), for a wire that can resume (rule 6)."""
         raise NotImplementedError
+
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        """The token-counting endpoint for ``options``; ``None``: the API has none (rule 7)."""
+        return None
+
+    def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The counting request's JSON body: the stream's, less what only generation takes
+        (rule 7)."""
+        body = self.build_body(options)
+        body.pop("stream", None)
+        return body
+
+    def count_tokens_result(self, payload: Any) -> int | None:
+        """The input-token count in the counting endpoint's answer (rule 7)."""
+        value = payload.get("input_tokens") if isinstance(payload, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
     def diagnostics(self, options: GenerateOptions) -> dict[str, Any]:
         """A bounded, prompt-free summary of the request for failure reports (rule 5)."""

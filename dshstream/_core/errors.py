@@ -225,6 +225,11 @@ ERROR_CODES: tuple[ErrorCode, ...] = (
     ErrorCode("OVERLOADED", "provider_overloaded", True, OverloadedError),
     ErrorCode("TIMEOUT", "timeout", True, StreamTimeoutError),
     ErrorCode("TRANSPORT", "unknown", True, TransportError),
+    # the server's certificate not trusted, or the handshake refused: the same server
+    # fails the same way (the transport's failures rule 4); the root class, as REDIRECT
+    ErrorCode("TLS", "unknown", False, None),
+    # a proxy answered 407: it wants credentials (the transport's failures rule 3)
+    ErrorCode("PROXY_AUTH", "api_error", False, AuthenticationError),
     ErrorCode("STREAM_CLOSED", "unknown", True, StreamClosedError),
     ErrorCode("EMPTY_RESPONSE", "unknown", True, EmptyResponseError),
     ErrorCode("MALFORMED_RESPONSE", "unknown", False, ProtocolError),

@@ -22,7 +22,9 @@ pool.py         the pool and connection hooks: cut-off before headers, nothing s
 readers.py      prompt and bulk body reads, the inflater, past a 1xx; every private
                 attribute of http.client and urllib3 read anywhere in the package
 sockets.py      shutting a socket down so a blocked call returns
-failures.py     foreign exceptions mapped once, redacted
+failures.py     foreign exceptions mapped once, redacted; TLS and proxy failures said
+tls.py          TLS trust, client certificates, the system trust store and proxies:
+                requests' environment honoured, sent with every request
 memory.py       MemoryTransport: answers from memory, the same outcomes, no sockets
 ==============  ==========================================================================
 

@@ -14,7 +14,9 @@ in-memory answer fails exactly as the same bytes over HTTP would.
    final answer is a ``MALFORMED_RESPONSE`` failure.
 2. **No redirects.** Redirects are never followed (a credential goes only to the host it
    was configured for): a 3xx answer is a ``REDIRECT`` failure (not retryable) naming the
-   ``base_url`` to check; the ``Location`` goes, redacted, into ``detail``.
+   ``base_url`` to check; the ``Location`` goes, redacted, into ``detail``. A 407 (a
+   proxy on a plain-HTTP path that wants credentials) is ``PROXY_AUTH``
+   (:mod:`~dshstream._transport.failures` rule 3).
 3. **Not a stream.** A 2xx answer to a stream request labelled JSON is read (the first
    read alone when it does not start like a JSON document; at most ``ERROR_BODY_LIMIT``
    bytes) and, if it is JSON, raised as the in-band error it carries
@@ -40,7 +42,13 @@ from .._core.redact import redact
 from .._core.types import LlmFailure
 from .interface import ERROR_BODY_LIMIT
 
-__all__ = ["Answer", "json_answer", "refuse_non_stream", "settle"]
+#: what a 407 means and where the credentials go (rule 2)
+PROXY_AUTH_HEADLINE = (
+    "the proxy wants credentials (HTTP 407): put user:password@ in the proxy URL "
+    "(HTTPS_PROXY / HTTP_PROXY or proxies=)"
+)
+
+__all__ = ["PROXY_AUTH_HEADLINE", "Answer", "json_answer", "refuse_non_stream", "settle"]
 
 
 class Answer(Protocol):
@@ -90,6 +98,15 @@ def settle(stream: A, request: HttpRequest, provider: str) -> A:
         stream.close()
     if status < 400:
         raise error_for(_redirect_failure(status, stream, request, provider))
+    if status == 407:  # rule 2: the proxy's answer, not the provider's
+        raise error_for(
+            make_failure(
+                "PROXY_AUTH",
+                f"{provider}: {PROXY_AUTH_HEADLINE} (PROXY_AUTH)",
+                status=status,
+                provider=provider,
+            )
+        )
     raise error_for(
         classify_http_error(status, body, stream.headers, provider=provider, secrets=request.secrets)
     )

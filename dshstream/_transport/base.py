@@ -22,7 +22,8 @@ are given of them:
    already closed (llama.cpp's server closes idle ones after 5 s) — is sent once more at
    once on a fresh connection, within the same total time limit, unless the caller
    cancelled meanwhile. Streams are POSTs: their retries are the adapter's policy, never
-   this layer's; so are form POSTs (``post_form``: an OAuth token refresh).
+   this layer's; so are form POSTs (``post_form``: an OAuth token refresh) and JSON POSTs
+   (``post_json``: a token count), which are read exactly as ``get_json`` reads an answer.
 4. **One answer shape.** A transport's stream subclasses :class:`BaseStream` (a
    :class:`~dshstream._transport.watchdog.WatchedStream`) and writes how it waits for the
    answer and reads the body (``__iter__``, :attr:`BaseStream.prefix` first); the base
@@ -184,6 +185,30 @@ class BaseTransport(ABC, Generic[S]):
         )
         limits = _json_limits(provider, timeout, cancel)
         stream = self._send("POST", request, urlencode(dict(form)).encode("ascii"), limits)
+        return json_answer(stream, provider, limit)
+
+    def post_json(
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str] | None = None,
+        *,
+        provider: str,
+        secrets: tuple[str, ...] = (),
+        timeout: float | None = DEFAULT_JSON_TIMEOUT,
+        cancel: threading.Event | None = None,
+        limit: int = JSON_BODY_LIMIT,
+    ) -> Any:
+        """POST ``body`` as JSON to ``url`` and return the JSON answer, read as
+        :meth:`post_form` reads one (rule 3: never resent here) — or raise."""
+        request = HttpRequest(
+            url=url,
+            headers={"content-type": "application/json", "accept": "application/json", **(headers or {})},
+            body=dict(body),
+            secrets=secrets,
+        )
+        limits = _json_limits(provider, timeout, cancel)
+        stream = self._send("POST", request, request.body_bytes(), limits)
         return json_answer(stream, provider, limit)
 
     def _send(

@@ -17,6 +17,11 @@ made before the request is sent, then sent.
    hook (:func:`~dshstream._transport.intercept.current`); an interceptor in place sends
    it instead (a cassette records or replays it), and sends for real through
    :meth:`HttpTransport.send_direct`, which is the exchange itself and never asks again.
+4. **TLS and proxies on every send.** The transport's
+   :class:`~dshstream._transport.tls.ConnectionSettings` (``verify``, ``client_cert``,
+   ``trust_store``, ``proxies``; :mod:`~dshstream._transport.tls`) are prepared on its
+   session when it is made and passed with every send, whatever the call (a stream, a
+   model list, a token endpoint).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from . import intercept
 from .base import BaseTransport
 from .pool import watch_session
 from .stream import HttpStream
+from .tls import ConnectionSettings
 from .watchdog import Limits
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "HttpTransport", "Session"]
@@ -56,13 +62,17 @@ class HttpTransport(BaseTransport[HttpStream]):
         session: requests.Session | None = None,
         *,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        connection: ConnectionSettings | None = None,
     ) -> None:
         self.session = session if session is not None else _new_session()
         self.connect_timeout = connect_timeout
+        #: TLS and proxy settings, passed with every send (rule 4)
+        self.connection = connection if connection is not None else ConnectionSettings()
+        self.connection.prepare(self.session)
         watch_session(self.session)  # pool rule 3
 
     def __repr__(self) -> str:
-        return f"HttpTransport(connect_timeout={self.connect_timeout!r})"
+        return f"HttpTransport(connect_timeout={self.connect_timeout!r}, connection={self.connection!r})"
 
     def _exchange(
         self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float, now: float
@@ -91,6 +101,7 @@ class HttpTransport(BaseTransport[HttpStream]):
         }
         if data is not None:
             kwargs["data"] = data
+        kwargs.update(self.connection.send_kwargs(self.session))  # rule 4
         watch_session(self.session)  # pool rule 3: adapters mounted since, proxy managers made since
         stream.send(self.session, method, kwargs)
         return stream

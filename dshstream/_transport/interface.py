@@ -11,8 +11,8 @@ Every transport keeps these rules (both built-in ones get them from
 
 1. **One outcome per call.** ``open`` returns the stream of a 2xx answer that may be an
    event stream, or raises the classified :class:`~dshstream._core.errors.LlmError`
-   (what answers are refused and why: :mod:`~dshstream._transport.answers`). ``get_json``
-   and ``post_form`` return the parsed JSON of a 2xx answer of at most ``limit`` bytes
+   (what answers are refused and why: :mod:`~dshstream._transport.answers`). ``get_json``,
+   ``post_form`` and ``post_json`` return the parsed JSON of a 2xx answer of at most ``limit`` bytes
    read within ``timeout`` seconds in all, or raise.
 2. **The limits hold from the call on.** ``cancel`` (an event another thread may set),
    ``deadline`` (a ``time.monotonic()`` value) and ``idle_timeout`` (seconds without
@@ -139,3 +139,18 @@ class Transport(Protocol):
         limit: int = JSON_BODY_LIMIT,
     ) -> Any:
         """POST ``form`` (URL-encoded) to ``url`` and return the JSON answer, or raise."""
+
+    def post_json(
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str] | None = None,
+        *,
+        provider: str,
+        secrets: tuple[str, ...] = (),
+        timeout: float | None = DEFAULT_JSON_TIMEOUT,
+        cancel: threading.Event | None = None,
+        limit: int = JSON_BODY_LIMIT,
+    ) -> Any:
+        """POST ``body`` as JSON to ``url`` (not a stream: a token count) and return the
+        JSON answer, or raise a classified LlmError."""

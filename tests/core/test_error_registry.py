@@ -135,7 +135,7 @@ _STATUS_CLASS: dict[int | None, type[LlmError]] = {
 # each class's ``codes`` as it was
 CLASS_CODES: dict[type[LlmError], frozenset[str]] = {
     LlmError: frozenset(),
-    AuthenticationError: frozenset({"AUTH"}),
+    AuthenticationError: frozenset({"AUTH", "PROXY_AUTH"}),
     RateLimitError: frozenset({"RATE_LIMIT"}),
     QuotaExceededError: frozenset({"QUOTA", "CREDIT_LIMIT"}),
     ContextWindowExceededError: frozenset({"CONTEXT_WINDOW_EXCEEDED"}),
@@ -192,7 +192,7 @@ def test_every_code_is_declared_exactly_once() -> None:
     codes = [row.code for row in ERROR_CODES]
     assert len(codes) == len(set(codes)), sorted(c for c in codes if codes.count(c) > 1)
     assert all(isinstance(row, ErrorCode) for row in ERROR_CODES)
-    assert set(codes) == set(BEFORE) | {"REDIRECT"}
+    assert set(codes) == set(BEFORE) | {"REDIRECT", "TLS", "PROXY_AUTH"}
     assert list(CODE_DEFAULTS) == codes  # derived, in the registry's order
 
 
