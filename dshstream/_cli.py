@@ -158,7 +158,7 @@ def _cause(failure: LlmFailure, target: Target) -> tuple[str, tuple[str, ...]] |
         return None
     options = " or ".join(target.url_options)
     detail = failure.detail or ""
-    if failure.code == "TRANSPORT":
+    if failure.code in ("TRANSPORT", "TLS"):  # a handshake that failed is TLS (transport failures rule 4)
         kind = next((kind for pattern, kind in _TRANSPORT_CAUSES if pattern.search(detail)), None)
         host = where.rsplit(":", 1)[0] if not where.endswith("]") else where
         if kind == "refused":
