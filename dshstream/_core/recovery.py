@@ -159,6 +159,22 @@ _TIPS: dict[str, _Entry] = {
         ("Check the network path to the provider (base URL, proxy, DNS, TLS).",),
         ("Check the base URL you configured.",),
     ),
+    "TLS": (
+        (),
+        (
+            "Trust the gateway's CA: pass verify= a CA bundle path or set REQUESTS_CA_BUNDLE.",
+            "Or trust the system store: trust_store=\"system\" with the dshstream[truststore] extra.",
+        ),
+        (
+            "Point verify= (or REQUESTS_CA_BUNDLE) at your network's CA bundle.",
+            "Or trust the system store: trust_store=\"system\" with the dshstream[truststore] extra.",
+        ),
+    ),
+    "PROXY_AUTH": (
+        (),
+        ("Give the proxy its credentials: a user and password in the proxy URL of proxies= or HTTPS_PROXY.",),
+        ("Put your proxy user and password in the proxy URL of HTTPS_PROXY or proxies=.",),
+    ),
     "STREAM_CLOSED": (
         ("Try again: the connection closed before the answer ended.",),
         (),
