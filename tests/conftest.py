@@ -1,10 +1,14 @@
 """Shared fixtures: a fresh loopback replay server per test (starting and stopping one
 takes a few milliseconds), and a hermetic environment: no provider key or cloud setting of
-the machine running the suite reaches a test (each test sets what it needs)."""
+the machine running the suite reaches a test (each test sets what it needs).
+
+Also the order ``--dist loadfile`` hands the files out in (see :data:`LONGEST_FIRST`)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -34,3 +38,63 @@ def server() -> Iterator[ReplayServer]:
     """A :class:`ReplayServer` on 127.0.0.1 with no routes; add them with ``server.add``."""
     with ReplayServer() as srv:
         yield srv
+
+
+# --------------------------------------------------------------------------- loadfile order
+
+#: ``-n 2 --dist loadfile`` (the README's command) hands out one file at a time, by
+#: default the files with the most tests first, so a slow file with few tests (a LiteLLM
+#: import, subprocesses, a Jupyter kernel) would start last and end long after the other
+#: worker. These are handed out first, longest first (a few seconds each or more on two
+#: cores); every other file follows in xdist's own order. Only the order changes: each
+#: file still runs whole, on one worker.
+LONGEST_FIRST = (
+    "tests/adapters/test_litellm.py",
+    "tests/robustness/test_fuzz.py",
+    "tests/surface/test_examples.py",
+    "tests/robustness/test_corpus.py",
+    "tests/cli/test_terminal.py",
+    "tests/cli/test_cli.py",
+    "tests/robustness/test_faults.py",
+    "tests/cli/test_model_server_script.py",
+    "tests/cli/test_notebook.py",
+    "tests/surface/test_vendoring.py",
+    "tests/adapters/test_credentials.py",
+    "tests/core/test_sse.py",
+    "tests/core/test_partial_json.py",
+    "tests/surface/test_public_api.py",
+    "tests/transport/test_http.py",
+)
+#: Files handed out with another file as one unit (one worker runs them one after the
+#: other), because they import what it imports: LiteLLM (seconds to import) and the
+#: official SDKs' request types, then imported once, not once per worker.
+SAME_WORKER = {
+    "tests/adapters/test_litellm_boundaries.py": "tests/adapters/test_litellm.py",
+    "tests/adapters/test_media_requests.py": "tests/adapters/test_litellm.py",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` in the order above; any other mode is xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    base: Any = importlib.import_module("xdist.scheduler").LoadFileScheduling
+
+    class LongestFirst(base):  # type: ignore[misc]  # xdist ships no types: base is Any
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            scope: str = super()._split_scope(nodeid)
+            return SAME_WORKER.get(scope, scope)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self.ordered:  # the work queue is complete at the first assignment
+                self.ordered = True
+                rank = {scope: i for i, scope in enumerate(LONGEST_FIRST)}
+                units = sorted(self.workqueue.items(), key=lambda unit: rank.get(unit[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)

@@ -132,7 +132,7 @@ class FullAcceptQueue:
         """Whether a connect really hangs here (some kernels complete handshakes beyond
         the accept queue)."""
         probe = socket.socket()
-        probe.settimeout(0.3)
+        probe.settimeout(0.1)  # a loopback handshake the kernel completes takes microseconds
         try:
             probe.connect(("127.0.0.1", self.port))
         except OSError:

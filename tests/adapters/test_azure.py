@@ -196,7 +196,7 @@ def test_entra_token_callable_is_bearer_once_per_attempt_and_refreshed_on_401(az
         status=401, content_type="application/json",
     )
     busy = Route(body=b'{"error":{"code":"500","message":"busy"}}', status=500, content_type="application/json",
-                 headers={"retry-after": "0"})
+                 headers={"retry-after-ms": "1"})
     ok = Route(body=fixture_bytes("azure/gpt41_mini_obfuscation_protected_material.sse"))
     server.add("/openai/v1/chat/completions", [busy, unauthorized, ok])
     issued: list[str] = []

@@ -220,7 +220,7 @@ def test_throttling_before_content_is_retried(aws: tuple[ReplayServer, Any]) -> 
     data = fixture_bytes("bedrock/nova_micro_text.eventstream")
     rejected = Route(
         body=b'{"message":"Too many requests, please wait before trying again."}', status=429, chunked=False,
-        content_type="application/json", headers={"x-amzn-ErrorType": "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/", "retry-after": "0"},
+        content_type="application/json", headers={"x-amzn-ErrorType": "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/", "retry-after-ms": "1"},
     )
     server.add("/model/", [rejected, _route(data)])
     calls: list[int] = []

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -277,19 +278,30 @@ def _clean_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
 
 
-def test_importing_and_streaming_makes_no_network_call_but_the_provider_request() -> None:
-    out = _child(_clean_environment())
+@pytest.fixture(scope="module")
+def children() -> Iterator[dict[str, Future[dict[str, Any]]]]:
+    """The two fresh interpreters below, started together (each spends seconds importing
+    LiteLLM): "clean" (no LITELLM_ variable set) and "caller-switch" (the caller's own
+    ``LITELLM_OFFLINE_MODE=false``, one stream)."""
+    caller = {**_clean_environment(), "LITELLM_OFFLINE_MODE": "false"}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        yield {"clean": pool.submit(_child, _clean_environment()), "caller-switch": pool.submit(_child, caller, 1)}
+
+
+def test_importing_and_streaming_makes_no_network_call_but_the_provider_request(
+    children: dict[str, Future[dict[str, Any]]]
+) -> None:
+    out = children["clean"].result()
     assert out["kinds"] == ["stop", "stop"]
     assert out["attempts"] == []  # no price map, no beta-header table, no tokenizer download
     assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
                           "LITELLM_OFFLINE_MODE": "True"}
 
 
-def test_a_switch_the_caller_set_is_left_as_it_is() -> None:
+def test_a_switch_the_caller_set_is_left_as_it_is(children: dict[str, Future[dict[str, Any]]]) -> None:
     """The caller's own ``LITELLM_OFFLINE_MODE=false`` stays (the one stream here needs
     only the other two switches, which the adapter set)."""
-    env = {**_clean_environment(), "LITELLM_OFFLINE_MODE": "false"}
-    out = _child(env, streams=1)
+    out = children["caller-switch"].result()
     assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
                           "LITELLM_OFFLINE_MODE": "false"}
     assert out["kinds"] == ["stop"] and out["attempts"] == []

@@ -246,7 +246,7 @@ def test_token_callable_once_per_attempt_and_one_refresh_on_401(google: tuple[Re
         status=401, content_type="application/json",
     )
     unavailable = Route(body=b'{"error":{"code":503,"message":"busy","status":"UNAVAILABLE"}}', status=503,
-                        content_type="application/json", headers={"retry-after": "0"})
+                        content_type="application/json", headers={"retry-after-ms": "1"})
     server.add("/v1/projects/", [unavailable, unauthenticated, Route(body=fixture_bytes("vertex/gemini15_flash002_text_a.sse"))])
     tokens = Tokens()
     adapter = VertexGeminiAdapter(project="test-project", api_key=tokens, session=session, max_retries=1)

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,6 +203,21 @@ def run_here(
         code = exc.code if isinstance(exc.code, int) else 1
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(["dshstream", *args], code, out, err)
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failed attempts are retried as usual, after a thousandth of the usual backoff: these
+    tests read the message the last attempt ends with, not how long the retries waited."""
+    from dshstream._core.retry import RetryPolicy
+
+    delay = RetryPolicy.delay
+
+    def quick(self: RetryPolicy, *args: Any, **kwargs: Any) -> float | None:
+        wait = delay(self, *args, **kwargs)
+        return None if wait is None else wait / 1000
+
+    monkeypatch.setattr(RetryPolicy, "delay", quick)
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -445,7 +461,7 @@ def failure_lines(proc: subprocess.CompletedProcess[str]) -> tuple[str, str, lis
 
 
 def test_connection_refused_names_the_address_and_the_option_that_fixes_it(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], quick_retries: None
 ) -> None:
     port = closed_port()
     proc = run_here(monkeypatch, capsys, "chat", "-p", "local", "-m", "m", "--base-url",
@@ -598,7 +614,7 @@ def test_piped_stdin_with_no_prompt_is_one_turn() -> None:
 
 
 def test_https_to_a_plain_http_server_says_to_use_http(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], quick_retries: None
 ) -> None:
     from dshstream._replay_server import ReplayServer
 

@@ -10,10 +10,11 @@ results.
 from __future__ import annotations
 
 import ast
+import functools
 import pickle
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -296,7 +297,8 @@ def _is_code_ref(node: ast.AST) -> bool:
     )
 
 
-def _codes_in_use() -> dict[str, list[str]]:
+@functools.cache  # one scan of the source for the tests below
+def _codes_in_use() -> Mapping[str, list[str]]:
     """Every failure code dshstream's source names: arguments of the failure builders,
     ``code=`` keywords, values given to a ``code`` variable, comparisons with a ``.code``,
     and the decision table's answers."""

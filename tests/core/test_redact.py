@@ -235,7 +235,9 @@ def test_a_head_that_redaction_shrinks_falls_back_to_the_whole_text() -> None:
     from dshstream._core.redact import _head_length
 
     limit = 50
-    secrets = [f"sk-{i:04d}{'q' * 60}" for i in range(400)]  # 64-char keys become short markers
+    # 64-char keys become short markers; 100 distinct keys, 4 times over, make a text past the
+    # head whose head shrinks below the kept part's margin (the cost grows with keys x text)
+    secrets = [f"sk-{i:04d}{'q' * 60}" for i in range(100)]
     text = " ".join(secrets * 4)
     assert len(text) > _head_length(limit)
     out = redact(text, secrets, limit=limit)

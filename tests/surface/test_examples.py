@@ -1,4 +1,10 @@
-"""The examples in examples/ that need no key run as documented."""
+"""The examples in examples/ that need no key run as documented.
+
+Each example runs in a fresh interpreter, as a reader runs it; the runs are started
+together when the first test here needs one (most of an example's time is an
+interpreter starting, a LiteLLM import or a pause it makes on purpose), and each test
+reads its own run's output.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,8 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,28 +22,74 @@ from helpers import REPOSITORY
 
 ROOT = REPOSITORY
 ENV = {**os.environ, "NO_COLOR": "1"}
+HAS_LITELLM = importlib.util.find_spec("litellm") is not None
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=ENV, timeout=60, cwd=ROOT)
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env or ENV, timeout=timeout,
+                          cwd=ROOT, check=False)
 
 
-def test_cancel_from_thread_example() -> None:
-    proc = run("examples/cancel_from_thread.py")
+def _tiny_png() -> bytes:
+    """An image of the reader's own, made with the example's own ``png`` helper."""
+    spec = importlib.util.spec_from_file_location("attach_image", ROOT / "examples" / "attach_image.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    data: bytes = module.png(8, 4)
+    return data
+
+
+def _runs(scratch: Path) -> dict[str, tuple[tuple[str, ...], dict[str, str] | None, float]]:
+    """Every offline example run: name -> (arguments, environment, timeout)."""
+    (scratch / "tiny.png").write_bytes(_tiny_png())
+    no_keys = {k: v for k, v in ENV.items() if not k.endswith(("_API_KEY", "_KEY"))}
+    runs: dict[str, tuple[tuple[str, ...], dict[str, str] | None, float]] = {
+        "cancel_from_thread": (("examples/cancel_from_thread.py",), None, 60),
+        "replay_transcript": (
+            ("examples/replay_transcript.py", "tests/fixtures/real/anthropic/thinking_then_tool_use.sse"), None, 60,
+        ),
+        # nothing listens on the discard port
+        "tool_loop_failed": (("examples/tool_loop.py",), {**ENV, "DSHSTREAM_TEST_SERVER": "http://127.0.0.1:9"}, 120),
+        "structured_output": (("examples/structured_output.py",), None, 60),
+        "observe_calls": (("examples/observe_calls.py",), None, 60),
+        "attach_image": (("examples/attach_image.py",), None, 60),
+        "attach_image_own": (("examples/attach_image.py", str(scratch / "tiny.png")), None, 60),
+        "quickstart_without_a_key": (("examples/quickstart.py", "hi"), no_keys, 60),
+    }
+    if HAS_LITELLM:
+        runs["litellm_any_provider"] = (("examples/litellm_any_provider.py",), None, 60)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[subprocess.CompletedProcess[str]]]]:
+    """Every run of :func:`_runs`, started at once: name -> its finished process."""
+    runs = _runs(tmp_path_factory.mktemp("examples"))
+    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        yield {name: pool.submit(run, *args, env=env, timeout=timeout) for name, (args, env, timeout) in runs.items()}
+
+
+def finished(example: dict[str, Future[subprocess.CompletedProcess[str]]], name: str) -> subprocess.CompletedProcess[str]:
+    return example[name].result()
+
+
+def test_cancel_from_thread_example(example: dict[str, Future[subprocess.CompletedProcess[str]]]) -> None:
+    proc = finished(example, "cancel_from_thread")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "'Once upon a time' aborted ABORTED"
 
 
-def test_replay_transcript_example() -> None:
-    proc = run("examples/replay_transcript.py", "tests/fixtures/real/anthropic/thinking_then_tool_use.sse")
+def test_replay_transcript_example(example: dict[str, Future[subprocess.CompletedProcess[str]]]) -> None:
+    proc = finished(example, "replay_transcript")
     assert proc.returncode == 0, proc.stderr
     assert "[anthropic]" in proc.stdout
     assert "name='fixed_version'" in proc.stdout
 
 
-@pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="the litellm extra is not installed")
-def test_litellm_any_provider_example_offline() -> None:
-    proc = run("examples/litellm_any_provider.py")
+@pytest.mark.skipif(not HAS_LITELLM, reason="the litellm extra is not installed")
+def test_litellm_any_provider_example_offline(example: dict[str, Future[subprocess.CompletedProcess[str]]]) -> None:
+    proc = finished(example, "litellm_any_provider")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "claude (LiteLLM anthropic/):"
@@ -46,14 +100,10 @@ def test_litellm_any_provider_example_offline() -> None:
     assert finishes[0].endswith("signed_reasoning=True")  # the Anthropic thinking signature survived LiteLLM
 
 
-def _run_tool_loop(server: str) -> subprocess.CompletedProcess[str]:
-    env = {**ENV, "DSHSTREAM_TEST_SERVER": server}
-    return subprocess.run([sys.executable, "examples/tool_loop.py"], capture_output=True, text=True, env=env, check=False,
-                          timeout=120, cwd=ROOT)
-
-
-def test_tool_loop_example_reports_a_failed_step_with_tips() -> None:
-    proc = _run_tool_loop("http://127.0.0.1:9")  # nothing listens on the discard port
+def test_tool_loop_example_reports_a_failed_step_with_tips(
+    example: dict[str, Future[subprocess.CompletedProcess[str]]]
+) -> None:
+    proc = finished(example, "tool_loop_failed")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "failed at step 1: local: " in proc.stderr and "(TRANSPORT)" in proc.stderr
     assert "tip: Check the network connection, then try again." in proc.stderr
@@ -63,7 +113,7 @@ def test_tool_loop_example_against_the_live_server() -> None:
     server = os.environ.get("DSHSTREAM_TEST_SERVER", "").rstrip("/")
     if not server:
         pytest.skip("DSHSTREAM_TEST_SERVER is not set")
-    proc = _run_tool_loop(server)
+    proc = run("examples/tool_loop.py", env={**ENV, "DSHSTREAM_TEST_SERVER": server}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert '[step 1] get_weather({"city": "Paris"})' in proc.stdout
     assert "ran get_weather: ok ->" in proc.stdout
@@ -81,8 +131,10 @@ def _sections(stdout: str, *titles: str) -> list[list[str]]:
     return out
 
 
-def test_structured_output_example_reads_a_real_bedrock_answer_while_it_streams() -> None:
-    proc = run("examples/structured_output.py")
+def test_structured_output_example_reads_a_real_bedrock_answer_while_it_streams(
+    example: dict[str, Future[subprocess.CompletedProcess[str]]]
+) -> None:
+    proc = finished(example, "structured_output")
     assert proc.returncode == 0, proc.stderr
     first, cut, patches = _sections(
         proc.stdout, "Bedrock Converse, response_format=JsonSchema('CityInfo', ...):",
@@ -115,8 +167,10 @@ def test_structured_output_example_reads_a_real_bedrock_answer_while_it_streams(
     ]
 
 
-def test_observe_calls_example_hears_each_stream_end_once() -> None:
-    proc = run("examples/observe_calls.py")
+def test_observe_calls_example_hears_each_stream_end_once(
+    example: dict[str, Future[subprocess.CompletedProcess[str]]]
+) -> None:
+    proc = finished(example, "observe_calls")
     assert proc.returncode == 0, proc.stderr
     otel = importlib.util.find_spec("opentelemetry.sdk") is not None
     titles = ["1. a stream read to its end:", "2. a stream whose first attempt was rate limited:",
@@ -150,19 +204,11 @@ def test_observe_calls_example_hears_each_stream_end_once() -> None:
 
 
 @pytest.mark.parametrize("own_image", [False, True])
-def test_attach_image_example_shows_each_providers_image_part(tmp_path: Path, own_image: bool) -> None:
-    args = ["examples/attach_image.py"]
-    size = 2396
-    if own_image:
-        spec = importlib.util.spec_from_file_location("attach_image", ROOT / "examples" / "attach_image.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        data = module.png(8, 4)
-        (tmp_path / "tiny.png").write_bytes(data)
-        args.append(str(tmp_path / "tiny.png"))
-        size = 4 * ((len(data) + 2) // 3)
-    proc = run(*args)
+def test_attach_image_example_shows_each_providers_image_part(
+    example: dict[str, Future[subprocess.CompletedProcess[str]]], own_image: bool
+) -> None:
+    size = 4 * ((len(_tiny_png()) + 2) // 3) if own_image else 2396
+    proc = finished(example, "attach_image_own" if own_image else "attach_image")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "iVBOR" not in out  # the bytes are elided
@@ -182,10 +228,10 @@ def test_attach_image_example_shows_each_providers_image_part(tmp_path: Path, ow
     assert out.rstrip().endswith("requests sent: 0")
 
 
-def test_quickstart_without_a_key_names_the_variables_and_exits_2() -> None:
-    env = {k: v for k, v in ENV.items() if not k.endswith(("_API_KEY", "_KEY"))}
-    proc = subprocess.run([sys.executable, "examples/quickstart.py", "hi"], capture_output=True, text=True, env=env,
-                          timeout=60, cwd=ROOT, check=False)
+def test_quickstart_without_a_key_names_the_variables_and_exits_2(
+    example: dict[str, Future[subprocess.CompletedProcess[str]]]
+) -> None:
+    proc = finished(example, "quickstart_without_a_key")
     assert proc.returncode == 2 and proc.stdout == ""
     assert "OPENAI_API_KEY" in proc.stderr and "ANTHROPIC_API_KEY" in proc.stderr and "dshstream demo" in proc.stderr
 

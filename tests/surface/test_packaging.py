@@ -86,3 +86,13 @@ def test_the_test_files_ci_and_tox_name_exist_and_the_legacy_subsets_agree() -> 
     named = [*legacy, *_ci_array(ci, "SDIST_TESTS")]
     assert named and not [path for path in named if not (ROOT / path).is_file()]
     assert tox["legacy"]["tests"].split() == legacy
+
+
+def test_the_files_the_loadfile_order_names_exist() -> None:
+    """tests/conftest.py's schedule hints name real test files (a stale name would only
+    cost balance, not correctness, so this keeps them honest)."""
+    import conftest
+
+    named = {*conftest.LONGEST_FIRST, *conftest.SAME_WORKER, *conftest.SAME_WORKER.values()}
+    assert not [name for name in sorted(named) if not (ROOT / name).is_file()]
+    assert set(conftest.SAME_WORKER.values()) <= set(conftest.LONGEST_FIRST)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pickle
 import re
@@ -63,7 +64,8 @@ def _top(path: Path) -> str:
     return _unit(parts)
 
 
-def _imports(path: Path) -> set[str]:
+@functools.cache  # each module parsed once for the layer tests below
+def _imports(path: Path) -> frozenset[str]:
     """Units imported (package-internal), plus 'requests' and 'urllib3'."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package_parts = path.relative_to(PACKAGE).parent.parts
@@ -84,7 +86,7 @@ def _imports(path: Path) -> set[str]:
                 found.add(_unit(target))
             else:
                 found.update(alias.name for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def test_requests_is_imported_in_the_transport_package_only() -> None:
