@@ -27,7 +27,8 @@ from .._core.errors import LlmError, make_failure
 from .._core.log import get_logger
 from .._core.types import Finish, FinishKind, FinishReason, LlmFailure, StreamChunk, chunk_to_dict
 from .._core.validate import invalid
-from .ui_stream import FAILED, close_source, headline
+from .._core.closing import close_quietly
+from .ui_stream import FAILED, headline
 
 __all__ = ["browser_dicts", "safe_chunk_dict"]
 
@@ -79,4 +80,4 @@ def _dicts(chunks: Iterable[StreamChunk]) -> Iterator[dict[str, Any]]:
             if not finished:
                 yield _failed(None)
     finally:
-        close_source(chunks)
+        close_quietly(chunks)
