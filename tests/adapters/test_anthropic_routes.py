@@ -135,7 +135,7 @@ def test_deepseek_preset(server: ReplayServer, monkeypatch: pytest.MonkeyPatch) 
     assert key not in repr(home)
     assert home.wire.models_url() is None and home.wire.count_tokens_url(options()) is None
     server.add("/anthropic/v1/messages", Route(body=fixture_bytes("anthropic/tool_use_with_args.sse")))
-    session = routed_session("https://api.deepseek.com", server.url)
+    session: Any = routed_session("https://api.deepseek.com", server.url)
     adapter = AnthropicAdapter(dialect="deepseek", session=session)
     result = service_for(adapter, "deepseek-anthropic").stream(
         options(model="deepseek-v4-flash", provider="deepseek-anthropic", response_format=JsonSchema("json", {"type": "object"}, strict=False))
