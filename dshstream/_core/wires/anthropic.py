@@ -44,13 +44,14 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
    keeping partial output.
 6. Replay state: ``{"wire": "anthropic", "content": [...]}`` — the assistant content
    blocks exactly as received (thinking with its signature, redacted_thinking with its
-   data, tool_use with its parsed input, text with its citations, server tool blocks),
-   ``fallback`` blocks verbatim in their place, which the API needs to validate the turn),
-   in wire order; empty text blocks, which the API refuses in a request, are left out.
-   A container the response ran in adds ``"container": <id>`` (rule 3), which the wire
-   sends as the next request's ``container``.
-   A tool call written as text (a forced tool's structured-output answer,
-   :meth:`~dshstream._core.wires.translator.Translator.unwrap_tool_call`) is a text block.
+   data, tool_use with its parsed input, text with its citations, server tool blocks,
+   ``fallback`` blocks verbatim in their place: the API needs them to validate the thinking
+   around them), in wire order; empty text blocks, which the API refuses in a request, are
+   left out. A container the response ran in adds ``"container": <id>`` (rule 3), which
+   the wire sends as the next request's ``container``. A tool call written as text (a
+   forced tool's structured-output answer,
+   :meth:`~dshstream._core.wires.translator.Translator.unwrap_tool_call`) is a text block,
+   and prose held beside it (writer rule 5) keeps its own text block.
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ class AnthropicTranslator(BlockReplayTranslator):
                 self.writer.stop_details = details  # rule 3: as sent
             container = delta.get("container")
             if type(container) is dict and first_str(container.get("id")):
-                self.writer.container = container
+                self.writer.container = container  # rule 3: metadata, and replayed (rule 6)
             usage = payload.get("usage")
             if type(usage) is dict:
                 self._merge_usage(usage)
