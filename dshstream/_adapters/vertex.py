@@ -267,6 +267,8 @@ class VertexAnthropicWire(AnthropicWire):
     #: Anthropic documents native structured outputs for the Claude API and Bedrock only:
     #: a response format is a forced tool here unless ``structured_output="native"``
     native_structured_host = False
+    #: code-execution containers are the Claude API's: none is sent here (anthropic rule 5)
+    replays_container = False
 
     def __init__(
         self,

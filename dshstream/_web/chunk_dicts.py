@@ -10,7 +10,8 @@ Contract: stdlib and the core only, no I/O; a generator of dicts.
    redacted once more), category, retryability, status, ``retry_after``, request id and
    provider — never its ``detail`` (the provider's own words) or its diagnostics; the
    finish's ``replay_state`` (thinking signatures, encrypted reasoning: the server's to
-   send back) is left out.
+   send back) is left out, and so are its metadata's ``container`` and a refusal's
+   ``fallback_credit_token`` (the server's to reuse and to redeem).
 3. **Always a finish.** A source that raises ends the dicts with a finish of kind
    ``error`` (or ``aborted``) carrying the failure's headline — an
    :class:`~dshstream._core.errors.LlmError`'s own, anything else ``the answer could not be
@@ -43,6 +44,12 @@ def safe_chunk_dict(chunk: StreamChunk) -> dict[str, Any]:
     out = chunk_to_dict(chunk)
     if type(chunk) is Finish:
         out.pop("replay_state", None)
+        metadata = out.get("metadata")
+        if metadata is not None:
+            metadata.pop("container", None)
+            details = metadata.get("stop_details")
+            if details is not None:
+                details.pop("fallback_credit_token", None)
         failure = chunk.reason.failure
         if failure is not None:
             kept = {name: getattr(failure, name) for name in _FAILURE_FIELDS if getattr(failure, name) is not None}
