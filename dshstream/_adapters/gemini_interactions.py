@@ -125,7 +125,7 @@ class GeminiInteractionsWire(Wire):
         previous = self.previous_interaction_id(messages) if self.previous_interaction else None
         if previous is not None:
             body["previous_interaction_id"], messages = previous
-        body["input"] = self.build_input(messages)
+        body["input"] = self.build_input(messages, options.messages[: len(options.messages) - len(messages)])
         system = [m.text for m in options.messages if m.role == "system" and m.text]
         if system:
             body["system_instruction"] = "\n\n".join(system)
@@ -182,10 +182,15 @@ class GeminiInteractionsWire(Wire):
             return None
         return None
 
-    def build_input(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        """The ``input`` steps of a history (rules 1 and 3)."""
+    def build_input(self, messages: Sequence[Message], stored: Sequence[Message] = ()) -> list[dict[str, Any]]:
+        """The ``input`` steps of a history (rules 1 and 3); ``stored``: the turns the
+        server already holds (``previous_interaction_id``), read only for the names of the
+        calls a result answers."""
         steps: list[dict[str, Any]] = []
         calls: dict[str, tuple[str, str]] = {}  # dshstream call id -> (name, wire id)
+        for message in stored:
+            for call in message.tool_calls:
+                calls[call.id] = (call.name, call.id)  # a replayed call's id is its wire id
         for message in messages:
             if message.role == "system":
                 continue
