@@ -617,6 +617,10 @@ def _adapter(provider: str, api_key: str | None, base_url: str | None = None) ->
         from ._adapters.gemini import GeminiAdapter
 
         return GeminiAdapter(api_key=api_key)
+    if provider == "gemini-interactions":
+        from ._adapters.gemini_interactions import GeminiInteractionsAdapter
+
+        return GeminiInteractionsAdapter(api_key=api_key)
     from ._adapters.openai_chat import OpenAIChatAdapter
 
     return OpenAIChatAdapter(api_key=api_key, base_url=base_url, dialect=provider)
