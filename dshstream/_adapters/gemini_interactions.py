@@ -121,7 +121,7 @@ class GeminiInteractionsWire(Wire):
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         model = options.model[len("models/") :] if options.model.startswith("models/") else options.model
         body: dict[str, Any] = {"model": model, "stream": True}
-        messages = options.messages
+        messages: Sequence[Message] = options.messages
         previous = self.previous_interaction_id(messages) if self.previous_interaction else None
         if previous is not None:
             body["previous_interaction_id"], messages = previous

@@ -229,7 +229,7 @@ class Background:
 
 
 def adapter(transport: MemoryTransport) -> GeminiInteractionsAdapter:
-    return GeminiInteractionsAdapter(api_key=KEY, key_env=None, transport=transport, max_retries=0)
+    return GeminiInteractionsAdapter(api_key=KEY, transport=transport, max_retries=0)
 
 
 def resumable(**extra: Any) -> GenerateOptions:

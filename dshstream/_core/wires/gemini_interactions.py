@@ -245,7 +245,7 @@ class GeminiInteractionsTranslator(Translator):
         self.writer.text(step.key, text)
         runs = step.content
         if runs and type(runs[-1]) is list:
-            runs[-1].append(text)  # type: ignore[union-attr]
+            runs[-1].append(text)
         else:
             runs.append([text])
 
