@@ -210,10 +210,12 @@ class GeminiInteractionsTranslator(Translator):
         if type(delta) is not dict:
             return
         kind = delta.get("type")
+        if not isinstance(kind, str):
+            kind = ""
         index = payload.get("index")
         step = self._steps.get(index if type(index) is int else -1)
         if step is None:
-            implied = _DELTA_STEPS.get(kind) if isinstance(kind, str) else None
+            implied = _DELTA_STEPS.get(kind)
             if implied is None:
                 return
             step = self._step(index, implied)
@@ -252,6 +254,8 @@ class GeminiInteractionsTranslator(Translator):
     def _content(self, step: _Step, item: dict[str, Any]) -> None:
         """A content item of a model_output step: text, or a file (rule 1)."""
         kind = item.get("type")
+        if not isinstance(kind, str):
+            return
         if kind == "text":
             text = item.get("text")
             if isinstance(text, str) and text:
@@ -404,7 +408,8 @@ _USAGE_KEYS = frozenset({"total_input_tokens", "total_output_tokens", "total_tho
 def _citation(annotation: Any) -> Citation | None:
     if type(annotation) is not dict:
         return None
-    kind = _CITATION_KINDS.get(annotation.get("type"))  # type: ignore[arg-type]
+    kind_word = annotation.get("type")
+    kind = _CITATION_KINDS.get(kind_word) if isinstance(kind_word, str) else None
     if kind is None:
         return None
     return Citation(
