@@ -27,8 +27,10 @@ Contract:
    exactly as received — thought steps with their ``signature``, server tool steps, calls
    with their wire ids — minus any ``function_call`` step without a matching
    :class:`ToolCallBlock` in the message. Without replay state the turn is rebuilt from its
-   blocks (text and files as ``model_output``, calls as ``function_call``; reasoning is not
-   sent back). With ``previous_interaction=True`` the request continues the server's
+   blocks (text and files as ``model_output``, calls as ``function_call``, a signed
+   reasoning block as a ``thought`` step with its ``signature`` — a signature the service
+   kept is this API's own, :mod:`~dshstream._core.portable` rule 2 — and unsigned
+   reasoning not at all). With ``previous_interaction=True`` the request continues the server's
    stored interaction instead: when the latest model turn carries an ``interaction_id``,
    only the messages after it are sent, with ``previous_interaction_id`` (system
    instruction, tools and config are sent every time: they are not inherited).
@@ -55,7 +57,7 @@ from .._core.request import GenerateOptions, Message
 from .._core.response_format import JsonSchema
 from .._core.strict_json import parse_json_object
 from .._core.validate import describe, invalid
-from .._core.types import FileBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.types import FileBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.wires.gemini_interactions import WIRE, GeminiInteractionsTranslator
 from .._core.wires.translator import Translator
 from .auth import HeaderAuth
@@ -234,7 +236,15 @@ class GeminiInteractionsWire(Wire):
         steps = []
         content: list[dict[str, Any]] = []
         for block in message.blocks:
-            if isinstance(block, TextBlock) and block.text:
+            if isinstance(block, ReasoningBlock) and block.signature:
+                if content:
+                    steps.append({"type": "model_output", "content": content})
+                    content = []
+                thought: dict[str, Any] = {"type": "thought", "signature": block.signature}
+                if block.text:
+                    thought["summary"] = [{"type": "text", "text": block.text}]
+                steps.append(thought)
+            elif isinstance(block, TextBlock) and block.text:
                 content.append({"type": "text", "text": block.text})
             elif isinstance(block, FileBlock):
                 content.append({"type": _content_kind(block.media_type), "data": block.base64,

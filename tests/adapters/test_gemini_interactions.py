@@ -21,7 +21,7 @@ from dshstream._core.errors import ConfigurationError
 from dshstream._core.parts import ImagePart
 from dshstream._core.request import GenerateOptions, Message, ToolSpec
 from dshstream._core.response_format import JsonSchema
-from dshstream._core.types import Finish, StreamChunk, TextBlock, ToolCallBlock
+from dshstream._core.types import Finish, ReasoningBlock, StreamChunk, TextBlock, ToolCallBlock
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
 from dshstream._transport.memory import MemoryAnswer, MemoryTransport, SentRequest
@@ -108,8 +108,9 @@ def test_history_without_replay_state_is_rebuilt_as_steps() -> None:
     adapter = GeminiInteractionsAdapter(api_key=KEY)
     history = [
         Message.user("Look:", ImagePart(data=PNG, media_type="image/png")),
-        Message.assistant([TextBlock("Checking."), ToolCallBlock(id="c1", name="get_weather",
-                                                                 arguments='{"location": "Paris"}')]),
+        Message.assistant([ReasoningBlock("unsigned"), ReasoningBlock("Think.", signature="sig-1"),
+                           TextBlock("Checking."),
+                           ToolCallBlock(id="c1", name="get_weather", arguments='{"location": "Paris"}')]),
         Message.tool_result("c1", '{"temp": 21}'),
         Message.tool_result("c1", "boom", is_error=True),
         Message.user("And now?"),
@@ -119,6 +120,7 @@ def test_history_without_replay_state_is_rebuilt_as_steps() -> None:
         {"type": "user_input", "content": [{"type": "text", "text": "Look:"},
                                            {"type": "image", "data": ImagePart(data=PNG, media_type="image/png").base64,
                                             "mime_type": "image/png"}]},
+        {"type": "thought", "signature": "sig-1", "summary": [{"type": "text", "text": "Think."}]},
         {"type": "model_output", "content": [{"type": "text", "text": "Checking."}]},
         {"type": "function_call", "id": "c1", "name": "get_weather", "arguments": {"location": "Paris"}},
         {"type": "function_result", "call_id": "c1", "result": '{"temp": 21}', "name": "get_weather"},
@@ -357,3 +359,22 @@ def test_resumable_false_keeps_the_cut() -> None:
     got = list(adapter(server.transport).stream(options([Message.user("hi")])))
     assert got[-1].reason.failure.code == "STREAM_CLOSED"  # type: ignore[union-attr]
     assert server.gets == [] and got[-1].metadata.resume_cursor is None  # type: ignore[union-attr]
+
+
+def test_resume_over_http_get() -> None:
+    name = "thinking_summary.sse"
+    events = events_of(name)
+    cut = 6
+    after = event_id(events[cut - 1])
+    rest = b"".join(events[cut:])
+    routes = {"/v1beta/interactions": Route(body=b"", script=events[:cut]),
+              f"/v1beta/interactions/{INTERACTION}": Route(body=rest)}
+    with ReplayServer(routes) as server:
+        live = GeminiInteractionsAdapter(api_key=KEY, base_url=server.url, max_retries=0)
+        got = list(live.stream(resumable()))
+        methods = [(r.method, r.path) for r in server.requests]
+        headers = server.requests[1].headers
+    assert assemble(got) == assemble(uncut(name))
+    assert methods == [("POST", "/v1beta/interactions"),
+                       ("GET", f"/v1beta/interactions/{INTERACTION}?stream=true&last_event_id={after}")]
+    assert headers["x-goog-api-key"] == KEY and headers["api-revision"] == API_REVISION
