@@ -458,7 +458,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         wire = args.wire or detect_wire(data)
         options: dict[str, Any] = {}
-        if args.think_tags is not None and wire not in ("anthropic", "gemini", "openai-responses"):
+        if args.think_tags is not None and wire not in ("anthropic", "gemini", "gemini-interactions", "openai-responses"):
             options["think_tags"] = args.think_tags
         chunks = decode(data, wire=wire, **options)
         return _emit(chunks, args.format == "jsonl", out, err)
