@@ -249,6 +249,19 @@ def test_continuation_without_event_ids_drops_the_replayed_events() -> None:
     assert first + rest == list(decode(sse(*payloads), wire=WIRE))
 
 
+def test_continuation_after_an_id_drops_the_id_less_events_read_past_it() -> None:
+    payloads = text_stream("Hel", "lo", "!", "?")
+    payloads[3] = {**payloads[3], "event_id": "e3"}  # only one event carries an id
+    translator = GeminiInteractionsTranslator()
+    decoder = StreamDecoder(translator)
+    first = decoder.feed(sse(*payloads[:6], done=False))  # two id-less events read after it
+    assert translator.last_event_id == "e3"
+    translator.begin_continuation()
+    decoder.reframe()
+    rest = decoder.feed(sse(*payloads[4:])) + decoder.close()  # the server replays after e3
+    assert first + rest == list(decode(sse(*payloads), wire=WIRE))
+
+
 # --------------------------------------------------------------------------- endings and rules
 
 

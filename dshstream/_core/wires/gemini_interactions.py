@@ -38,9 +38,10 @@ SSE ``event:`` field — names it; ``data: [DONE]`` ends the body):
    before ``interaction.completed`` is ``STREAM_CLOSED`` (an open call is truncated).
 5. **Position** (translator rule 8). :attr:`last_sequence` counts the events processed
    (``-1`` before any) and :attr:`last_event_id` is the latest ``event_id`` among them:
-   a cut stream continues after that id (``last_event_id``). A continuation opened
-   without one replays the interaction from its start, so :meth:`begin_continuation`
-   then drops as many events as were processed: every event is processed once.
+   a cut stream continues after that id (``last_event_id``). A continuation replays
+   what followed that id — the whole interaction when no event carried one — so
+   :meth:`begin_continuation` has the translator drop as many events as it processed
+   past it: every event is processed once, even when only some events carry an id.
 6. **Replay state.** ``{"wire": "gemini-interactions", "interaction_id": ...,
    "steps": [...], "call_ids": [...]}`` — the output steps in order, in the shape the API
    takes back as ``input``: ``model_output`` with its ``content`` (text joined per run,
@@ -122,6 +123,7 @@ class GeminiInteractionsTranslator(Translator):
         #: the latest ``event_id`` processed (rule 5); ``None``: none yet
         self.last_event_id: str | None = None
         self._skip = 0
+        self._since_id = 0  # events processed after the last one with an event_id
         self._steps: dict[int, _Step] = {}
         self._done: list[_Step] = []  # steps in stop order, for replay
         self._call_ids: list[str] = []
@@ -130,9 +132,9 @@ class GeminiInteractionsTranslator(Translator):
     # ------------------------------------------------------------------ position (rule 5)
 
     def begin_continuation(self) -> None:
-        """The next bytes are a continuation: without an event id it replays from the
-        start, so the events already processed are dropped (rule 5)."""
-        self._skip = self.last_sequence + 1 if self.last_event_id is None else 0
+        """The next bytes are a continuation after the last event id (without one: from
+        the start), so the events already processed past it are dropped (rule 5)."""
+        self._skip = self._since_id if self.last_event_id is not None else self.last_sequence + 1
 
     # ------------------------------------------------------------------ dispatch
 
@@ -151,6 +153,9 @@ class GeminiInteractionsTranslator(Translator):
         event_id = payload.get("event_id")
         if isinstance(event_id, str) and event_id:
             self.last_event_id = event_id
+            self._since_id = 0
+        else:
+            self._since_id += 1
         kind = payload.get("event_type")
         if not isinstance(kind, str) or not kind:
             kind = event.event
