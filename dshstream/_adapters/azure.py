@@ -177,6 +177,8 @@ def _models_url(base_url: str, api_version: str) -> str:
 class AzureChatWire(OpenAIChatWire):
     """OpenAI's chat wire at Azure's URLs (rule 2): the v1 API or a classic deployment."""
 
+    provider_name: str | None = "azure.ai.openai"  # telemetry (wire rule 8), custom domains too
+
     def __init__(
         self,
         base_url: str,
@@ -228,6 +230,8 @@ class AzureChatWire(OpenAIChatWire):
 
 class AzureResponsesWire(OpenAIResponsesWire):
     """OpenAI's Responses wire at Azure's URLs (rule 2)."""
+
+    provider_name: str | None = "azure.ai.openai"  # telemetry (wire rule 8), custom domains too
 
     def __init__(
         self,
