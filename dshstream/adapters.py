@@ -10,6 +10,7 @@ The package root holds the four adapters for the providers' own APIs
 
 - the clouds: :class:`AzureOpenAIAdapter`, :class:`AzureOpenAIResponsesAdapter`,
   :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`;
+  and :class:`XAIAdapter` (xAI's Responses API, the ``xai`` route);
 - the bridges: :class:`LiteLLMAdapter` (the ``litellm`` extra, imported on the first
   stream) and :class:`CustomAdapter` (tools in the prompt, calls parsed from prose);
 - writing one: :class:`LlmAdapter` (the interface), :class:`HttpAdapter` (every HTTP
@@ -68,6 +69,7 @@ if _typing.TYPE_CHECKING:
         VertexAnthropicAdapter as VertexAnthropicAdapter,
         VertexGeminiAdapter as VertexGeminiAdapter,
     )
+    from ._adapters.xai import XAIAdapter as XAIAdapter
     from ._core.attribution import (
         AppIdentity as AppIdentity,
         attribution_headers as attribution_headers,

@@ -279,7 +279,7 @@ class OpenAIResponsesWire(Wire):
             body["temperature"] = options.temperature
         if options.response_format is not None:
             body["text"] = {"format": responses_text_format(options.response_format)}
-        if options.resumable:  # rule 5: a stored background response can be resumed
+        if self.resumable(options):  # rule 5: a stored background response can be resumed
             body["background"] = True
             body["store"] = True
         if options.extra_body:

@@ -18,7 +18,9 @@ reachable as the ``xai-chat`` route, ``OpenAIChatAdapter(dialect="xai")``):
    event is not a ``TIMEOUT``.
 3. **What xAI does not take** is not sent: no ``reasoning.summary`` with an effort (the
    effort alone; ``reasoning_summary=`` asks for one anyway), no background mode
-   (``GenerateOptions.resumable`` has no effect), no token-counting endpoint.
+   (``GenerateOptions.resumable`` has no effect), no token-counting endpoint, no
+   ``context_management`` unless ``compact_threshold=`` asks for it (the Responses
+   setting, sent as asked: xAI's reference does not document it).
 4. **The key.** ``api_key``, or ``XAI_API_KEY`` — read only for xAI's own host (a
    variable named with ``key_env`` goes anywhere). Telemetry names the provider ``x_ai``.
 """

@@ -30,7 +30,7 @@ TEXT_BODY = (
     b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
     b"data: [DONE]\n\n"
 )
-#: every recorded transcript of the Responses wire (OpenAI, DeepSeek, OpenRouter)
+#: every recorded transcript of the Responses wire (OpenAI, DeepSeek, OpenRouter, xAI)
 RESPONSES_FIXTURES = [rel for rel in all_fixtures() if fixture_wire(rel) == "openai-responses"]
 INCLUDE = ["reasoning.encrypted_content"]
 
@@ -297,7 +297,9 @@ def _replayed(item: dict[str, Any]) -> list[dict[str, Any]]:
             out["encrypted_content"] = item["encrypted_content"]
         return [out]
     if kind == "message":
-        parts = [{"type": "output_text", "text": p["text"]} for p in item["content"] if p["type"] == "output_text"]
+        parts = [{"type": "output_text", "text": p["text"]} for p in item["content"] if p["type"] == "output_text" and p["text"]]
+        if not parts:
+            return []  # an empty message (the image recording's) has nothing to send back
         message = {"type": "message", "role": "assistant", "content": parts}
         if item.get("phase"):  # commentary / final_answer goes back with the message
             message["phase"] = item["phase"]
@@ -317,6 +319,7 @@ _RESULT_ITEM = {
     "shell_call": "shell_call_output",
     "apply_patch_call": "apply_patch_call_output",
     "mcp_approval_request": "mcp_approval_response",
+    "tool_search_call": "tool_search_output",
 }
 
 

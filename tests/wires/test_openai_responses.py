@@ -31,6 +31,7 @@ RESPONSES_FIXTURES = sorted(
     [f"openai-responses/{p.name}" for p in (FIXTURES / "openai-responses").glob("*.sse")]
     + [f"deepseek/{p.name}" for p in (FIXTURES / "deepseek").glob("responses_api_*.sse")]
     + ["openrouter/responses_api_reasoning_text_gpt_oss.sse"]
+    + [f"xai/{p.name}" for p in (FIXTURES / "xai").glob("responses_api_*.sse")]
 )
 
 
