@@ -19,6 +19,7 @@ from dshstream._adapters.base import ModelInfo
 from dshstream._adapters.openai_responses import OpenAIResponsesAdapter
 from dshstream._core.assembler import assemble
 from dshstream._replay_server import ReplayServer, Route
+from dshstream._core.errors import ConfigurationError
 from dshstream._core.request import GenerateOptions, Message, ToolSpec
 from dshstream._service import LlmService
 from dshstream._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
@@ -138,6 +139,25 @@ def test_reasoning_summary_setting() -> None:
 
 def test_encrypted_reasoning_include_can_be_turned_off() -> None:
     assert "include" not in adapter(include_encrypted_reasoning=False).wire.build_body(request(Message.user("hi")))
+
+
+def test_compaction_is_an_option_and_its_item_goes_back_verbatim() -> None:
+    """``compact_threshold`` asks for server-side compaction (``context_management``); the
+    ``compaction`` item it yields (shape from the API reference: its ``encrypted_content``
+    carries the earlier context) is replayed as it came, in output order."""
+    assert "context_management" not in adapter().wire.build_body(request(Message.user("hi")))
+    compacting = adapter(compact_threshold=200_000)
+    assert compacting.compact_threshold == 200_000
+    compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-earlier-context"}
+    state = {"wire": "openai-responses", "items": [compaction, {"type": "message", "id": "msg_1", "text_parts": 1}]}
+    turn = Message("assistant", (TextBlock("Done."),), provider=PROVIDER, replay_state=state)
+    body = compacting.wire.build_body(request(Message.user("hi"), turn, Message.user("next")))
+    assert body["context_management"] == [{"type": "compaction", "compact_threshold": 200_000}]
+    assert body["input"][1] == compaction
+    assert body["input"][2]["type"] == "message" and body["input"][2]["content"] == [{"type": "output_text", "text": "Done."}]
+    for wrong in (0, -5, True, "1000"):
+        with pytest.raises(ConfigurationError, match="compact_threshold"):
+            adapter(compact_threshold=wrong)
 
 
 def test_limits_temperature_and_extra_body_but_no_stop() -> None:
