@@ -687,6 +687,8 @@ def _key_names(provider: str, api_key_env: str | None = None, base_url: str | No
     keyed = dict(KEYED_PROVIDERS)
     if provider in keyed:
         return keyed[provider]
+    if provider == "azure":  # the key a rejected-key tip names (the SDK's variable)
+        return ("AZURE_OPENAI_API_KEY",)
     dialect = DIALECTS.get(provider)
     return (dialect.key_env,) if dialect is not None and dialect.key_env else ()
 
