@@ -242,6 +242,7 @@ class AzureResponsesWire(OpenAIResponsesWire):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        compact_threshold: int | None = None,
     ) -> None:
         super().__init__(
             base_url,
@@ -249,6 +250,7 @@ class AzureResponsesWire(OpenAIResponsesWire):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=compact_threshold,
         )
         #: ``v1``, ``preview`` or a dated version (the classic preview URL)
         self.api_version = api_version
@@ -347,6 +349,7 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        compact_threshold: int | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
         target = _target(type(self).__name__, endpoint, api_version, auth, settings)
@@ -358,6 +361,7 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=compact_threshold,
             **settings,
         )
         # the Responses adapter built its wire without Azure's URL settings: this one has them
@@ -368,6 +372,7 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=self.compact_threshold,
         )
         self.auth_flow = _auth_flow(self.auth, self.credential)
 

@@ -402,3 +402,12 @@ def test_cli_azure_names_what_is_missing() -> None:
     assert proc.returncode == 2 and "AZURE_OPENAI_ENDPOINT" in proc.stderr
     proc = _cli("chat", "-p", "azure", "-m", "d", "hi", env={"AZURE_OPENAI_ENDPOINT": RESOURCE})
     assert proc.returncode == 2 and "AZURE_OPENAI_API_KEY" in proc.stderr
+
+
+def test_azure_responses_takes_the_compaction_option() -> None:
+    options = GenerateOptions(provider="azure-responses", model="gpt-5", messages=(Message.user("hi"),))
+    plain = AzureOpenAIResponsesAdapter(endpoint=RESOURCE, api_key=KEY)
+    assert "context_management" not in plain.wire.build_body(options)
+    compacting = AzureOpenAIResponsesAdapter(endpoint=RESOURCE, api_key=KEY, compact_threshold=50_000)
+    assert compacting.wire.build_body(options)["context_management"] == [{"type": "compaction", "compact_threshold": 50_000}]
+    assert compacting.wire.endpoint(options).startswith(f"{RESOURCE}/openai/v1/responses")
