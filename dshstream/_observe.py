@@ -419,8 +419,7 @@ class StreamWatch:
         if self._first is None:
             for chunk in batch:
                 if type(chunk) in _CONTENT:
-                    self._first_chunk(chunk)
-                    self._last_content = self._t0 + self._first
+                    self._last_content = self._first_chunk(chunk)
                     break
         elif self._gaps is not None and len(self._gaps) < MAX_CHUNK_GAPS:
             for chunk in batch:
@@ -432,10 +431,12 @@ class StreamWatch:
         if self._assembler is not None and self.level == "adapter":
             self._assembler.extend(batch)
 
-    def _first_chunk(self, chunk: StreamChunk) -> None:
-        self._first = time.monotonic() - self._t0
+    def _first_chunk(self, chunk: StreamChunk) -> float:
+        """Note the first content chunk (and tell the observer); returns when it came."""
+        now = time.monotonic()
+        self._first = now - self._t0
         if self.observer is None:
-            return
+            return now
         with self._lock:  # a finish from another thread waits: it can't overtake this record
             if not self._done:
                 self._emit(
@@ -448,6 +449,7 @@ class StreamWatch:
                         level=self.level,
                     )
                 )
+        return now
 
     # ------------------------------------------------------------------ attempts
 

@@ -499,7 +499,8 @@ def _media_part(item: MediaPart | FileBlock, with_bytes: bool) -> dict[str, Any]
         media_type: str | None = item.media_type
         modality = media_type.partition("/")[0] if media_type else "file"
         modality = {"application": "document", "text": "document"}.get(modality, modality)
-        url, data = None, item.data
+        url: str | None = None
+        data: bytes | None = item.data
     else:
         media_type, modality, url, data = item.media_type, _MODALITIES.get(item.kind, item.kind), item.url, item.data
     part: dict[str, Any] = {"type": "uri" if url is not None else "blob", "modality": modality}
