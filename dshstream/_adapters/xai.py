@@ -71,6 +71,7 @@ class XAIAdapter(OpenAIResponsesAdapter):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = None,
         send_item_ids: bool = True,
+        compact_threshold: int | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(
@@ -78,5 +79,6 @@ class XAIAdapter(OpenAIResponsesAdapter):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=compact_threshold,
             **settings,
         )

@@ -160,17 +160,14 @@ GEMINI_PER_MINUTE = {
 # Vertex AI's 429 as its users quote it (GoogleCloudPlatform/Open_Data_QnA#61,
 # felixbinder/introspection_self_prediction#66), in Google's error envelope: per minute,
 # retry with backoff (Vertex's error-code-429 page) -> RATE_LIMIT, not QUOTA.
-VERTEX_PER_MINUTE = {
-    "error": {
-        "code": 429,
-        "message": "Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_base_model "
-        "with base model: gemini-pro. Please submit a quota increase request. "
-        "https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",
-        "status": "RESOURCE_EXHAUSTED",
-    }
-}
+VERTEX_PER_MINUTE_MESSAGE = (
+    "Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_base_model "
+    "with base model: gemini-pro. Please submit a quota increase request. "
+    "https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai."
+)
+VERTEX_PER_MINUTE = {"error": {"code": 429, "message": VERTEX_PER_MINUTE_MESSAGE, "status": "RESOURCE_EXHAUSTED"}}
 VERTEX_PER_DAY = {
-    "error": {**VERTEX_PER_MINUTE["error"], "message": VERTEX_PER_MINUTE["error"]["message"].replace("per_minute", "per_day")}
+    "error": {"code": 429, "message": VERTEX_PER_MINUTE_MESSAGE.replace("per_minute", "per_day"), "status": "RESOURCE_EXHAUSTED"}
 }
 # The Gemini API's per-minute 429 (google/generative-ai-docs#236): the period is in the
 # message and in the ErrorInfo's quota_limit.
