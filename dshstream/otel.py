@@ -146,6 +146,7 @@ PROVIDER_NAMES: Mapping[str, str] = {
     "groq": "groq",
     "mistral": "mistral_ai",
     "xai": "x_ai",
+    "xai-chat": "x_ai",
     "perplexity": "perplexity",
     "cohere": "cohere",
 }
