@@ -609,21 +609,9 @@ def _key_from(name: str) -> str:
 
 def _adapter(provider: str, api_key: str | None, base_url: str | None = None) -> LlmAdapter:
     """An adapter talking to ``provider``'s own host (or ``base_url``)."""
-    if provider == "anthropic":
-        from ._adapters.anthropic import AnthropicAdapter
+    from ._defaults import keyed_adapter
 
-        return AnthropicAdapter(api_key=api_key)
-    if provider == "gemini":
-        from ._adapters.gemini import GeminiAdapter
-
-        return GeminiAdapter(api_key=api_key)
-    if provider == "gemini-interactions":
-        from ._adapters.gemini_interactions import GeminiInteractionsAdapter
-
-        return GeminiInteractionsAdapter(api_key=api_key)
-    from ._adapters.openai_chat import OpenAIChatAdapter
-
-    return OpenAIChatAdapter(api_key=api_key, base_url=base_url, dialect=provider)
+    return keyed_adapter(provider, api_key, base_url)
 
 
 def _cloud_adapter(provider: str, model: str, api_key_env: str | None, base_url: str | None) -> LlmAdapter:
@@ -730,6 +718,8 @@ def _key_names(provider: str, api_key_env: str | None = None, base_url: str | No
     keyed = dict(KEYED_PROVIDERS)
     if provider in keyed:
         return keyed[provider]
+    if provider == "azure":  # the key a rejected-key tip names (the SDK's variable)
+        return ("AZURE_OPENAI_API_KEY",)
     dialect = DIALECTS.get(provider)
     return (dialect.key_env,) if dialect is not None and dialect.key_env else ()
 

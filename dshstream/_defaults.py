@@ -3,7 +3,9 @@ plus the keyless local servers, and :func:`stream` as the one-line entry point.
 
 Contract: reads the environment only when called; builds a fresh service each time
 :func:`default_service` is called (``stream`` caches one per process, rebuilt on demand).
-The clouds are registered as their official SDKs configure them: ``azure`` (Azure OpenAI
+``xai`` is xAI's Responses API (``XAIAdapter``: xAI marks its Chat Completions API
+deprecated); ``xai-chat`` is that chat API (``OpenAIChatAdapter(dialect="xai")``), both
+from ``XAI_API_KEY``. The clouds are registered as their official SDKs configure them: ``azure`` (Azure OpenAI
 chat) when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set (with
 ``OPENAI_API_VERSION``, else the v1 API); ``vertex`` (Gemini) and ``vertex-anthropic``
 (Claude) when ``GOOGLE_CLOUD_PROJECT`` is set and Application Default Credentials are an
@@ -63,8 +65,11 @@ KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("groq", ("GROQ_API_KEY",)),
     ("mistral", ("MISTRAL_API_KEY",)),
     ("xai", ("XAI_API_KEY",)),
+    ("xai-chat", ("XAI_API_KEY",)),
     ("together", ("TOGETHER_API_KEY",)),
 )
+#: keyed routes on a chat dialect of another name (the provider's older API)
+CHAT_ROUTES = {"xai-chat": "xai"}
 #: (local provider id, the variables its server's URL is read from, first set wins). The
 #: one scheme: ``<PROVIDER>_BASE_URL``, plus Ollama's own ``OLLAMA_HOST``.
 LOCAL_URL_ENV: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -101,20 +106,7 @@ def default_service(**service_options: Any) -> LlmService:
         key = _key(names)
         if key is None:
             continue
-        if provider == "anthropic":
-            from ._adapters.anthropic import AnthropicAdapter
-
-            service.register_adapter([provider], AnthropicAdapter(api_key=key))
-        elif provider == "gemini":
-            from ._adapters.gemini import GeminiAdapter
-
-            service.register_adapter([provider], GeminiAdapter(api_key=key))
-        elif provider == "gemini-interactions":
-            from ._adapters.gemini_interactions import GeminiInteractionsAdapter
-
-            service.register_adapter([provider], GeminiInteractionsAdapter(api_key=key))
-        else:
-            service.register_adapter([provider], OpenAIChatAdapter(api_key=key, dialect=provider))
+        service.register_adapter([provider], keyed_adapter(provider, key))
     for route, dialect in MESSAGES_ROUTES:
         from ._adapters.anthropic import AnthropicAdapter
         from ._core.messages_dialects import MESSAGES_DIALECTS
@@ -152,6 +144,31 @@ def default_service(**service_options: Any) -> LlmService:
         service.register_adapter([provider], OpenAIChatAdapter(dialect=provider, base_url=url))
     service._built_from_environment = True
     return service
+
+
+def keyed_adapter(provider: str, key: str | None, base_url: str | None = None) -> HttpAdapter:
+    """The adapter of the keyed route ``provider`` (a :data:`KEYED_PROVIDERS` id, or a chat
+    dialect) with ``key`` (``None``: its own variable, for its own host), at ``base_url``
+    (a chat dialect's only; ``None``: the provider's own)."""
+    if provider == "anthropic":
+        from ._adapters.anthropic import AnthropicAdapter
+
+        return AnthropicAdapter(api_key=key)
+    if provider == "gemini":
+        from ._adapters.gemini import GeminiAdapter
+
+        return GeminiAdapter(api_key=key)
+    if provider == "xai":
+        from ._adapters.xai import XAIAdapter
+
+        return XAIAdapter(api_key=key)
+    if provider == "gemini-interactions":
+        from ._adapters.gemini_interactions import GeminiInteractionsAdapter
+
+        return GeminiInteractionsAdapter(api_key=key)
+    from ._adapters.openai_chat import OpenAIChatAdapter
+
+    return OpenAIChatAdapter(api_key=key, base_url=base_url, dialect=CHAT_ROUTES.get(provider, provider))
 
 
 def local_url_variables(provider: str) -> tuple[str, ...]:
@@ -208,6 +225,8 @@ _ADAPTER_CLASS = {
     "anthropic": "AnthropicAdapter(api_key=...)",
     "gemini": "GeminiAdapter(api_key=...)",
     "gemini-interactions": "GeminiInteractionsAdapter(api_key=...)",
+    "xai": "XAIAdapter(api_key=...)",
+    "xai-chat": "OpenAIChatAdapter(dialect='xai', api_key=...)",
     "azure": "AzureOpenAIAdapter(endpoint=..., api_key=...)",
     "vertex": "VertexGeminiAdapter(project=...)",
     "vertex-anthropic": "VertexAnthropicAdapter(project=...)",

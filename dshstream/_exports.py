@@ -78,6 +78,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._adapters.settings": "HttpSettings",
         "._adapters.custom": "CustomAdapter",
         "._adapters.azure": "AzureOpenAIAdapter AzureOpenAIResponsesAdapter",
+        "._adapters.xai": "XAIAdapter",
         "._adapters.vertex": "VertexAnthropicAdapter VertexGeminiAdapter",
         "._adapters.bedrock": "BedrockAdapter",
         "._adapters.claude_aws": "ClaudePlatformAwsAdapter",
@@ -104,7 +105,7 @@ SURFACE: dict[str, dict[str, str]] = {
     "observe": {
         "._core.records": (
             "Observer ObserverRecord StreamStarted FirstChunkRecord AttemptRecord StreamFinished "
-            "RequestSettings"
+            "RequestSettings Telemetry"
         ),
         "._core.types": "TargetOutcome",
     },

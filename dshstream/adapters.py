@@ -11,6 +11,7 @@ The package root holds the four adapters for the providers' own APIs
 - the clouds: :class:`AzureOpenAIAdapter`, :class:`AzureOpenAIResponsesAdapter`,
   :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`,
   :class:`ClaudePlatformAwsAdapter` (Claude Platform on AWS: the Anthropic API in AWS);
+  and :class:`XAIAdapter` (xAI's Responses API, the ``xai`` route);
 - Gemini's Interactions API: :class:`GeminiInteractionsAdapter` (steps, streamed function
   arguments, resumable background interactions) on :class:`GeminiInteractionsWire`;
 - the bridges: :class:`LiteLLMAdapter` (the ``litellm`` extra, imported on the first
@@ -76,6 +77,7 @@ if _typing.TYPE_CHECKING:
         VertexAnthropicAdapter as VertexAnthropicAdapter,
         VertexGeminiAdapter as VertexGeminiAdapter,
     )
+    from ._adapters.xai import XAIAdapter as XAIAdapter
     from ._core.attribution import (
         AppIdentity as AppIdentity,
         attribution_headers as attribution_headers,

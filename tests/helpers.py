@@ -50,8 +50,8 @@ _NATIVE_WIRES = ("anthropic", "gemini", "gemini-interactions", "openai-responses
 def fixture_wire(relative: str) -> str:
     """The wire that decodes the recorded transcript ``relative`` (``provider/name.sse``).
 
-    Provider directories named after a native wire use it; DeepSeek's and OpenRouter's
-    ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
+    Provider directories named after a native wire use it; DeepSeek's, OpenRouter's and
+    xAI's ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
     is ``gemini``; ``openai/`` (legacy completions included) and ``azure/`` are
     ``openai-chat``; ``bedrock/`` (binary AWS event-stream bodies) is ``bedrock-converse``
     (``bedrock-invoke`` for the InvokeModelWithResponseStream ``invoke_*`` recordings);
@@ -66,7 +66,7 @@ def fixture_wire(relative: str) -> str:
         return provider
     if provider == "vertex":
         return "gemini"
-    if provider in ("deepseek", "openrouter") and name.startswith("responses_api_"):
+    if provider in ("deepseek", "openrouter", "xai") and name.startswith("responses_api_"):
         return "openai-responses"
     if provider == "openai":
         return "openai-chat"
@@ -189,6 +189,10 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "mistral/text.sse": FixtureFinish("stop", "stop"),
     "mistral/tool_call_single_chunk.sse": FixtureFinish("tool-calls", "tool_calls"),
     "openai-responses/builtin-tools/apply_patch_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/image_generation_call_truncated_result_gpt5.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/builtin-tools/program_then_function_call_with_caller.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/tool_search_call_client_execution.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/tool_search_server_then_function_call.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/local_shell_call_gpt5_codex.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/mcp_approval_request_gpt5mini.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/shell_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
@@ -228,6 +232,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "vllm/crusoe_llama33_text_usage.sse": FixtureFinish("stop", "stop"),
     "xai/grok3mini_reasoning_content_text.sse": FixtureFinish("stop", "stop"),
     "xai/grok3mini_reasoning_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "xai/responses_api_reasoning_encrypted_store_false.sse": FixtureFinish("stop", "completed"),
     "zai/glm47_reasoning_content.sse": FixtureFinish("stop", "stop"),
 }
 

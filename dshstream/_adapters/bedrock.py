@@ -148,6 +148,7 @@ class BedrockWire(Wire):
 
     stream_accept = "application/vnd.amazon.eventstream"
     media: MediaSupport | None = BEDROCK_CONVERSE
+    provider_name: str | None = "aws.bedrock"  # telemetry (wire rule 8), VPC endpoints too
 
     def __init__(
         self,

@@ -63,6 +63,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .._core.attribution import AppIdentity, merge_headers
 from .._core.decode import StreamDecoder
@@ -71,6 +72,7 @@ from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.media_support import MediaSupport
 from .._core.rate_limits import stamp_rate_limits
+from .._core.provider_names import provider_name_for_url
 from .._core.pump import pump
 from .._core.redact import redact
 from .._core.request import GenerateOptions, check_options
@@ -89,7 +91,7 @@ from .._transport.interface import Transport as TransportProtocol
 from .._transport.tls import ConnectionSettings
 from .attempts import run_attempts, stream_policy
 from .auth import AuthFlow, HeaderAuth
-from .base import LlmAdapter, ModelInfo, ProviderInfo
+from .base import LlmAdapter, ModelInfo, ProviderInfo, Telemetry
 from .credentials import CredentialSource, FetchLimits
 from .reporting import attempt_reporter
 from .resumption import Resumption, check_cursor, resumable_batches
@@ -137,6 +139,8 @@ class HttpAdapter(LlmAdapter):
     ) -> None:
         values = checked(settings)
         home = default_base_url if default_base_url is not None else self.default_base_url
+        #: the API root of the provider this adapter is for (its telemetry name's source)
+        self.home_url = home
         self.base_url = checked_base_url(values.get("base_url") or home)
         self._credential = CredentialSource(
             resolve_api_key(
@@ -245,6 +249,29 @@ class HttpAdapter(LlmAdapter):
 
     def provider_info(self, provider: str) -> ProviderInfo:
         return ProviderInfo(id=provider, name=self.title)
+
+    def telemetry(self, options: GenerateOptions) -> Telemetry:
+        """The wire's provider and operation names (else the well-known name of the host of
+        the adapter's own API, wherever ``base_url`` points: a proxy in front of Anthropic
+        is still ``anthropic``) and the host and port the request goes to (wire rule 8)."""
+        wire = self.wire
+        try:
+            url = wire.endpoint(options)
+        except Exception:  # noqa: BLE001 - telemetry never breaks a stream: the base URL then
+            url = self.base_url
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            host, port = None, None
+        if host is not None and port is None:
+            port = 443 if parts.scheme == "https" else 80
+        return Telemetry(
+            provider_name=wire.provider_name or provider_name_for_url(self.home_url or self.base_url),
+            operation_name=wire.operation_name,
+            server_address=host,
+            server_port=port,
+        )
 
     def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
         wire = self.wire
@@ -392,6 +419,7 @@ class HttpAdapter(LlmAdapter):
             observer=self.observer,
             where=self.base_url,
             reshape=lambda error: wire.should_retry_request(error, options),
+            telemetry=lambda: self.telemetry(options),
         )
 
     def _open_attempt(
@@ -400,7 +428,7 @@ class HttpAdapter(LlmAdapter):
         """One attempt's request built, authorized (by the stream's ``flow``) and sent; its
         response body, 2xx (the transport raises the classified failure for anything else)."""
         started = time.monotonic()
-        idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
+        idle = options.idle_timeout if options.idle_timeout is not None else self.wire.idle_timeout or DEFAULT_IDLE_TIMEOUT
         # The credential fetch holds the stream's limits; the idle clock runs from here (rule 3).
         request = self.build_request(options, FetchLimits(deadline, options.cancel, idle, started), auth_flow=flow)
         return self.transport.open(

@@ -209,7 +209,7 @@ class Resumption:
         assert response_id is not None
         url = adapter.wire.response_url(options, response_id, query=adapter.wire.resume_query(after, event_id))
         started = time.monotonic()
-        idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
+        idle = options.idle_timeout if options.idle_timeout is not None else adapter.wire.idle_timeout or DEFAULT_IDLE_TIMEOUT
         limits = FetchLimits(self.deadline, options.cancel, idle, started)
         request = HttpRequest(url=url, headers=adapter.request_headers(), body={})
         request = adapter.auth_flow.authorize(request, options.provider, limits)

@@ -34,6 +34,14 @@ Contract:
    :meth:`Wire.count_tokens_body` — the stream's own :meth:`Wire.build_body`, less the
    fields only a generation takes (``stream``...) — and the answer read by
    :meth:`Wire.count_tokens_result` (``None``: no count in it).
+8. **Telemetry facts.** :attr:`Wire.provider_name` is the OpenTelemetry GenAI
+   conventions' well-known ``gen_ai.provider.name`` of the API (``None``: not a well-known
+   one; the adapter then names it by the host of its own API, wherever its ``base_url``
+   points: :func:`~dshstream._core.provider_names.provider_name_for_url`),
+   :attr:`Wire.operation_name` its ``gen_ai.operation.name`` (``chat``; Gemini's
+   ``generate_content``), and :attr:`Wire.idle_timeout` the idle timeout a request gets
+   when it sets none (``None``: the transport's default), for an API whose documentation
+   asks for longer silences (xAI: at least 900 s).
 """
 
 from __future__ import annotations
@@ -93,6 +101,12 @@ class Wire:
     models_path: str | None = None
     #: how to read the model list (rule 4)
     models_format = ModelListFormat()
+    #: the conventions' ``gen_ai.provider.name`` (rule 8; ``None``: named by the host)
+    provider_name: str | None = None
+    #: the conventions' ``gen_ai.operation.name`` (rule 8)
+    operation_name = "chat"
+    #: the idle timeout of a request that sets none (rule 8; ``None``: the default)
+    idle_timeout: float | None = None
 
     def __init__(self, base_url: str, title: str) -> None:
         #: the API root requests go to

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from helpers import FIXTURES, KNOWN_FINISH, REPOSITORY
+from helpers import FIXTURES, KNOWN_FINISH, REPOSITORY, fake_key
 
 ENV = {**os.environ, "NO_COLOR": "1"}
 
@@ -175,6 +175,7 @@ PROVIDER_KEYS = {
     "groq": "GROQ_API_KEY",
     "mistral": "MISTRAL_API_KEY",
     "xai": "XAI_API_KEY",
+    "xai-chat": "XAI_API_KEY",
     "together": "TOGETHER_API_KEY",
 }
 ALL_KEYS = {*PROVIDER_KEYS.values(), "GOOGLE_API_KEY", "VLLM_API_KEY"}
@@ -651,3 +652,13 @@ def test_the_messages_routes_name_what_to_set(
         monkeypatch.delenv(name, raising=False)
     line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", provider, "-m", "m", "x"))
     assert named in line
+def test_xai_is_the_responses_api_and_xai_chat_the_deprecated_chat_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dshstream._adapters.openai_chat import OpenAIChatAdapter
+    from dshstream._adapters.xai import XAIAdapter
+    from dshstream._cli import _service_for
+
+    monkeypatch.setenv("XAI_API_KEY", fake_key("xai-", 80))
+    responses = _service_for("xai").adapter_for("xai")
+    chat = _service_for("xai-chat").adapter_for("xai-chat")
+    assert isinstance(responses, XAIAdapter) and responses.base_url == "https://api.x.ai/v1"
+    assert isinstance(chat, OpenAIChatAdapter) and chat.dialect.name == "xai"

@@ -25,7 +25,7 @@ PACKAGE = Path(dshstream.__file__).parent
 # Imports only point down this list (same level allowed). DESIGN §1. A unit is a module
 # or subpackage of ``_core`` (``_core/wires`` is ``wires``), or a top-level private module.
 LAYERS: dict[str, int] = {
-    "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1,
+    "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1, "provider_names": 1,
     "sse": 2, "chunked": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "closing": 2, "filters": 2, "http_request": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
     "headers": 2, "recovery": 2, "rate_limits": 2,
     "messages_dialects": 1,
