@@ -220,7 +220,7 @@ class BatchApiServer:
         boundary = content_type.split("boundary=", 1)[1].encode()
         parts = {}
         for part in raw.split(b"--" + boundary)[1:-1]:
-            head, _, content = part.strip(b"\r\n").partition(b"\r\n\r\n")
+            head, _, content = part.removeprefix(b"\r\n").removesuffix(b"\r\n").partition(b"\r\n\r\n")
             name = re.search(rb'name="([^"]+)"', head)
             assert name is not None
             parts[name.group(1).decode()] = content
