@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,13 +62,13 @@ def test_provider_batch_writes_the_lines_a_live_run_writes(
                      "--poll-interval", "0.01"]) == 1
         assert len([s for s in server.seen if s[:2] == ("POST", "/v1/batches")]) == 2
 
-    def lines(name: str) -> list[dict[str, object]]:
+    def lines(name: str) -> list[dict[str, Any]]:
         rows = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
         for row in rows:  # timing and ids differ between the two runs
             row.pop("duration")
             row.pop("request_id")
             if isinstance(row.get("failure"), dict):
-                row["failure"].pop("request_id", None)  # type: ignore[union-attr]
+                row["failure"].pop("request_id", None)
         return sorted(rows, key=lambda row: str(row["id"]))
 
     assert lines("live.jsonl") == lines("batch.jsonl") == lines("later.jsonl")

@@ -3,13 +3,13 @@ standard library's own multipart parser."""
 
 from __future__ import annotations
 
+import secrets
 from email.parser import BytesParser
 from email.policy import HTTP
 
 import pytest
 
 from dshstream import ConfigurationError
-from dshstream._core import multipart
 from dshstream._core.multipart import encode_multipart
 
 
@@ -18,7 +18,9 @@ def _parsed(body: bytes, content_type: str) -> dict[str, tuple[str | None, bytes
     out = {}
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
-        out[str(name)] = (part.get_filename(), part.get_payload(decode=True))
+        payload = part.get_payload(decode=True)
+        assert isinstance(payload, bytes)
+        out[str(name)] = (part.get_filename(), payload)
     return out
 
 
@@ -32,7 +34,7 @@ def test_fields_and_a_file_read_back_exactly() -> None:
 
 def test_a_part_holding_the_boundary_gets_another(monkeypatch: pytest.MonkeyPatch) -> None:
     tokens = iter(["a" * 32, "b" * 32])
-    monkeypatch.setattr(multipart.secrets, "token_hex", lambda n: next(tokens))
+    monkeypatch.setattr(secrets, "token_hex", lambda n: next(tokens))
     body, content_type = encode_multipart({}, [("file", "f", "text/plain", b"x--dshstream-" + b"a" * 32 + b"y")])
     assert content_type.endswith("b" * 32)
     assert _parsed(body, content_type)["file"][1] == b"x--dshstream-" + b"a" * 32 + b"y"

@@ -25,12 +25,13 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 from helpers import fixture_bytes
 from service.batch_bodies import anthropic_body, chat_body, gemini_body, responses_body
 
-_ERRORS = {
+_ERRORS: dict[str, Callable[[int], dict[str, Any]]] = {
     "openai": lambda status: {"error": {"message": f"rejected with {status}",
                                         "type": "invalid_request_error" if status < 500 else "server_error",
                                         "param": None, "code": None}},

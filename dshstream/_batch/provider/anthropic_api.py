@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 from ..._core.errors import make_failure
 from ..._core.request import GenerateOptions
-from .api import BatchApi, ProviderBatchStatus, RowAnswer, count, expired, http_row_failure, malformed, payload_failure, streamless
+from .api import BatchApi, ProviderBatchStatus, obj, RowAnswer, count, expired, http_row_failure, malformed, payload_failure, streamless
 
 __all__ = ["AnthropicBatchApi"]
 
@@ -64,7 +64,7 @@ class AnthropicBatchApi(BatchApi):
         if not isinstance(raw, dict):
             raise malformed(self.provider, "the batch status is not an object")
         state = str(raw.get("processing_status") or "unknown")
-        counts = raw.get("request_counts") if isinstance(raw.get("request_counts"), dict) else {}
+        counts = obj(raw.get("request_counts"))
         numbers = {name: count(counts.get(name)) or 0 for name in
                    ("processing", "succeeded", "errored", "canceled", "expired")}
         return ProviderBatchStatus(
@@ -90,7 +90,7 @@ class AnthropicBatchApi(BatchApi):
         custom_id = row.get("custom_id") if isinstance(row, dict) else None
         if not isinstance(row, dict) or not isinstance(custom_id, str):
             return RowAnswer("", failure=malformed(self.provider, "a result line has no custom_id").failure)
-        result = row.get("result") if isinstance(row.get("result"), dict) else {}
+        result = obj(row.get("result"))
         kind = result.get("type")
         if kind == "succeeded" and isinstance(result.get("message"), dict):
             return RowAnswer(custom_id, body=result["message"])

@@ -32,7 +32,7 @@ from ..._core.strict_json import dump_json
 from ..._core.types import LlmFailure
 from .calls import BatchCalls
 
-__all__ = ["BatchApi", "ProviderBatchStatus", "RowAnswer", "count", "expired", "http_row_failure", "malformed", "payload_failure", "streamless"]
+__all__ = ["BatchApi", "ProviderBatchStatus", "RowAnswer", "count", "expired", "http_row_failure", "malformed", "obj", "payload_failure", "streamless"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,3 +123,8 @@ def count(value: object) -> int | None:
     if isinstance(value, str) and value.isdigit():
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def obj(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (untrusted answers)."""
+    return value if isinstance(value, dict) else {}

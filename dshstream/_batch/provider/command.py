@@ -43,9 +43,9 @@ def run_provider_batch_command(args: argparse.Namespace, service: LlmService, ou
                       fsync=args.fsync)
         handle: ProviderBatch
         if args.resume:
-            handle = resume_batch(args.resume, _lines(source), **common)  # type: ignore[arg-type]
+            handle = resume_batch(args.resume, _lines(source), **common)
         else:
-            handle = submit_batch(_lines(source), **common)  # type: ignore[arg-type]
+            handle = submit_batch(_lines(source), **common)
             err.write(f"submitted {handle.id}\n")
     finally:
         if source is not sys.stdin:

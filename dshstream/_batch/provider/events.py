@@ -39,7 +39,7 @@ def _event(payload: object, event: str = "message") -> ServerSentEvent:
 
 def chat_events(body: dict[str, Any]) -> Events:
     """A ``chat.completion`` as ``chat.completion.chunk`` events (rule 2)."""
-    head = {key: body[key] for key in ("id", "model", "created", "system_fingerprint", "service_tier", "provider")
+    head: dict[str, Any] = {key: body[key] for key in ("id", "model", "created", "system_fingerprint", "service_tier", "provider")
             if key in body}
     head["object"] = "chat.completion.chunk"
     choices = body.get("choices")
@@ -68,7 +68,7 @@ def chat_events(body: dict[str, Any]) -> Events:
     return events
 
 
-_RESPONSES_TERMINAL = {"completed": "response.completed", "incomplete": "response.incomplete",
+_RESPONSES_TERMINAL: dict[str, str] = {"completed": "response.completed", "incomplete": "response.incomplete",
                        "failed": "response.failed", "cancelled": "response.failed"}
 
 
@@ -89,7 +89,7 @@ def anthropic_events(body: dict[str, Any]) -> Events:
     usage = body.get("usage")
     start = {key: value for key, value in body.items() if key not in ("content", "stop_reason", "stop_sequence")}
     start.update(content=[], stop_reason=None, stop_sequence=None)
-    events = [_event({"type": "message_start", "message": start}, "message_start")]
+    events: Events = [_event({"type": "message_start", "message": start}, "message_start")]
     content = body.get("content")
     for index, block in enumerate(content if isinstance(content, list) else []):
         events.append(_event({"type": "content_block_start", "index": index, "content_block": block},

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..._core.request import GenerateOptions
-from .api import BatchApi, ProviderBatchStatus, RowAnswer, count, http_row_failure, malformed, payload_failure, streamless
+from .api import BatchApi, ProviderBatchStatus, obj, RowAnswer, count, http_row_failure, malformed, payload_failure, streamless
 
 __all__ = ["GeminiBatchApi"]
 
@@ -82,7 +82,7 @@ class GeminiBatchApi(BatchApi):
             raise malformed(self.provider, "the batch status is not an object")
         batch = _batch_of(raw)
         state = str(batch.get("state") or "BATCH_STATE_UNSPECIFIED")
-        stats = batch.get("batchStats") if isinstance(batch.get("batchStats"), dict) else {}
+        stats = obj(batch.get("batchStats"))
         error = raw.get("error")
         failure = payload_failure({"error": error}, self.provider) if isinstance(error, dict) else None
         ended = state in _ENDED or raw.get("done") is True

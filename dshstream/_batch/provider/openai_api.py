@@ -32,7 +32,7 @@ from urllib.parse import quote, urlsplit
 from ..._core.errors import make_failure
 from ..._core.request import GenerateOptions
 from .api import (
-    BatchApi, ProviderBatchStatus, RowAnswer, count, expired, http_row_failure, malformed, payload_failure, streamless,
+    BatchApi, obj, ProviderBatchStatus, RowAnswer, count, expired, http_row_failure, malformed, payload_failure, streamless,
 )
 
 __all__ = ["OpenAIBatchApi"]
@@ -76,11 +76,12 @@ class OpenAIBatchApi(BatchApi):
         if not isinstance(raw, dict):
             raise malformed(self.provider, "the batch status is not an object")
         state = str(raw.get("status") or "unknown")
-        counts = raw.get("request_counts") if isinstance(raw.get("request_counts"), dict) else {}
+        counts = obj(raw.get("request_counts"))
         failure = None
         if state == "failed":
-            errors = raw.get("errors") if isinstance(raw.get("errors"), dict) else {}
-            data = errors.get("data") if isinstance(errors.get("data"), list) else []
+            errors = obj(raw.get("errors"))
+            listed = errors.get("data")
+            data = listed if isinstance(listed, list) else []
             first = data[0] if data and isinstance(data[0], dict) else {"message": "the batch failed"}
             failure = payload_failure({"error": first}, self.provider)
         return ProviderBatchStatus(
