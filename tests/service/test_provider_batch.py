@@ -21,7 +21,7 @@ from dshstream._batch.provider.anthropic_api import AnthropicBatchApi
 from dshstream._batch.provider.api import ProviderBatchStatus
 from dshstream._batch.provider.openai_api import OpenAIBatchApi
 from dshstream._batch.provider.runner import api_for, custom_id_of
-from dshstream._batch.records import result_to_dict
+from dshstream.testing import MemoryAnswer, MemoryTransport
 from helpers import fake_key
 from service.provider_batch_server import BatchApiServer
 
@@ -282,3 +282,33 @@ def test_options_rows_and_a_timeout_that_passes_first() -> None:
         with pytest.raises(Exception) as caught:
             next(handle.results(poll_interval=0.01, timeout=0.05))
         assert getattr(caught.value, "code", None) == "TIMEOUT" and handle.id in str(caught.value)
+
+
+def test_a_recorded_openai_batch_output_file_reads_as_its_rows() -> None:
+    """A real OpenAI batch output file (tests/fixtures/real/batch/, PROVENANCE.md) through the
+    API's row reader and the chat wire's own translator."""
+    from dshstream._batch.provider.events import events_for
+    from dshstream._core.assembler import assemble
+    from helpers import FIXTURES
+
+    recorded = (FIXTURES / "batch" / "openai_chat_output.jsonl").read_bytes()
+    adapter = OpenAIChatAdapter(base_url="http://127.0.0.1:1/v1", api_key=KEY, transport=MemoryTransport(
+        handler=lambda sent: MemoryAnswer(recorded, headers={"content-type": "application/octet-stream"})))
+    service = LlmService()
+    service.register_adapter(["openai"], adapter)
+    api = api_for(service, "openai", timeout=5.0, result_limit=1 << 20)
+    status = ProviderBatchStatus("batch_LunAvcYn4RGXvp59fWOxse0s", "completed", True,
+                                 raw={"output_file_id": "file-out"})
+    rows = list(api.results(status))
+    assert [row.custom_id for row in rows] == ["request-1", "request-2"]
+    options = GenerateOptions(provider="openai", model="gpt-3.5-turbo-0125", messages=(Message.user("q"),))
+    first, second = rows
+    assert first.request_id == "a6ce4ecd1904d2fd7ef85e668567f29d"
+    for row, text, tokens in ((first, "No", (61, 1)), (second, "From a psychological perspective", (52, 193))):
+        assert row.body is not None and row.failure is None
+        translator = adapter.wire.make_translator(options, row.request_id)
+        response = assemble(translator.feed_events(events_for(translator.wire, row.body)) + translator.close())
+        assert response.text.startswith(text) and response.finish.kind == "stop"
+        assert response.usage is not None and (response.usage.input_tokens, response.usage.output_tokens) == tokens
+        assert response.metadata is not None and response.metadata.response_id == row.body["id"]
+    assert "\n\nAdditionally" in response.text
