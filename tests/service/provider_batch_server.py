@@ -12,7 +12,8 @@ What each request gets is decided by its last user prompt:
 - ``expire``: an expired row; ``drop``: no result row at all;
 - anything else: a short answer ``echo PROMPT`` with usage.
 
-Each status poll moves a batch one state on (OpenAI ``validating`` → ``in_progress`` →
+Azure OpenAI's ``/openai/v1/...`` and ``/openai/...?api-version=`` paths are the OpenAI
+routes (their queries kept in ``azure_queries``). Each status poll moves a batch one state on (OpenAI ``validating`` → ``in_progress`` →
 ``finalizing`` → ``completed``; Anthropic ``in_progress`` twice → ``ended``; Gemini
 ``PENDING`` → ``RUNNING`` → ``SUCCEEDED``); result rows are written in reverse input order.
 ``expire_batches=True`` ends every batch expired (rows answered before it keep their
@@ -123,6 +124,7 @@ class BatchApiServer:
         self.seen: list[tuple[str, str, dict[str, str]]] = []
         self.uploads: list[tuple[str, bytes]] = []  # (content type, body) of every upload
         self.counter = 0
+        self.azure_queries: list[str] = []
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -174,6 +176,10 @@ class BatchApiServer:
             self.seen.append((method, path, {k.lower(): v for k, v in handler.headers.items()}))
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length else b""
+        if path.startswith("/openai/"):  # Azure OpenAI: the same API under the resource's /openai root
+            path, _, query = path.partition("?")
+            self.azure_queries.append(query)
+            path = "/v1" + path.removeprefix("/openai/v1").removeprefix("/openai")
         routes: list[tuple[str, str, Any]] = [
             ("POST", r"/v1/files", self._upload),
             ("GET", r"/v1/files/([^/]+)/content", self._file),

@@ -16,6 +16,7 @@ from dshstream import (
     AnthropicAdapter, ConfigurationError, GeminiAdapter, GenerateOptions, LlmService, Message, OpenAIChatAdapter,
     OpenAIResponsesAdapter,
 )
+from dshstream.adapters import AzureOpenAIAdapter, AzureOpenAIResponsesAdapter
 from dshstream.batch import BatchProgress, BatchResult, resume_batch, run_many, submit_batch
 from dshstream._batch.provider.anthropic_api import AnthropicBatchApi
 from dshstream._batch.provider.api import ProviderBatchStatus
@@ -105,7 +106,7 @@ def test_the_openai_upload_is_multipart_jsonl_of_the_wire_bodies() -> None:
         content_type, raw = server.uploads[0]
         assert content_type.startswith("multipart/form-data; boundary=")
         assert b'name="file"; filename="batch.jsonl"' in raw and b"Content-Type: application/jsonl" in raw
-        line = json.loads(server.files["file-1"])
+        line = json.loads(server.files["file-1"].splitlines()[0])
         assert line["custom_id"] == custom_id_of("x") and line["url"] == "/v1/chat/completions"
         assert line["body"]["model"] == "gpt-x" and "stream" not in line["body"]
         assert "stream_options" not in line["body"] and line["body"]["max_completion_tokens"] == 7
@@ -312,3 +313,24 @@ def test_a_recorded_openai_batch_output_file_reads_as_its_rows() -> None:
         assert response.usage is not None and (response.usage.input_tokens, response.usage.output_tokens) == tokens
         assert response.metadata is not None and response.metadata.response_id == row.body["id"]
     assert "\n\nAdditionally" in response.text
+
+
+@pytest.mark.parametrize("api_version", ["v1", "2024-10-21"])
+@pytest.mark.parametrize("responses", [False, True])
+def test_azure_openai_batches_use_the_resource_urls(api_version: str, responses: bool) -> None:
+    with BatchApiServer() as server:
+        kind = AzureOpenAIResponsesAdapter if responses else AzureOpenAIAdapter
+        adapter = kind(endpoint=server.url, api_key=KEY, api_version=api_version)
+        service = LlmService()
+        service.register_adapter(["azure"], adapter)
+        handle = submit_batch([{"id": "x", "prompt": "hi"}, {"id": "y", "prompt": "fail:400"}], service=service,
+                              provider="azure", model="my-batch-deployment")
+        rows = list(handle.results(poll_interval=0.01))
+        line = json.loads(server.files["file-1"].splitlines()[0])
+    assert [r.ok for r in rows] == [True, False] and rows[0].text == "echo hi"
+    assert line["url"] == ("/responses" if responses else "/chat/completions")
+    assert line["body"]["model"] == "my-batch-deployment" and "stream" not in line["body"]
+    assert all(path.startswith("/openai/v1/" if api_version == "v1" else "/openai/") for _, path, _ in server.seen)
+    expected = "" if api_version == "v1" else f"api-version={api_version}"
+    assert server.azure_queries and set(server.azure_queries) == {expected}
+    assert all(headers.get("api-key") == KEY for _, _, headers in server.seen)

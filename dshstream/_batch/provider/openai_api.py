@@ -20,6 +20,13 @@ Contract (the shapes of OpenAI's API reference, "Batch" and "Files"):
    expired row (``TIMEOUT``), ``batch_cancelled`` a cancelled one (``ABORTED``), any other
    classified as an in-band error.
 5. **Cancel.** ``POST {base_url}/batches/{id}/cancel``.
+6. **Azure OpenAI** (:class:`AzureBatchApi`): the same shape on the resource's URLs —
+   ``{endpoint}/openai/v1/files`` and ``/openai/v1/batches`` (API version ``v1``;
+   ``preview`` adds ``?api-version=preview``), or ``{endpoint}/openai/files`` and
+   ``/openai/batches`` with ``?api-version=`` a dated version (the classic API) — and
+   lines whose ``url`` and batch ``endpoint`` are ``/chat/completions`` or
+   ``/responses``, the body's ``model`` the global-batch deployment (the classic chat
+   adapter's ``deployment``, else the request's model).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from .api import (
     BatchApi, obj, ProviderBatchStatus, RowAnswer, count, expired, http_row_failure, malformed, payload_failure, streamless,
 )
 
-__all__ = ["OpenAIBatchApi"]
+__all__ = ["AzureBatchApi", "OpenAIBatchApi"]
 
 _ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 
@@ -46,24 +53,31 @@ class OpenAIBatchApi(BatchApi):
     max_rows = 50_000
     max_bytes = 200 * 1024 * 1024
 
+    def _url(self, path: str) -> str:
+        """The API URL of ``path`` (``/files``, ``/batches/{id}``...)."""
+        return f"{self.calls.adapter.base_url}{path}"
+
     def _path(self, options: GenerateOptions) -> str:
+        """A line's ``url`` and the batch's ``endpoint``: the wire endpoint's path."""
         return urlsplit(self.calls.adapter.wire.endpoint(options)).path
 
+    def _body(self, options: GenerateOptions) -> dict[str, Any]:
+        return streamless(self.calls.adapter.wire.build_body(options))
+
     def entry(self, custom_id: str, options: GenerateOptions) -> dict[str, Any]:
-        body = streamless(self.calls.adapter.wire.build_body(options))
-        return {"custom_id": custom_id, "method": "POST", "url": self._path(options), "body": body}
+        return {"custom_id": custom_id, "method": "POST", "url": self._path(options), "body": self._body(options)}
 
     def submit(self, entries: list[dict[str, Any]], options: GenerateOptions) -> str:
-        base = self.calls.adapter.base_url
         lines = "".join(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in entries)
         uploaded = self.calls.post_multipart(
-            f"{base}/files", {"purpose": "batch"}, [("file", "batch.jsonl", "application/jsonl", lines.encode("utf-8"))]
+            self._url("/files"), {"purpose": "batch"},
+            [("file", "batch.jsonl", "application/jsonl", lines.encode("utf-8"))],
         )
         file_id = uploaded.get("id") if isinstance(uploaded, dict) else None
         if not isinstance(file_id, str) or not file_id:
             raise malformed(self.provider, "the file upload answer has no id")
         created = self.calls.post_json(
-            f"{base}/batches",
+            self._url("/batches"),
             {"input_file_id": file_id, "endpoint": entries[0]["url"], "completion_window": "24h"},
         )
         batch_id = created.get("id") if isinstance(created, dict) else None
@@ -72,7 +86,7 @@ class OpenAIBatchApi(BatchApi):
         return batch_id
 
     def status(self, batch_id: str) -> ProviderBatchStatus:
-        raw = self.calls.get_json(f"{self.calls.adapter.base_url}/batches/{quote(batch_id, safe='')}")
+        raw = self.calls.get_json(self._url(f"/batches/{quote(batch_id, safe='')}"))
         if not isinstance(raw, dict):
             raise malformed(self.provider, "the batch status is not an object")
         state = str(raw.get("status") or "unknown")
@@ -91,11 +105,10 @@ class OpenAIBatchApi(BatchApi):
         )
 
     def results(self, status: ProviderBatchStatus) -> Iterator[RowAnswer]:
-        base = self.calls.adapter.base_url
         for field in ("output_file_id", "error_file_id"):
             file_id = status.raw.get(field)
             if isinstance(file_id, str) and file_id:
-                data = self.calls.get_bytes(f"{base}/files/{quote(file_id, safe='')}/content")
+                data = self.calls.get_bytes(self._url(f"/files/{quote(file_id, safe='')}/content"))
                 for line in data.splitlines():
                     if line.strip():
                         yield self._row(line)
@@ -132,5 +145,26 @@ class OpenAIBatchApi(BatchApi):
                          request_id=request_id)
 
     def cancel(self, batch_id: str) -> None:
-        self.calls.post_json(f"{self.calls.adapter.base_url}/batches/{quote(batch_id, safe='')}/cancel", {})
+        self.calls.post_json(self._url(f"/batches/{quote(batch_id, safe='')}/cancel"), {})
+
+
+class AzureBatchApi(OpenAIBatchApi):
+    """Azure OpenAI's batches: OpenAI's shape on the resource's URLs (rule 6)."""
+
+    def _url(self, path: str) -> str:
+        wire: Any = self.calls.adapter.wire
+        version = wire.api_version
+        root = "/openai" if wire.classic else "/openai/v1"
+        query = "" if version == "v1" else f"?api-version={quote(version, safe='')}"
+        return f"{self.calls.adapter.base_url}{root}{path}{query}"
+
+    def _path(self, options: GenerateOptions) -> str:
+        return "/responses" if urlsplit(self.calls.adapter.wire.endpoint(options)).path.endswith("/responses") \
+            else "/chat/completions"
+
+    def _body(self, options: GenerateOptions) -> dict[str, Any]:
+        body = super()._body(options)
+        deployment = getattr(self.calls.adapter.wire, "deployment", None)
+        body["model"] = deployment or options.model  # the global-batch deployment
+        return body
 

@@ -4,10 +4,11 @@ answer read by the wire translator a stream uses.
 Contract:
 
 1. **Which providers.** A row's provider must route (``service.adapter_for``) to the
-   built-in OpenAI chat-completions or Responses adapter, the Anthropic adapter or the
-   Gemini adapter (:func:`api_for`); any other is a ``ConfigurationError`` naming it,
-   raised by :func:`submit_batch` before anything is sent. Bedrock's batch inference
-   needs the input in S3 and is not offered.
+   built-in OpenAI chat-completions or Responses adapter, their Azure OpenAI forms, the
+   Anthropic adapter or the Gemini adapter (:func:`api_for`); any other is a
+   ``ConfigurationError`` naming it, raised by :func:`submit_batch` before anything is
+   sent. Bedrock's batch inference needs the input in S3 (and an IAM role for the job)
+   and is not offered.
 2. **Submitting.** :func:`submit_batch` checks its arguments, prepares every request as
    ``run_many`` does (:func:`~dshstream._batch.inputs.prepare`: the same keys), groups
    the rows by provider and model (one model per batch, as the APIs require), and splits
@@ -69,7 +70,7 @@ from .api import BatchApi, ProviderBatchStatus, RowAnswer
 from .calls import RESULT_LIMIT, BatchCalls
 from .events import events_for
 from .gemini_api import GeminiBatchApi
-from .openai_api import OpenAIBatchApi
+from .openai_api import AzureBatchApi, OpenAIBatchApi
 
 if TYPE_CHECKING:
     import os
@@ -91,6 +92,7 @@ def custom_id_of(key: str) -> str:
 def api_for(service: LlmService, provider: str, *, timeout: float, result_limit: int) -> BatchApi:
     """The batch API ``provider`` routes to (rule 1)."""
     from ..._adapters.anthropic import AnthropicAdapter
+    from ..._adapters.azure import AzureOpenAIAdapter, AzureOpenAIResponsesAdapter
     from ..._adapters.gemini import GeminiAdapter
     from ..._adapters.openai_chat import OpenAIChatAdapter
     from ..._adapters.openai_responses import OpenAIResponsesAdapter
@@ -101,12 +103,14 @@ def api_for(service: LlmService, provider: str, *, timeout: float, result_limit:
         OpenAIResponsesAdapter: OpenAIBatchApi,
         AnthropicAdapter: AnthropicBatchApi,
         GeminiAdapter: GeminiBatchApi,
+        AzureOpenAIAdapter: AzureBatchApi,
+        AzureOpenAIResponsesAdapter: AzureBatchApi,
     }
-    kind = kinds.get(type(adapter))  # exact types: a subclass (Azure, Vertex) has other URLs
+    kind = kinds.get(type(adapter))  # exact types: another subclass (Vertex...) has other URLs
     if kind is None or (type(adapter) is OpenAIChatAdapter and adapter.wire.dialect.name != "openai"):
         raise invalid(
             f"provider {provider!r}: {type(adapter).__name__} has no provider batch API here "
-            "(OpenAI chat completions and Responses, Anthropic and Gemini do)"
+            "(OpenAI and Azure OpenAI chat completions and Responses, Anthropic and Gemini do)"
         )
     return kind(BatchCalls(adapter, provider, timeout=timeout, result_limit=result_limit))
 
