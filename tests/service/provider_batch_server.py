@@ -16,7 +16,8 @@ Azure OpenAI's ``/openai/v1/...`` and ``/openai/...?api-version=`` paths are the
 routes (their queries kept in ``azure_queries``). Each status poll moves a batch one state on (OpenAI ``validating`` → ``in_progress`` →
 ``finalizing`` → ``completed``; Anthropic ``in_progress`` twice → ``ended``; Gemini
 ``PENDING`` → ``RUNNING`` → ``SUCCEEDED``); result rows are written in reverse input order.
-``expire_batches=True`` ends every batch expired (rows answered before it keep their
+``fail_batches=True`` ends every OpenAI and Gemini batch failed as a whole (the OpenAI
+validation error, the Gemini operation error). ``expire_batches=True`` ends every batch expired (rows answered before it keep their
 answers: the first half); a cancel request ends it cancelled the same way. Every request's
 method, path and headers are recorded in ``seen``."""
 
@@ -115,8 +116,9 @@ class _Batch:
 class BatchApiServer:
     """The loopback batch APIs (see the module docstring)."""
 
-    def __init__(self, *, expire_batches: bool = False, polls_to_end: int = 3) -> None:
+    def __init__(self, *, expire_batches: bool = False, polls_to_end: int = 3, fail_batches: bool = False) -> None:
         self.expire_batches = expire_batches
+        self.fail_batches = fail_batches
         self.polls_to_end = polls_to_end
         self.lock = threading.Lock()
         self.files: dict[str, bytes] = {}
@@ -260,6 +262,11 @@ class BatchApiServer:
                 "ended": "completed", "expired": "expired", "cancelled": "cancelled"}[state]
         view: dict[str, Any] = {"id": batch.id, "object": "batch", "status": word, "endpoint": "",
                                 "request_counts": {"total": len(batch.rows), "completed": 0, "failed": 0}}
+        if state != "running" and self.fail_batches:
+            view["status"] = "failed"
+            view["errors"] = {"object": "list", "data": [{"code": "invalid_request", "line": 1, "param": None,
+                                                          "message": "The model 'm' does not exist or you do not have access to it."}]}
+            return view
         if state != "running":
             out, err = [], []
             answered = self._answered(batch, state)
@@ -370,6 +377,11 @@ class BatchApiServer:
                 "model": "models/m", "name": f"batches/{batch.id}", "displayName": "dshstream", "state": word,
                 "batchStats": {"requestCount": str(len(batch.rows))}}
         view: dict[str, Any] = {"name": f"batches/{batch.id}", "metadata": meta}
+        if state != "running" and self.fail_batches:
+            meta["state"] = "BATCH_STATE_FAILED"
+            view.update(done=True, error={"code": 3, "message": "model m is not found for batch mode",
+                                          "status": "INVALID_ARGUMENT"})
+            return view
         if state != "running":
             responses = []
             answered = self._answered(batch, state)

@@ -334,3 +334,17 @@ def test_azure_openai_batches_use_the_resource_urls(api_version: str, responses:
     expected = "" if api_version == "v1" else f"api-version={api_version}"
     assert server.azure_queries and set(server.azure_queries) == {expected}
     assert all(headers.get("api-key") == KEY for _, _, headers in server.seen)
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_a_batch_that_failed_as_a_whole_gives_every_row_its_failure(kind: str) -> None:
+    with BatchApiServer(fail_batches=True) as server:
+        handle = submit_batch([{"id": "a", "prompt": "x"}, {"id": "b", "prompt": "y"}],
+                              service=_service(server, kind), provider=kind, model="m")
+        results = list(handle.results(poll_interval=0.01))
+        statuses = handle.status()
+    assert statuses[0].ended and statuses[0].failure is not None
+    assert [r.ok for r in results] == [False, False]
+    for row in results:
+        assert row.failure is not None and row.failure == statuses[0].failure
+        assert row.failure.code in ("MODEL_NOT_FOUND", "INVALID_REQUEST")
