@@ -147,6 +147,9 @@ def anthropic_body(data: bytes) -> dict[str, Any] | None:
             delta = payload.get("delta") or {}
             message["stop_reason"] = delta.get("stop_reason")
             message["stop_sequence"] = delta.get("stop_sequence")
+            for key in ("stop_details", "container"):  # the final message's own fields
+                if delta.get(key) is not None:
+                    message[key] = delta[key]
             message["usage"].update(payload.get("usage") or {})
     return message
 

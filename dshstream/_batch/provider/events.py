@@ -13,8 +13,8 @@ Contract (sans-IO):
    message as its delta, one with the finish reason, one with the usage, ``[DONE]``),
    ``openai-responses`` (``response.created``, then the terminal event its ``status``
    names, carrying the whole response), ``anthropic`` (``message_start``, each content
-   block started whole and stopped, ``message_delta`` with the stop reason and usage,
-   ``message_stop``), ``gemini`` (the response is itself one stream event). A wire
+   block started whole and stopped, ``message_delta`` with the stop reason, stop details,
+   container and usage, ``message_stop``), ``gemini`` (the response is itself one stream event). A wire
    without one is a ``ValueError``.
 3. A body that is not a JSON object gives no events: the translator then ends the row
    ``STREAM_CLOSED``, the same as an empty stream.
@@ -84,10 +84,14 @@ def responses_events(body: dict[str, Any]) -> Events:
     ]
 
 
+#: the message fields its stream sends at the end, in ``message_delta.delta``
+_ANTHROPIC_END = ("content", "stop_reason", "stop_sequence", "stop_details", "container")
+
+
 def anthropic_events(body: dict[str, Any]) -> Events:
     """An Anthropic message as its stream's events, each block started whole (rule 2)."""
     usage = body.get("usage")
-    start = {key: value for key, value in body.items() if key not in ("content", "stop_reason", "stop_sequence")}
+    start = {key: value for key, value in body.items() if key not in _ANTHROPIC_END}
     start.update(content=[], stop_reason=None, stop_sequence=None)
     events: Events = [_event({"type": "message_start", "message": start}, "message_start")]
     content = body.get("content")
@@ -95,8 +99,9 @@ def anthropic_events(body: dict[str, Any]) -> Events:
         events.append(_event({"type": "content_block_start", "index": index, "content_block": block},
                              "content_block_start"))
         events.append(_event({"type": "content_block_stop", "index": index}, "content_block_stop"))
-    delta: dict[str, Any] = {"type": "message_delta",
-                             "delta": {"stop_reason": body.get("stop_reason"), "stop_sequence": body.get("stop_sequence")}}
+    ending = {key: body.get(key) for key in ("stop_reason", "stop_sequence")}
+    ending.update({key: body[key] for key in ("stop_details", "container") if body.get(key) is not None})
+    delta: dict[str, Any] = {"type": "message_delta", "delta": ending}
     if isinstance(usage, dict):
         delta["usage"] = usage
     events.append(_event(delta, "message_delta"))
