@@ -22,7 +22,8 @@ Local servers (``-p ollama``, ``llamacpp``, ``vllm``, ``lmstudio``) are keyless 
 ``LLAMACPP_BASE_URL``, ``VLLM_BASE_URL``, ``LMSTUDIO_BASE_URL``: see
 :mod:`dshstream._defaults`), else their default port on 127.0.0.1; ``models`` takes
 ``--base-url`` as ``chat`` does. ``batch`` (:mod:`dshstream._batch.command`) takes the same
-provider, model and server options.
+provider, model and server options; ``--provider-batch`` sends the file as the provider's
+batch jobs instead (``--detach`` prints their id, ``--resume ID`` waits for them).
 
 Keys: a key read from the environment goes only to its provider's own host. With
 ``--base-url`` no environment key is sent unless the caller names the variable with
@@ -283,6 +284,12 @@ def _parser() -> argparse.ArgumentParser:
     batch.add_argument("--max-cost", type=float, help="stop sending once this much (USD) is spent")
     batch.add_argument("--max-total-tokens", type=int, help="stop sending once this many tokens are used")
     batch.add_argument("--fsync", action="store_true", help="fsync the output after every row")
+    batch.add_argument("--provider-batch", action="store_true",
+                       help="send the rows as the provider's batch jobs (OpenAI, Anthropic, Gemini: half price, "
+                       "within 24 hours) and wait for them")
+    batch.add_argument("--detach", action="store_true", help="with --provider-batch: print the batch id and exit")
+    batch.add_argument("--resume", metavar="ID", help="wait for provider batches submitted before (same INPUT)")
+    batch.add_argument("--poll-interval", type=float, default=30.0, help="seconds between polls (default 30)")
 
     sub.add_parser("providers", help="list the providers configured from the environment")
     models = sub.add_parser("models", help="list a provider's models")

@@ -146,6 +146,8 @@ SURFACE: dict[str, dict[str, str]] = {
         "._batch.limiter": "Limiter ProviderLimiter",
         "._batch.progress": "BatchProgress",
         "._core.types": "RateLimits",
+        "._batch.provider.runner": "submit_batch resume_batch ProviderBatch",
+        "._batch.provider.api": "ProviderBatchStatus",
     },
     "web": {
         "._web.responses": "ui_message_stream chunk_sse_stream chunk_ndjson_stream",
