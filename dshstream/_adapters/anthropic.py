@@ -63,7 +63,9 @@ class AnthropicWire(MessagesBody, Wire):
         return f"{self.base_url}/v1/messages"
 
     #: the fields ``POST /v1/messages/count_tokens`` takes of a stream's body (wire rule 7)
-    COUNT_FIELDS = frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers"})
+    COUNT_FIELDS = frozenset(
+        {"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "cache_control"}
+    )
 
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
         return f"{self.base_url}/v1/messages/count_tokens"

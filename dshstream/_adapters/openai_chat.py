@@ -13,7 +13,10 @@ goes back as ``reasoning_content`` where the dialect needs it, OpenRouter
 state. A user turn with media parts becomes a list of content parts (text, ``image_url``,
 ``input_audio``, ``file``: :func:`chat_content_parts`). A server that rejects ``stream_options`` with a 400 is asked once more without it,
 and the wire remembers that. :class:`OpenAIChatAdapter` is that wire + ``Bearer`` auth +
-the attempt loop (:mod:`~dshstream._adapters.http`).
+the attempt loop (:mod:`~dshstream._adapters.http`). Prompt caching: on OpenAI's own
+dialect (and Azure's) a cache point is ``prompt_cache_breakpoint`` on its turn's last
+content part, with ``prompt_cache_key``/``prompt_cache_retention``
+(:mod:`~dshstream._adapters.prompt_cache` rule 4); other servers refuse caching requests.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_CHAT, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.validate import invalid
 from .._core.wires.translator import Translator
 from .._core.wires.openai_chat import OpenAIChatTranslator
 from .http import HttpAdapter
+from .prompt_cache import NO_CACHING, OPENAI_CACHING, check_prompt_cache, openai_cache_fields, openai_mark
 from .settings import HttpSettings
 from .structured_output import chat_fields
 from .wire import Wire
@@ -104,11 +109,20 @@ class OpenAIChatWire(Wire):
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
-        body: dict[str, Any] = {
-            "model": options.model,
-            "messages": [m for message in options.messages for m in self.convert_message(message)],
-            "stream": True,
-        }
+        own = self.dialect.name == "openai"
+        check_prompt_cache(options, OPENAI_CACHING if own else NO_CACHING, self.title)
+        messages: list[dict[str, Any]] = []
+        for message in options.messages:
+            converted = self.convert_message(message)
+            if message.cache is not None:
+                if not converted:
+                    raise invalid(f"{self.title}: a cache point on an empty {message.role} turn caches nothing")
+                converted[-1] = dict(converted[-1])
+                openai_mark(converted[-1], "text", self.title)
+            messages.extend(converted)
+        body: dict[str, Any] = {"model": options.model, "messages": messages, "stream": True}
+        if own:
+            body.update(openai_cache_fields(options))
         if self.include_usage:
             body["stream_options"] = {"include_usage": True}
         if options.tools:

@@ -91,6 +91,8 @@ class Wire:
     models_path: str | None = None
     #: how to read the model list (rule 4)
     models_format = ModelListFormat()
+    #: why the API has no counting endpoint, said in the refusal (rule 7; ``""``: nothing to add)
+    count_tokens_note = ""
 
     def __init__(self, base_url: str, title: str) -> None:
         #: the API root requests go to
