@@ -31,7 +31,8 @@ Contract:
    no counting endpoint, and nothing is estimated locally) is POSTed
    :meth:`Wire.count_tokens_body` — the stream's own :meth:`Wire.build_body`, less the
    fields only a generation takes (``stream``...) — and the answer read by
-   :meth:`Wire.count_tokens_result` (``None``: no count in it).
+   :meth:`Wire.count_tokens_result` (``None``: no count in it). A wire without one may
+   say why in :attr:`Wire.count_tokens_note`, which the refusal quotes.
 """
 
 from __future__ import annotations
