@@ -50,7 +50,8 @@ Contract:
    ``generateContentRequest``), answered ``totalTokens``. Claude: ``POST .../publishers/
    anthropic/models/count-tokens:rawPredict`` (the path the Anthropic SDK's Vertex client
    uses) with the Messages counting fields, ``model`` included, and ``anthropic_version``.
-   Express mode counts too (the same path without the project). Prompt caching: Claude
+   Express mode counts too (the same path without the project); a request naming cached
+   content is refused (Vertex's request has no field for it). Prompt caching: Claude
    takes cache points but not the top-level automatic mode (not documented for Vertex).
 """
 
@@ -264,7 +265,13 @@ class VertexGeminiWire(GeminiWire):
         return f"{self.base_url}/{self.api_version}/{self.model_resource(options.model)}:countTokens"
 
     def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
-        """The stream's contents, system instruction and tools, at the top level (rule 7)."""
+        """The stream's contents, system instruction and tools, at the top level (rule 7);
+        Vertex's request takes no cached content, so a count without it is refused."""
+        if options.prompt_cache is not None and options.prompt_cache.cached_content is not None:
+            raise invalid(
+                f"{self.title}: countTokens takes no cached content (GenerateOptions.prompt_cache.cached_content); "
+                "its count would leave the cache out"
+            )
         return {key: value for key, value in self.build_body(options).items() if key in self.COUNT_FIELDS}
 
     def endpoint(self, options: GenerateOptions) -> str:

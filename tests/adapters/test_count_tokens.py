@@ -179,3 +179,15 @@ def test_azure_responses_says_counting_is_not_offered(server: ReplayServer) -> N
     with pytest.raises(ConfigurationError, match="Azure OpenAI does not serve POST /responses/input_tokens"):
         adapter.count_tokens(options())
     assert server.requests == []
+
+
+def test_vertex_gemini_refuses_to_count_without_the_cached_content(server: ReplayServer) -> None:
+    from dshstream._adapters.vertex import VertexGeminiAdapter
+    from dshstream.adapters import PromptCache
+
+    adapter = VertexGeminiAdapter(project="proj", location="us-central1", api_key=lambda: "tok", base_url=server.url)
+    cached = GenerateOptions(provider="v", model="m-1", messages=(Message.user("Q"),),
+                             prompt_cache=PromptCache(cached_content="projects/proj/locations/us-central1/cachedContents/1"))
+    with pytest.raises(ConfigurationError, match=r"countTokens takes no cached content"):
+        adapter.count_tokens(cached)
+    assert server.requests == []
