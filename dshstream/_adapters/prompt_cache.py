@@ -19,6 +19,9 @@ Contract: pure (options in, a ``ConfigurationError`` or nothing out); no I/O.
    last content part of its turn (:func:`openai_mark`); ``key`` and ``retention`` are
    ``prompt_cache_key`` and ``prompt_cache_retention`` (``"in_memory"``/``"24h"``);
    ``automatic`` is OpenAI's default implicit breakpoint, so nothing is sent for it.
+5. **OpenRouter.** A cache point is ``cache_control: {type: "ephemeral", ttl}`` on the last
+   content part of its turn, ``automatic`` the top-level ``cache_control`` (OpenRouter's
+   documented directive, converted for the provider it routes to); tools take none.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "cache_points",
     "OPENAI_BREAKPOINT",
     "OPENAI_CACHING",
+    "OPENROUTER_CACHING",
     "check_prompt_cache",
     "openai_cache_fields",
     "openai_mark",
@@ -175,13 +179,22 @@ def openai_cache_fields(options: GenerateOptions) -> dict[str, Any]:
     return fields
 
 
-def openai_mark(item: dict[str, Any], text_type: str, who: str) -> None:
-    """Put OpenAI's breakpoint on the last content part of ``item`` (a text ``content``
-    becomes one ``text_type`` part first; rule 4)."""
+def openai_mark(
+    item: dict[str, Any], text_type: str, who: str, marker: tuple[str, dict[str, Any]] | None = None
+) -> None:
+    """Put a breakpoint on the last content part of ``item`` (a text ``content`` becomes one
+    ``text_type`` part first): OpenAI's ``prompt_cache_breakpoint`` (rule 4), or ``marker``
+    (a field and its value: OpenRouter's ``cache_control``, rule 5)."""
+    field, value = marker if marker is not None else ("prompt_cache_breakpoint", OPENAI_BREAKPOINT)
     content = item.get("content")
     if isinstance(content, str) and content:
-        item["content"] = [{"type": text_type, "text": content, "prompt_cache_breakpoint": dict(OPENAI_BREAKPOINT)}]
+        item["content"] = [{"type": text_type, "text": content, field: dict(value)}]
     elif isinstance(content, list) and content and isinstance(content[-1], dict):
-        content[-1] = {**content[-1], "prompt_cache_breakpoint": dict(OPENAI_BREAKPOINT)}
+        content[-1] = {**content[-1], field: dict(value)}
     else:
         raise invalid(f"{who}: a cache point needs a turn with text or media content to end on")
+
+
+#: what OpenRouter takes (rule 5): Anthropic-style ``cache_control`` on content parts and at
+#: the top level (its automatic mode), converted by OpenRouter for the routed provider
+OPENROUTER_CACHING = CacheSupport(points=True, automatic=True, tool_points=False)

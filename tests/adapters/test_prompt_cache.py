@@ -259,6 +259,21 @@ def test_responses_refuses_a_point_on_an_assistant_turn(server: ReplayServer) ->
         list(adapter.stream(options(messages=messages)))
 
 
+def test_openrouter_takes_anthropic_style_cache_control(server: ReplayServer) -> None:
+    server.add("/v1/", fixture_bytes("openrouter/cache_usage_bedrock_claude.sse"))
+    adapter = OpenAIChatAdapter(dialect="openrouter", api_key=KEY, base_url=f"{server.url}/v1")
+    list(adapter.stream(options(model="anthropic/claude-4.6-sonnet", prompt_cache=PromptCache(automatic=True))))
+    body = server.requests[0].body
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "You answer from the handbook.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    ]
+    assert body["messages"][1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert body["cache_control"] == {"type": "ephemeral"}  # its automatic mode
+    assert "prompt_cache_key" not in body
+    with pytest.raises(ConfigurationError, match=r"prompt_cache\.key"):
+        list(adapter.stream(options(prompt_cache=PromptCache(key="k"))))
+
+
 def test_compatible_servers_refuse_caching(server: ReplayServer) -> None:
     adapter = OpenAIChatAdapter(dialect="llamacpp", base_url=f"{server.url}/v1")
     with pytest.raises(ConfigurationError, match=r"takes no cache points \(GenerateOptions\.messages\[0\]\.cache\)"):
