@@ -282,6 +282,11 @@ def test_compatible_servers_refuse_caching(server: ReplayServer) -> None:
         list(CustomAdapter(base_url=f"{server.url}/v1").stream(options(messages=(Message.user("q"),),
                                                                       prompt_cache=PromptCache(key="k"))))
     assert server.requests == []
+    # LiteLLM: refused by the check a fallback chain and its stream run before sending
+    from dshstream.adapters import LiteLLMAdapter
+
+    with pytest.raises(ConfigurationError, match=r"LiteLLM \(LiteLLMAdapter\) takes no cache points"):
+        LiteLLMAdapter().check_media(options(messages=(Message.user("q", cache=CachePoint()),)))
 
 
 # --------------------------------------------------------------------------- Gemini

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dshstream import ContextWindowExceededError, GenerateOptions, Message, OpenAIChatAdapter
 from dshstream._core.classify.classifiers import classify_http_error
@@ -116,3 +118,20 @@ def test_figures_only_for_an_overflow() -> None:
     failure = classify_http_error(429, body, None, provider="p", now=0.0)
     assert failure.code == "RATE_LIMIT" and failure.context_limit is None
     assert failure.message == "p: rate limited (RATE_LIMIT, HTTP 429)"
+
+
+@given(st.text(max_size=300))
+def test_any_text_gives_none_or_an_overflow(text: str) -> None:
+    figures = context_figures(text)
+    assert figures is None or 0 < figures[0] < figures[1]
+
+
+@given(st.integers(1, 10**9), st.integers(1, 10**6))
+def test_every_pair_is_read_back(limit: int, over: int) -> None:
+    requested = limit + over
+    text = f"prompt is too long: {requested:,} tokens > {limit:,} maximum"
+    assert context_figures(text) == (limit, requested)
+    assert context_figures(f"request ({requested} tokens) exceeds the available context size ({limit} tokens)") == (
+        limit,
+        requested,
+    )
