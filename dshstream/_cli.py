@@ -682,6 +682,37 @@ def _bedrock_adapter(settings: dict[str, Any]) -> LlmAdapter:
     return adapter
 
 
+def _messages_adapter(provider: str, api_key_env: str | None, base_url: str | None) -> LlmAdapter:
+    """An Anthropic Messages route served elsewhere (``deepseek-anthropic``) or Claude
+    Platform on AWS (``claude-aws``), from the environment; or a :class:`UsageError`
+    naming what to set."""
+    from ._adapters.anthropic import AnthropicAdapter
+    from ._core.messages_dialects import MESSAGES_DIALECTS
+    from ._defaults import MESSAGES_ROUTES
+
+    settings: dict[str, Any] = {}
+    if api_key_env:
+        settings["api_key"] = _key_from(api_key_env)
+    if base_url is not None:
+        settings["base_url"] = _check_url(base_url)
+    try:
+        if provider == "claude-aws":
+            from ._adapters.claude_aws import ClaudePlatformAwsAdapter
+
+            return ClaudePlatformAwsAdapter(**settings)
+        preset = MESSAGES_DIALECTS[dict(MESSAGES_ROUTES)[provider]]
+        if "api_key" not in settings:
+            key = os.environ.get(preset.key_env or "")
+            if not key:
+                message = f"provider {provider!r} needs an API key"
+                missing = make_failure("NO_ADAPTER", message, provider=provider)
+                raise UsageError(message, _tips(missing, (preset.key_env or "",), base_url=False))
+            settings["api_key"] = key
+        return AnthropicAdapter(dialect=preset.name, **settings)
+    except LlmError as exc:
+        raise UsageError(exc.failure.message) from None
+
+
 def _key_names(provider: str, api_key_env: str | None = None, base_url: str | None = None) -> tuple[str, ...]:
     """The variables the command reads ``provider``'s key from (none with a ``--base-url``
     unless one is named)."""
@@ -764,7 +795,7 @@ def _service_for(
 ) -> LlmService:
     """A service with one adapter for ``provider``, or a :class:`UsageError` saying what
     is missing (the key variable to set, or ``--base-url``)."""
-    from ._defaults import CLOUD_PROVIDERS, KEYED_PROVIDERS, LOCAL_PROVIDERS
+    from ._defaults import CLOUD_PROVIDERS, KEYED_PROVIDERS, LOCAL_PROVIDERS, MESSAGES_ROUTES
     from ._core.dialects import DIALECTS
     from ._service import LlmService
 
@@ -773,6 +804,11 @@ def _service_for(
         if dialect is not None:
             raise UsageError(f"--dialect is not used with -p {provider}")
         service.register_adapter([provider], _cloud_adapter(provider, model, api_key_env, base_url))
+        return service
+    if provider in dict(MESSAGES_ROUTES) or provider == "claude-aws":
+        if dialect is not None:
+            raise UsageError(f"--dialect is not used with -p {provider}")
+        service.register_adapter([provider], _messages_adapter(provider, api_key_env, base_url))
         return service
     if base_url is not None:
         from ._adapters.openai_chat import OpenAIChatAdapter
@@ -788,7 +824,8 @@ def _service_for(
         return service
     base_url_hint = " (or --base-url URL for an OpenAI-compatible server)"
     keyed = dict(KEYED_PROVIDERS)
-    known = [*keyed, *CLOUD_PROVIDERS, *(d for d in DIALECTS if d not in keyed)]
+    known = [*keyed, *CLOUD_PROVIDERS, *(route for route, _ in MESSAGES_ROUTES), "claude-aws"]
+    known += [d for d in DIALECTS if d not in keyed]
     if provider not in keyed and provider not in DIALECTS:
         raise UsageError(
             f"unknown provider {provider!r}; known: {', '.join(known)}{base_url_hint}"

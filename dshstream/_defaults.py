@@ -10,7 +10,12 @@ chat) when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set (with
 ``authorized_user`` file (``GOOGLE_APPLICATION_CREDENTIALS`` or gcloud's; location
 ``GOOGLE_CLOUD_LOCATION``, else ``global``); ``bedrock`` (Amazon Bedrock, Converse) when
 a region (``AWS_REGION``/``AWS_DEFAULT_REGION``) and either ``AWS_BEARER_TOKEN_BEDROCK`` or
-``AWS_ACCESS_KEY_ID`` + ``AWS_SECRET_ACCESS_KEY`` are set. A cloud whose environment is
+``AWS_ACCESS_KEY_ID`` + ``AWS_SECRET_ACCESS_KEY`` are set; ``claude-aws`` (Claude Platform
+on AWS) when ``ANTHROPIC_AWS_WORKSPACE_ID``, a region (or ``ANTHROPIC_AWS_BASE_URL``) and
+``ANTHROPIC_AWS_API_KEY`` or those access keys are set. The Anthropic-compatible route of a
+keyed provider (:data:`MESSAGES_ROUTES`: ``deepseek-anthropic``) is registered with its key;
+the local servers' Anthropic-compatible endpoints are not (their default route is already
+registered: ``AnthropicAdapter(dialect="ollama")`` names one). A cloud whose environment is
 unusable (a service-account file, which needs the google-auth recipe) is left out with a
 warning in the log, never an exception.
 
@@ -70,6 +75,11 @@ LOCAL_URL_ENV: tuple[tuple[str, tuple[str, ...]], ...] = (
 LOCAL_PROVIDERS = tuple(provider for provider, _ in LOCAL_URL_ENV)
 #: cloud provider ids configured from their SDKs' environment (see the module docstring)
 CLOUD_PROVIDERS = ("azure", "vertex", "vertex-anthropic", "bedrock")
+#: (route, Anthropic-compatible preset of ``AnthropicAdapter(dialect=)``): the Messages API
+#: served by another provider, registered when the preset's key variable is set
+MESSAGES_ROUTES: tuple[tuple[str, str], ...] = (("deepseek-anthropic", "deepseek"),)
+#: what registers ``claude-aws`` (Claude Platform on AWS), besides a region or base URL
+CLAUDE_AWS_ENV = ("ANTHROPIC_AWS_WORKSPACE_ID", "ANTHROPIC_AWS_API_KEY", "ANTHROPIC_AWS_BASE_URL")
 
 
 def _key(names: tuple[str, ...]) -> str | None:
@@ -100,6 +110,22 @@ def default_service(**service_options: Any) -> LlmService:
             service.register_adapter([provider], GeminiAdapter(api_key=key))
         else:
             service.register_adapter([provider], OpenAIChatAdapter(api_key=key, dialect=provider))
+    for route, dialect in MESSAGES_ROUTES:
+        from ._adapters.anthropic import AnthropicAdapter
+        from ._core.messages_dialects import MESSAGES_DIALECTS
+
+        preset = MESSAGES_DIALECTS[dialect]
+        key = _key((preset.key_env,)) if preset.key_env else None
+        if key is not None:
+            title = f"{preset.title} (Anthropic API)"
+            service.register_adapter([route], AnthropicAdapter(dialect=dialect, api_key=key, title=title))
+    if claude_aws_configured():
+        try:
+            from ._adapters.claude_aws import ClaudePlatformAwsAdapter
+
+            service.register_adapter(["claude-aws"], ClaudePlatformAwsAdapter())
+        except LlmError as exc:
+            log.warning("%s: not registered (%s)", "claude-aws", exc.failure.message)
     for provider in CLOUD_PROVIDERS:
         if not cloud_configured(provider):
             continue
@@ -180,6 +206,10 @@ _ADAPTER_CLASS = {
     "vertex": "VertexGeminiAdapter(project=...)",
     "vertex-anthropic": "VertexAnthropicAdapter(project=...)",
     "bedrock": "BedrockAdapter(region=...)",
+    "claude-aws": "dshstream.adapters.ClaudePlatformAwsAdapter(workspace_id=..., region=...)",
+    "deepseek-anthropic": 'AnthropicAdapter(dialect="deepseek", api_key=...)',
+    "ollama-anthropic": 'AnthropicAdapter(dialect="ollama")',
+    "lmstudio-anthropic": 'AnthropicAdapter(dialect="lmstudio")',
 }
 #: what :func:`default_service` needs set to register each cloud
 _CLOUD_SETUP = {
@@ -187,6 +217,11 @@ _CLOUD_SETUP = {
     "vertex": "GOOGLE_CLOUD_PROJECT (with `gcloud auth application-default login`)",
     "vertex-anthropic": "GOOGLE_CLOUD_PROJECT (with `gcloud auth application-default login`)",
     "bedrock": "AWS_REGION and AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)",
+    "claude-aws": (
+        "ANTHROPIC_AWS_WORKSPACE_ID, AWS_REGION and ANTHROPIC_AWS_API_KEY "
+        "(or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY)"
+    ),
+    "deepseek-anthropic": "DEEPSEEK_API_KEY",
 }
 
 
@@ -221,6 +256,15 @@ def setup_hint(provider: str, *, from_environment: bool = False) -> str | None:
     if from_environment:
         return f"set {needed} and build the service again (dshstream.stream() does that itself), or {register}"
     return f"{register}, or set {needed} and use dshstream.default_service()"
+
+
+def claude_aws_configured() -> bool:
+    """Whether the environment configures ``claude-aws`` (the module docstring)."""
+    if not os.environ.get("ANTHROPIC_AWS_WORKSPACE_ID", "").strip():
+        return False
+    where = _key(("AWS_REGION", "AWS_DEFAULT_REGION", "ANTHROPIC_AWS_BASE_URL"))
+    keys = bool(os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"))
+    return bool(where) and (keys or bool(os.environ.get("ANTHROPIC_AWS_API_KEY")))
 
 
 def cloud_configured(provider: str) -> bool:

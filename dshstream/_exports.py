@@ -80,6 +80,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._adapters.azure": "AzureOpenAIAdapter AzureOpenAIResponsesAdapter",
         "._adapters.vertex": "VertexAnthropicAdapter VertexGeminiAdapter",
         "._adapters.bedrock": "BedrockAdapter",
+        "._adapters.claude_aws": "ClaudePlatformAwsAdapter",
         "._adapters.litellm": "LiteLLMAdapter",
         "._adapters.google_oauth": "AuthorizedUserCredentials",
         "._adapters.key_pool": "KeyPool KeyState",

@@ -65,6 +65,7 @@ from dataclasses import replace
 
 from ._adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
 from ._core.chain import DEFAULT_FALLBACK_CODES, FallbackChain, Target, check_chain_request
+from ._core.closing import close_quietly
 from ._core.contract import check_contract as _check_contract
 from ._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from ._core.log import get_logger
@@ -385,12 +386,7 @@ class LlmService:
             self._report(finish.reason.failure, options)
             yield finish
         finally:
-            close = getattr(source, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - closing never raises
-                    log.exception("closing a listener's stream raised")
+            close_quietly(source, "a listener's stream")
 
     def _terminal(
         self, options: GenerateOptions, watch: StreamWatch | None = None

@@ -9,7 +9,8 @@ The package root holds the four adapters for the providers' own APIs
 ``AnthropicAdapter``, ``GeminiAdapter``); this namespace holds the rest:
 
 - the clouds: :class:`AzureOpenAIAdapter`, :class:`AzureOpenAIResponsesAdapter`,
-  :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`;
+  :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`,
+  :class:`ClaudePlatformAwsAdapter` (Claude Platform on AWS: the Anthropic API in AWS);
 - the bridges: :class:`LiteLLMAdapter` (the ``litellm`` extra, imported on the first
   stream) and :class:`CustomAdapter` (tools in the prompt, calls parsed from prose);
 - writing one: :class:`LlmAdapter` (the interface), :class:`HttpAdapter` (every HTTP
@@ -49,6 +50,7 @@ if _typing.TYPE_CHECKING:
         ProviderInfo as ProviderInfo,
     )
     from ._adapters.bedrock import BedrockAdapter as BedrockAdapter
+    from ._adapters.claude_aws import ClaudePlatformAwsAdapter as ClaudePlatformAwsAdapter
     from ._adapters.custom import CustomAdapter as CustomAdapter
     from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
     from ._adapters.auth import (

@@ -138,6 +138,7 @@ from dataclasses import replace
 from typing import Any
 
 from .._core.attribution import AppIdentity, merge_headers
+from .._core.closing import close_quietly
 from .._core.classify import classify_error_payload, classify_http_error
 from .._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from .._core.log import get_logger
@@ -710,12 +711,7 @@ class _Call:
             if not self._stop.is_set():
                 self._put((_ERROR, exc))
         finally:
-            close = getattr(wrapper, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - closing never raises
-                    pass
+            close_quietly(wrapper, "LiteLLM's stream")
 
     def stop(self) -> None:
         """Stop the worker from the consumer's thread: a read it is blocked in ends now

@@ -57,7 +57,7 @@ from .._core.strict_json import parse_json_object
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.validate import invalid
 from .._core.wires.anthropic import WIRE
-from .prompt_cache import CacheSupport, anthropic_cache_control, check_prompt_cache
+from .prompt_cache import NO_CACHING, CacheSupport, anthropic_cache_control, check_prompt_cache
 from .structured_output import (
     STRUCTURED_MODES,
     StructuredMode,
@@ -117,6 +117,8 @@ class MessagesBody:
     media: MediaSupport | None = ANTHROPIC
     #: whether the host serves the top-level ``cache_control`` (automatic caching; rule 7)
     automatic_cache_host = True
+    #: whether the host takes ``cache_control`` at all (a compatible server may not; rule 7)
+    caches_prompts = True
 
     def __init__(
         self,
@@ -164,11 +166,12 @@ class MessagesBody:
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
-        check_prompt_cache(
-            options,
-            CacheSupport(points=True, automatic=self.automatic_cache_host, max_points=4, longest_first=True),
-            self.label,
+        support = (
+            CacheSupport(points=True, automatic=self.automatic_cache_host, max_points=4, longest_first=True)
+            if self.caches_prompts
+            else NO_CACHING
         )
+        check_prompt_cache(options, support, self.label)
         body: dict[str, Any] = {"model": options.model}
         budget = self.thinking_budget(options)
         if options.max_tokens is not None:

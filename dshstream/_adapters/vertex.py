@@ -290,6 +290,8 @@ class VertexAnthropicWire(AnthropicWire):
     native_structured_host = False
     #: the top-level ``cache_control`` is documented for the Claude API only (rule 7)
     automatic_cache_host = False
+    #: code-execution containers are the Claude API's: none is sent here (anthropic rule 5)
+    replays_container = False
 
     def __init__(
         self,

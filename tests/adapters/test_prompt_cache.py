@@ -137,6 +137,13 @@ def test_anthropic_refuses_before_sending(server: ReplayServer, fields: dict[str
     assert server.requests == []
 
 
+def test_compatible_messages_servers_refuse_caching(server: ReplayServer) -> None:
+    adapter = AnthropicAdapter(dialect="ollama", base_url=server.url)
+    with pytest.raises(ConfigurationError, match=r"Ollama takes no cache points \(GenerateOptions\.messages\[0\]"):
+        list(adapter.stream(options()))
+    assert server.requests == []
+
+
 def test_claude_on_vertex_takes_points_but_not_the_automatic_mode(server: ReplayServer) -> None:
     server.add("/v1/projects/", Route(body=fixture_bytes("anthropic/text.sse")))
     adapter = VertexAnthropicAdapter(project="proj", location="us-east5", api_key=lambda: "tok", base_url=server.url)
