@@ -458,7 +458,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         wire = args.wire or detect_wire(data)
         options: dict[str, Any] = {}
-        if args.think_tags is not None and wire not in ("anthropic", "gemini", "openai-responses"):
+        if args.think_tags is not None and wire not in ("anthropic", "gemini", "gemini-interactions", "openai-responses"):
             options["think_tags"] = args.think_tags
         chunks = decode(data, wire=wire, **options)
         return _emit(chunks, args.format == "jsonl", out, err)
@@ -617,6 +617,10 @@ def _adapter(provider: str, api_key: str | None, base_url: str | None = None) ->
         from ._adapters.gemini import GeminiAdapter
 
         return GeminiAdapter(api_key=api_key)
+    if provider == "gemini-interactions":
+        from ._adapters.gemini_interactions import GeminiInteractionsAdapter
+
+        return GeminiInteractionsAdapter(api_key=api_key)
     from ._adapters.openai_chat import OpenAIChatAdapter
 
     return OpenAIChatAdapter(api_key=api_key, base_url=base_url, dialect=provider)

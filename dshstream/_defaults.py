@@ -57,6 +57,7 @@ KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("openai", ("OPENAI_API_KEY",)),
     ("anthropic", ("ANTHROPIC_API_KEY",)),
     ("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    ("gemini-interactions", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),  # the same key, the Interactions API
     ("deepseek", ("DEEPSEEK_API_KEY",)),
     ("openrouter", ("OPENROUTER_API_KEY",)),
     ("groq", ("GROQ_API_KEY",)),
@@ -108,6 +109,10 @@ def default_service(**service_options: Any) -> LlmService:
             from ._adapters.gemini import GeminiAdapter
 
             service.register_adapter([provider], GeminiAdapter(api_key=key))
+        elif provider == "gemini-interactions":
+            from ._adapters.gemini_interactions import GeminiInteractionsAdapter
+
+            service.register_adapter([provider], GeminiInteractionsAdapter(api_key=key))
         else:
             service.register_adapter([provider], OpenAIChatAdapter(api_key=key, dialect=provider))
     for route, dialect in MESSAGES_ROUTES:
@@ -202,6 +207,7 @@ def ollama_url(host: str) -> str:
 _ADAPTER_CLASS = {
     "anthropic": "AnthropicAdapter(api_key=...)",
     "gemini": "GeminiAdapter(api_key=...)",
+    "gemini-interactions": "GeminiInteractionsAdapter(api_key=...)",
     "azure": "AzureOpenAIAdapter(endpoint=..., api_key=...)",
     "vertex": "VertexGeminiAdapter(project=...)",
     "vertex-anthropic": "VertexAnthropicAdapter(project=...)",

@@ -11,6 +11,8 @@ The package root holds the four adapters for the providers' own APIs
 - the clouds: :class:`AzureOpenAIAdapter`, :class:`AzureOpenAIResponsesAdapter`,
   :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`,
   :class:`ClaudePlatformAwsAdapter` (Claude Platform on AWS: the Anthropic API in AWS);
+- Gemini's Interactions API: :class:`GeminiInteractionsAdapter` (steps, streamed function
+  arguments, resumable background interactions) on :class:`GeminiInteractionsWire`;
 - the bridges: :class:`LiteLLMAdapter` (the ``litellm`` extra, imported on the first
   stream) and :class:`CustomAdapter` (tools in the prompt, calls parsed from prose);
 - writing one: :class:`LlmAdapter` (the interface), :class:`HttpAdapter` (every HTTP
@@ -53,6 +55,10 @@ if _typing.TYPE_CHECKING:
     from ._adapters.claude_aws import ClaudePlatformAwsAdapter as ClaudePlatformAwsAdapter
     from ._adapters.custom import CustomAdapter as CustomAdapter
     from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
+    from ._adapters.gemini_interactions import (
+        GeminiInteractionsAdapter as GeminiInteractionsAdapter,
+        GeminiInteractionsWire as GeminiInteractionsWire,
+    )
     from ._adapters.auth import (
         AuthFlow as AuthFlow,
         HeaderAuth as HeaderAuth,

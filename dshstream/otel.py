@@ -124,6 +124,7 @@ PROVIDER_NAMES: Mapping[str, str] = {
     "azure": "azure.ai.openai",
     "azure-responses": "azure.ai.openai",
     "gemini": "gcp.gemini",
+    "gemini-interactions": "gcp.gemini",
     "vertex": "gcp.vertex_ai",
     "vertex-anthropic": "gcp.vertex_ai",
     "deepseek": "deepseek",

@@ -44,7 +44,7 @@ def decode_all(data: bytes | Sequence[bytes], wire: str, **options: object) -> l
 
 # --------------------------------------------------------------------------- corpus wires
 
-_NATIVE_WIRES = ("anthropic", "gemini", "openai-responses")
+_NATIVE_WIRES = ("anthropic", "gemini", "gemini-interactions", "openai-responses")
 
 
 def fixture_wire(relative: str) -> str:
@@ -148,6 +148,12 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "deepseek/reasoner_tool_call_cache_hit.sse": FixtureFinish("tool-calls", "tool_calls"),
     "deepseek/responses_api_function_call.sse": FixtureFinish("tool-calls", "completed"),
     "deepseek/responses_api_text.sse": FixtureFinish("stop", "completed"),
+    "gemini-interactions/error_gateway_timeout.sse": FixtureFinish("error", None, "TIMEOUT"),
+    "gemini-interactions/google_search_then_function_call.sse": FixtureFinish("tool-calls", "requires_action"),
+    "gemini-interactions/image_text_incomplete.sse": FixtureFinish("max-tokens", "incomplete"),
+    "gemini-interactions/parallel_function_calls_streamed_args.sse": FixtureFinish("tool-calls", "requires_action"),
+    "gemini-interactions/text_thought_signature.sse": FixtureFinish("stop", "completed"),
+    "gemini-interactions/thinking_summary.sse": FixtureFinish("stop", "completed"),
     "gemini/code_execution.sse": FixtureFinish("stop", "STOP"),
     "gemini/empty_text_thought_signature_gemini3.sse": FixtureFinish("stop", "STOP"),
     "gemini/function_call.sse": FixtureFinish("tool-calls", "STOP"),

@@ -38,12 +38,13 @@ Contract (an adapter composes; it overrides nothing):
    ``models_path``...) as its own methods — still works: without ``wire=`` those methods
    are its wire, and an overridden ``auth_headers`` is its auth flow.
 7. **Resuming.** When the wire can resume a stream (wire rule 6: OpenAI and Azure
-   Responses with ``GenerateOptions.resumable``), an attempt's body is pumped through
+   Responses, Gemini Interactions, with ``GenerateOptions.resumable``), an attempt's body is pumped through
    :mod:`~dshstream._adapters.resumption`: a cut after acceptance is continued from the
    provider's stored response (never resent, attempts rule 3), an unfinished end carries a
    resume cursor, and :meth:`HttpAdapter.resume` continues a cursor from another process
-   (the GET stream after its sequence number, through the same attempt loop: a GET that
-   fails before its answer is retried like any attempt).
+   (the GET stream after its sequence number or resume token, through the same attempt
+   loop: a GET that fails before its answer is retried like any attempt; a cursor of
+   another wire is a ``ConfigurationError``).
 8. **Rate limits.** The ``Finish`` of an attempt carries the rate-limit facts of that
    attempt's response headers (``metadata.rate_limits``,
    :mod:`~dshstream._core.rate_limits`); nothing else of the stream changes.
@@ -355,6 +356,9 @@ class HttpAdapter(LlmAdapter):
         options = replace(check_options(options), resumable=True)
         if not self.wire.resumable(options):
             raise invalid(f"{self.title}: {type(self).__name__} cannot resume a stream (resume cursor)")
+        own = self.wire.make_translator(options, None).wire
+        if checked_cursor["wire"] != own:
+            raise invalid(f"{self.title}: resume cursor['wire'] is {checked_cursor['wire']!r}, this adapter's is {own!r}")
         return self._batches(options, checked_cursor)
 
     def _batches(self, options: GenerateOptions, cursor: dict[str, Any] | None) -> Iterator[list[StreamChunk]]:
@@ -375,11 +379,13 @@ class HttpAdapter(LlmAdapter):
                 http = self._open_attempt(options, deadline, flow)
             else:
                 resumption = Resumption(self, options, deadline, response_id=cursor["response_id"])
-                http = resumption.open(cursor["sequence_number"])
+                http = resumption.open(cursor["sequence_number"], cursor.get("event_id"))
             translator = wire.make_translator(options, http.request_id)
             if cursor is not None:
                 translator.last_sequence = cursor["sequence_number"]
+                translator.last_event_id = cursor.get("event_id")
                 translator.writer.identify(cursor["response_id"])
+                translator.begin_continuation()
             decoder = StreamDecoder(translator, max_event_size=self.max_event_size)
             return http, stamp_rate_limits(resumable_batches(http, decoder, resumption), http.headers)
 

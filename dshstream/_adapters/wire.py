@@ -25,8 +25,10 @@ Contract:
    continued after a cut (default: never; ``GenerateOptions.resumable`` then has no
    effect). A wire that can resume names its stored response's URLs,
    :meth:`Wire.response_url` (the stream's continuation, the response itself, its
-   cancel), and its translator numbers its events (translator rule 8); the adapter does
-   the I/O (:mod:`~dshstream._adapters.resumption`).
+   cancel) and the continuation's query, :meth:`Wire.resume_query` (the Responses API's
+   ``starting_after`` by default), and its translator numbers its events or keeps their
+   resume token (translator rule 8); the adapter does the I/O
+   (:mod:`~dshstream._adapters.resumption`).
 7. **Counting tokens.** :meth:`Wire.count_tokens_url` (``None``, the default: the API has
    no counting endpoint, and nothing is estimated locally) is POSTed
    :meth:`Wire.count_tokens_body` — the stream's own :meth:`Wire.build_body`, less the
@@ -141,6 +143,11 @@ class Wire:
         """The URL of stored response ``response_id`` (``suffix``: a path under it, such as
         ``/cancel``; ``query``: parameters), for a wire that can resume (rule 6)."""
         raise NotImplementedError
+
+    def resume_query(self, after: int, event_id: str | None) -> dict[str, str]:
+        """The query of a cut stream's continuation after the last event read — its
+        sequence number ``after``, its resume token ``event_id`` (rule 6)."""
+        return {"stream": "true", "starting_after": str(after)}
 
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
         """The token-counting endpoint for ``options``; ``None``: the API has none (rule 7)."""

@@ -309,6 +309,15 @@ def test_gemini_cached_content(server: ReplayServer) -> None:
     assert "systemInstruction" not in body and "tools" not in body
 
 
+def test_gemini_interactions_refuses_caching(server: ReplayServer) -> None:
+    from dshstream.adapters import GeminiInteractionsAdapter
+
+    adapter = GeminiInteractionsAdapter(api_key=KEY, base_url=server.url)
+    with pytest.raises(ConfigurationError, match=r"takes no cache points \(GenerateOptions\.messages\[0\]\.cache\)"):
+        list(adapter.stream(options()))
+    assert server.requests == []
+
+
 @pytest.mark.parametrize(
     ("fields", "match"),
     [

@@ -30,9 +30,10 @@ def test_default_service_registers_keyed_and_local_providers(monkeypatch: pytest
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-deepseek-000000000000")
     service = default_service()
     providers = {p.id: p.name for p in service.list_providers()}
-    assert set(providers) == {"anthropic", "gemini", "deepseek", "deepseek-anthropic", *LOCAL}
+    assert set(providers) == {"anthropic", "gemini", "gemini-interactions", "deepseek", "deepseek-anthropic", *LOCAL}
     assert type(service.adapter_for("anthropic")).__name__ == "AnthropicAdapter"
     assert type(service.adapter_for("gemini")).__name__ == "GeminiAdapter"
+    assert type(service.adapter_for("gemini-interactions")).__name__ == "GeminiInteractionsAdapter"
     assert providers["deepseek"] == "DeepSeek"
     assert "sk-test-deepseek" not in repr(service.adapter_for("deepseek"))
     # DeepSeek's Anthropic-compatible endpoint, with the same key
