@@ -54,6 +54,7 @@ SURFACE: dict[str, dict[str, str]] = {
         ),
         "._core.assembler": "AssembledResponse",
         "._core.request": "GenerateOptions Message ToolSpec",
+        "._core.prompt_cache": "CachePoint",
         "._core.response_format": "JsonMode JsonSchema",
         "._core.parts": "AudioPart DocumentPart ImagePart MediaPart",
         "._core.errors": (
@@ -89,6 +90,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._core.retry": "RetryPolicy",
         "._core.attribution": "AppIdentity attribution_headers",
         "._core.media_support": "MediaSupport",
+        "._core.prompt_cache": "PromptCache",
         "._service": "Registration",
     },
     "errors": {

@@ -761,6 +761,9 @@ def _usage_text(usage: TokenUsage | None) -> str:
         parts.append(f"cache_read={usage.cache_read_tokens}")
     if usage.cache_write_tokens:
         parts.append(f"cache_write={usage.cache_write_tokens}")
+    share = usage.cached_input_share
+    if usage.cache_read_tokens and share is not None:
+        parts.append(f"cached={share:.0%}")
     if usage.reasoning_tokens:
         parts.append(f"reasoning={usage.reasoning_tokens}")
     if usage.cost is not None:
@@ -788,6 +791,7 @@ def _log_finished(record: StreamFinished) -> None:
         "output_tokens": usage.output_tokens if usage else None,
         "cache_read_tokens": usage.cache_read_tokens if usage else None,
         "cache_write_tokens": usage.cache_write_tokens if usage else None,
+        "cached_input_share": record.cached_input_share,
         "reasoning_tokens": usage.reasoning_tokens if usage else None,
         "cost": usage.cost if usage else None,
         "request_id": record.request_id,

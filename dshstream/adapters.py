@@ -24,7 +24,9 @@ The package root holds the four adapters for the providers' own APIs
   :class:`SigV4Auth`, :class:`NoAuth`, and :class:`ModelInfo`, :class:`ProviderInfo`;
 - configuring one: :class:`HttpSettings` (the settings every HTTP adapter takes),
   :class:`RetryPolicy`, :class:`AppIdentity` and :func:`attribution_headers` (the one
-  ``User-Agent``), :class:`MediaSupport` (which parts a provider takes);
+  ``User-Agent``), :class:`MediaSupport` (which parts a provider takes),
+  :class:`PromptCache` (request-wide prompt caching: automatic mode, OpenAI's cache key
+  and retention, a Gemini cached content);
 - credentials: :class:`AwsCredentials` (SigV4) and :class:`AuthorizedUserCredentials`
   (Google Application Default Credentials without google-auth); every ``api_key=`` also
   takes a zero-argument callable, asked before each attempt, or a :class:`KeyPool` —
@@ -83,6 +85,7 @@ if _typing.TYPE_CHECKING:
         attribution_headers as attribution_headers,
     )
     from ._core.media_support import MediaSupport as MediaSupport
+    from ._core.prompt_cache import PromptCache as PromptCache
     from ._core.retry import RetryPolicy as RetryPolicy
     from ._core.sigv4 import AwsCredentials as AwsCredentials
     from ._service import Registration as Registration

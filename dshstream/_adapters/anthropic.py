@@ -33,8 +33,9 @@ Contract:
    base URL, key variable (read for its own host only), title and quirks — no media parts
    where the server takes none, a response format as a forced tool, no ``count_tokens``
    and no ``fallbacks=`` where the server does not document them (refused when the
-   adapter is built), and a placeholder ``x-api-key`` where the server wants one it
-   ignores.
+   adapter is built), no prompt caching (a ``ConfigurationError`` before sending: none
+   documents ``cache_control``), and a placeholder ``x-api-key`` where the server wants
+   one it ignores.
 """
 
 from __future__ import annotations
@@ -152,7 +153,9 @@ class AnthropicWire(MessagesBody, Wire):
         return body
 
     #: the fields ``POST /v1/messages/count_tokens`` takes of a stream's body (wire rule 7)
-    COUNT_FIELDS = frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers"})
+    COUNT_FIELDS = frozenset(
+        {"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "cache_control"}
+    )
 
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
         return f"{self.base_url}/v1/messages/count_tokens" if self.counts_tokens else None
@@ -236,6 +239,7 @@ class AnthropicAdapter(HttpAdapter):
         if not preset.native_extras:  # rule 6: what the server does not document
             self.wire.native_structured_host = False
             self.wire.counts_tokens = False
+            self.wire.caches_prompts = False
             self.wire.models_path = "/v1/models" if preset.models else None
         if not preset.media:
             self.wire.media = None

@@ -260,8 +260,11 @@ class AzureResponsesWire(OpenAIResponsesWire):
         """Whether requests use the classic preview URL (a dated ``api_version``)."""
         return self.api_version not in _V1
 
+    #: Azure answers POST .../responses/input_tokens with 404 "Unknown request URL"
+    count_tokens_note = "Azure OpenAI does not serve POST /responses/input_tokens"
+
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
-        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
+        return None  # not offered by Azure: a ConfigurationError saying so (wire rule 7)
 
     def endpoint(self, options: GenerateOptions) -> str:
         path = "/openai/responses" if self.classic else "/openai/v1/responses"

@@ -22,7 +22,8 @@ Contract:
    decoded by :class:`~dshstream._core.wires.gemini_interactions.GeminiInteractionsTranslator`.
 2. **The adapter.** :class:`GeminiInteractionsAdapter` is that wire + the key in
    ``x-goog-api-key`` (never in the URL) + the attempt loop; the Gemini API's key, hosts
-   and model list (``GET /{api_version}/models``).
+   and model list (``GET /{api_version}/models``). Prompt caching requests (cache points,
+   ``PromptCache``) are a ``ConfigurationError`` before sending: this API documents none.
 3. **History.** A model turn carrying this wire's replay state goes back as its steps
    exactly as received — thought steps with their ``signature``, server tool steps, calls
    with their wire ids — minus any ``function_call`` step without a matching
@@ -63,6 +64,7 @@ from .._core.wires.translator import Translator
 from .auth import HeaderAuth
 from .gemini import DEFAULT_BASE_URL
 from .http import HttpAdapter
+from .prompt_cache import NO_CACHING, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import schema_of
 from .wire import ModelListFormat, Wire
@@ -121,6 +123,8 @@ class GeminiInteractionsWire(Wire):
         return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        # prompt caching: nothing of it is documented for this API; refused, never dropped
+        check_prompt_cache(options, NO_CACHING, self.title)
         model = options.model[len("models/") :] if options.model.startswith("models/") else options.model
         body: dict[str, Any] = {"model": model, "stream": True}
         messages: Sequence[Message] = options.messages

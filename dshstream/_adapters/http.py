@@ -53,7 +53,8 @@ Contract (an adapter composes; it overrides nothing):
    auth flow and the transport's ``post_json``, bounded in size and time and refreshed
    like ``list_models`` (rule 5); a wire without an endpoint, or a transport without
    ``post_json``, is a ``ConfigurationError`` saying so, before anything is sent; an answer
-   without a count is ``MALFORMED_RESPONSE``.
+   without a count is ``MALFORMED_RESPONSE``. The auth flow authorizes the counting
+   request whole (``authorize``, so SigV4 signs its body as it signs a stream's).
 """
 
 from __future__ import annotations
@@ -310,8 +311,9 @@ class HttpAdapter(LlmAdapter):
         wire = self.wire
         url = wire.count_tokens_url(options)
         if url is None:
+            note = f" ({wire.count_tokens_note})" if wire.count_tokens_note else ""
             raise invalid(
-                f"{self.title}: {type(self).__name__} has no token-counting endpoint (count_tokens); "
+                f"{self.title}: {type(self).__name__} has no token-counting endpoint (count_tokens){note}; "
                 "dshstream does not estimate counts locally"
             )
         post_json = getattr(self.transport, "post_json", None)
@@ -325,15 +327,24 @@ class HttpAdapter(LlmAdapter):
         limit = DEFAULT_JSON_TIMEOUT if timeout is None else timeout
         deadline = time.monotonic() + limit
         while True:
-            added, secrets = flow.headers(provider, FetchLimits(deadline=deadline, cancel=options.cancel))
-            headers = {**self.request_headers(streaming=False), **added}
+            # the headers post_json sends, so a signature over them and the body holds
+            unsigned = HttpRequest(
+                url=url,
+                headers={
+                    "content-type": "application/json",
+                    "accept": "application/json",
+                    **self.request_headers(streaming=False),
+                },
+                body=body,
+            )
+            request = flow.authorize(unsigned, provider, FetchLimits(deadline=deadline, cancel=options.cancel))
             try:
                 payload = post_json(
                     url,
                     body,
-                    headers,
+                    request.headers,
                     provider=provider,
-                    secrets=secrets,
+                    secrets=request.secrets,
                     timeout=max(0.001, deadline - time.monotonic()),
                     cancel=options.cancel,
                 )

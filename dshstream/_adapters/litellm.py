@@ -174,6 +174,7 @@ from .._transport import DEFAULT_IDLE_TIMEOUT
 from .attempts import run_attempts, stream_policy
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
+from .prompt_cache import NO_CACHING, check_prompt_cache
 from .wire import check_media_parts
 from .openai_chat import chat_plain_turn, chat_tool_call, reasoning_text
 from .reporting import attempt_reporter, request_summary
@@ -884,6 +885,8 @@ class LiteLLMAdapter(LlmAdapter):
         """Refuse, before anything is sent, media parts :attr:`media` does not take (a
         ``ConfigurationError`` naming the part; rule 2)."""
         check_media_parts(options, lambda: self.media, f"{self.title}: LiteLLMAdapter(media=None)")
+        # prompt caching is not mapped through LiteLLM's many providers: refused, never dropped
+        check_prompt_cache(options, NO_CACHING, f"{self.title} (LiteLLMAdapter)")
 
     def convert_message(self, message: Message) -> list[dict[str, Any]]:
         """One history message in the chat-completions form LiteLLM takes (a user turn with

@@ -51,6 +51,12 @@ Contract:
      ``temperature``, ``response_format`` as ``text.format``, ``extra_body`` last.
 
    Responses has no ``stop`` parameter; ``options.stop`` is not sent.
+
+   Prompt caching (:mod:`~dshstream._adapters.prompt_cache` rule 4): a cache point on a
+   user or system turn is ``prompt_cache_breakpoint`` on its last content part (a cached
+   leading system prompt is then sent as ``system`` input messages, not ``instructions``,
+   whose plain string has no parts); on an assistant or tool turn it is refused;
+   ``prompt_cache_key`` and ``prompt_cache_retention`` from ``PromptCache``.
 3. **A second form.** A server that rejects ``include`` (``Encrypted content is not
    supported with this model``) with a 400 before streaming is asked once more without
    it, and the wire remembers that (its ``include_encrypted_reasoning``, changed under
@@ -93,7 +99,9 @@ from .._core.wires.openai_responses import (
     OpenAIResponsesTranslator,
     item_kind,
 )
+from .._core.validate import invalid
 from .http import HttpAdapter
+from .prompt_cache import OPENAI_CACHING, check_prompt_cache, openai_cache_fields, openai_mark
 from .settings import HttpSettings
 from .structured_output import responses_text_format
 from .wire import Wire
@@ -234,17 +242,29 @@ class OpenAIResponsesWire(Wire):
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
+        check_prompt_cache(options, OPENAI_CACHING, self.title)
         instructions: list[str] = []
         items: list[dict[str, Any]] = []
         leading = True
         builtin = self.builtin_calls(options.messages)
-        for message in options.messages:
-            if message.role == "system" and leading:
+        # a cached leading system prompt needs content parts to carry its breakpoint
+        as_items = any(m.cache is not None for m in options.messages if m.role == "system")
+        for index, message in enumerate(options.messages):
+            if message.role == "system" and leading and not as_items:
                 if message.text:
                     instructions.append(message.text)
                 continue
             leading = False
-            items.extend(self.convert_message(message, builtin))
+            converted = self.convert_message(message, builtin)
+            if message.cache is not None:
+                if message.role not in ("user", "system") or not converted:
+                    raise invalid(
+                        f"{self.title}: a cache point goes on a user or system turn "
+                        f"(GenerateOptions.messages[{index}].cache is on a {message.role} turn)"
+                    )
+                converted[-1] = dict(converted[-1])
+                openai_mark(converted[-1], "input_text", self.title)
+            items.extend(converted)
         body: dict[str, Any] = {
             "model": options.model,
             "input": items,
@@ -282,6 +302,7 @@ class OpenAIResponsesWire(Wire):
         if self.resumable(options):  # rule 5: a stored background response can be resumed
             body["background"] = True
             body["store"] = True
+        body.update(openai_cache_fields(options))
         if options.extra_body:
             body.update(options.extra_body)
         return body

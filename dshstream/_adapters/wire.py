@@ -33,7 +33,8 @@ Contract:
    no counting endpoint, and nothing is estimated locally) is POSTed
    :meth:`Wire.count_tokens_body` — the stream's own :meth:`Wire.build_body`, less the
    fields only a generation takes (``stream``...) — and the answer read by
-   :meth:`Wire.count_tokens_result` (``None``: no count in it).
+   :meth:`Wire.count_tokens_result` (``None``: no count in it). A wire without one may
+   say why in :attr:`Wire.count_tokens_note`, which the refusal quotes.
 8. **Telemetry facts.** :attr:`Wire.provider_name` is the OpenTelemetry GenAI
    conventions' well-known ``gen_ai.provider.name`` of the API (``None``: not a well-known
    one; the adapter then names it by the host of its own API, wherever its ``base_url``
@@ -107,6 +108,8 @@ class Wire:
     operation_name = "chat"
     #: the idle timeout of a request that sets none (rule 8; ``None``: the default)
     idle_timeout: float | None = None
+    #: why the API has no counting endpoint, said in the refusal (rule 7; ``""``: nothing to add)
+    count_tokens_note = ""
 
     def __init__(self, base_url: str, title: str) -> None:
         #: the API root requests go to

@@ -230,6 +230,13 @@ class StreamFinished:
     chunk_gaps: tuple[float, ...] = ()
 
     @property
+    def cached_input_share(self) -> float | None:
+        """The share of the billed input read from the prompt cache (``usage``'s, rounded
+        to 4 places; ``None``: no usage or no cache counts): what prompt caching saved."""
+        share = self.usage.cached_input_share if self.usage is not None else None
+        return round(share, 4) if share is not None else None
+
+    @property
     def served_by(self) -> TargetOutcome | None:
         """The fallback chain's target that served the stream, if one did."""
         return next((entry for entry in self.fallback if entry.outcome == "served"), None)

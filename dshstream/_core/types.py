@@ -204,6 +204,16 @@ class TokenUsage:
         """All billed input plus output."""
         return self.total_input_tokens + self.output_tokens
 
+    @property
+    def cached_input_share(self) -> float | None:
+        """The share of billed input read from the prompt cache (0.0-1.0): the saving
+        prompt caching made, as a fraction of the input; ``None`` when the provider
+        reported no cache counts or there was no input."""
+        if self.cache_read_tokens is None and self.cache_write_tokens is None:
+            return None
+        total = self.total_input_tokens
+        return (self.cache_read_tokens or 0) / total if total else None
+
 
 @final
 @dataclass(frozen=True, slots=True)
@@ -213,7 +223,10 @@ class LlmFailure:
     ``message`` is a headline safe to show an end user: it never contains upstream
     response text. ``detail`` is the upstream text, redacted, at most 2,000 characters.
     ``retry_after`` is in seconds. ``diagnostics`` summarizes the failed request without
-    any prompt text (it takes no part in equality).
+    any prompt text (it takes no part in equality). A ``CONTEXT_WINDOW_EXCEEDED`` failure
+    whose provider gave the figures carries ``context_limit`` (the window, in tokens) and
+    ``context_requested`` (what the request needed); :attr:`context_overflow` is the
+    difference.
     """
 
     code: str
@@ -229,6 +242,18 @@ class LlmFailure:
     #: a bounded, prompt-free summary of the request that failed (model, recent roles,
     #: part counts, chunks received, elapsed time), set by the adapter engine
     diagnostics: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: the context window the provider named, in tokens (``CONTEXT_WINDOW_EXCEEDED`` only)
+    context_limit: int | None = None
+    #: the tokens the request needed, as the provider counted them
+    context_requested: int | None = None
+
+    @property
+    def context_overflow(self) -> int | None:
+        """By how many tokens the request overflowed the context window (``None``: the
+        provider gave no figures)."""
+        if self.context_limit is None or self.context_requested is None:
+            return None
+        return self.context_requested - self.context_limit
 
     def __post_init__(self) -> None:
         if not self.code:
@@ -595,6 +620,8 @@ _FAILURE_FIELDS = (
     "serving_provider",
     "detail",
     "diagnostics",
+    "context_limit",
+    "context_requested",
 )
 _METADATA_FIELDS = (
     "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms",

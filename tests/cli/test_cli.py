@@ -61,6 +61,14 @@ def test_replay_text_from_stdin() -> None:
     assert "\x1b[" not in proc.stdout  # NO_COLOR
 
 
+def test_replay_summary_shows_the_prompt_cache_saving() -> None:
+    """The usage line says what share of the input the prompt cache served (issue 33):
+    DeepSeek read 320 of 339 input tokens from its cache."""
+    proc = run("replay", str(FIXTURES / "deepseek/reasoner_tool_call_cache_hit.sse"))
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: in 19 (+320 cache read, 94% of input cached) · out 83 (39 reasoning)\n" in proc.stdout
+
+
 def test_replay_of_an_error_stream_exits_1_with_the_headline() -> None:
     proc = run("replay", str(FIXTURES / "openrouter/midstream_error_chunk.sse"), "--wire", "openrouter")
     assert proc.returncode == 1

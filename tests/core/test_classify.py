@@ -34,7 +34,10 @@ from dshstream._core.errors import (
 from dshstream._core.redact import register_secret, unregister_secret
 from dshstream._core.types import LlmFailure
 
-HEADLINE = re.compile(r"^(?:[a-z][a-z0-9._\-]*: )?[a-zA-Z ]+ \([A-Z_0-9]+(?:, HTTP \d{3})?\)$")
+# a phrase, an overflow's figures when the provider gave them, the code and status
+HEADLINE = re.compile(
+    r"^(?:[a-z][a-z0-9._\-]*: )?[a-zA-Z ]+(?: by \d+ tokens \(\d+ > \d+\))? \([A-Z_0-9]+(?:, HTTP \d{3})?\)$"
+)
 
 # --------------------------------------------------------------------------- real bodies
 # Bodies as the providers publish/return them (keys and ids shortened or faked).
@@ -352,6 +355,8 @@ class Case:
     request_id: str | None = None
     serving_provider: str | None = None
     detail_has: str | None = None
+    #: (limit, requested) of a context overflow whose message gives them
+    figures: tuple[int, int] | None = None
 
 
 HTTP_CASES = [
@@ -368,7 +373,10 @@ HTTP_CASES = [
     ),
     Case("openai rate limit from text", 429, OPENAI_RATE_LIMIT, "RATE_LIMIT", retry_after=2.0),
     Case("openai rate limit ms header", 429, OPENAI_RATE_LIMIT, "RATE_LIMIT", {"retry-after-ms": "1500"}, retry_after=1.5),
-    Case("openai context_length_exceeded", 400, OPENAI_CONTEXT, "CONTEXT_WINDOW_EXCEEDED", detail_has="128000"),
+    Case(
+        "openai context_length_exceeded", 400, OPENAI_CONTEXT, "CONTEXT_WINDOW_EXCEEDED", detail_has="128000",
+        figures=(128000, 130012),
+    ),
     Case("openai model_not_found", 404, OPENAI_MODEL_NOT_FOUND, "MODEL_NOT_FOUND", detail_has="gpt-5-turbo"),
     Case(
         "anthropic authentication_error",
@@ -381,7 +389,10 @@ HTTP_CASES = [
     Case("anthropic request_id from body", 401, ANTHROPIC_AUTH, "AUTH", request_id="req_011CSHoEeqs5C35K2UUqR7Fy"),
     Case("anthropic overloaded_error 529", 529, ANTHROPIC_OVERLOADED, "OVERLOADED"),
     Case("anthropic rate_limit_error", 429, ANTHROPIC_RATE_LIMIT, "RATE_LIMIT", {"retry-after": "17"}, retry_after=17.0),
-    Case("anthropic prompt too long", 400, ANTHROPIC_TOO_LONG, "CONTEXT_WINDOW_EXCEEDED", detail_has="213462"),
+    Case(
+        "anthropic prompt too long", 400, ANTHROPIC_TOO_LONG, "CONTEXT_WINDOW_EXCEEDED", detail_has="213462",
+        figures=(200000, 213462),
+    ),
     Case("anthropic not_found_error model", 404, ANTHROPIC_MODEL, "MODEL_NOT_FOUND", detail_has="claude-3-opus-latest"),
     Case("anthropic credit balance too low", 400, ANTHROPIC_CREDIT_BALANCE, "QUOTA"),
     Case("gemini API_KEY_INVALID 400", 400, GEMINI_KEY_INVALID, "AUTH", detail_has="API_KEY_INVALID"),
@@ -412,7 +423,7 @@ HTTP_CASES = [
     Case("groq tool_use_failed", 400, GROQ_TOOL_USE_FAILED, "INVALID_REQUEST", detail_has="tool_use_failed"),
     Case("groq reduce the length", 400, GROQ_CONTEXT, "CONTEXT_WINDOW_EXCEEDED"),
     Case("groq decommissioned", 400, GROQ_DECOMMISSIONED, "MODEL_NOT_FOUND"),
-    Case("mistral context", 400, MISTRAL_CONTEXT, "CONTEXT_WINDOW_EXCEEDED"),
+    Case("mistral context", 400, MISTRAL_CONTEXT, "CONTEXT_WINDOW_EXCEEDED", figures=(32768, 40005)),
     Case("mistral unauthorized", 401, MISTRAL_UNAUTHORIZED, "AUTH", request_id="7f0e0a0b1c2d"),
     Case("mistral rate limit", 429, MISTRAL_RATE, "RATE_LIMIT"),
     Case("mistral 422 validation", 422, MISTRAL_422, "INVALID_REQUEST", detail_has="Field required"),
@@ -476,8 +487,13 @@ def test_http_real_bodies(case: Case) -> None:
     assert failure.serving_provider == case.serving_provider
     if case.detail_has is not None:
         assert failure.detail is not None and case.detail_has in failure.detail
-    # The headline is built from facts only: never upstream text.
-    assert failure.message == f"prov: {PHRASES[case.code]} ({case.code}, HTTP {case.status})"
+    # The headline is built from facts only: never upstream text (an overflow's figures are facts).
+    by = ""
+    if case.figures is not None:
+        limit, requested = case.figures
+        by = f" by {requested - limit} tokens ({requested} > {limit})"
+    assert (failure.context_limit, failure.context_requested) == (case.figures or (None, None))
+    assert failure.message == f"prov: {PHRASES[case.code]}{by} ({case.code}, HTTP {case.status})"
 
 
 @pytest.mark.parametrize("case", HTTP_CASES, ids=lambda c: c.name)

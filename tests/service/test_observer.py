@@ -1028,3 +1028,25 @@ def test_chunk_gaps_are_timed_only_for_an_observer_that_asks(server: ReplayServe
             assert len(finished.chunk_gaps) <= MAX_CHUNK_GAPS
         else:
             assert finished.chunk_gaps == ()
+def test_the_prompt_cache_saving_is_in_the_record_and_the_line(
+    server: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A recorded Anthropic stream that read 6,289 tokens from the prompt cache: the record
+    and the INFO line say what share of the input that was (issue 33)."""
+    from dshstream import AnthropicAdapter
+
+    server.add("/v1/messages", Route(body=fixture_bytes("anthropic/cache_creation_and_read_code_execution.sse")))
+    recorder = Recorder()
+    adapter = AnthropicAdapter(api_key=fake_key("test-", 24), base_url=server.url, observer=recorder)
+    caplog.set_level(logging.INFO, logger="dshstream")
+
+    list(adapter.stream(options()))
+
+    [finished] = recorder.of(StreamFinished)
+    usage = finished.usage
+    assert usage is not None and usage.cache_read_tokens == 6289
+    expected = round(6289 / usage.total_input_tokens, 4)
+    assert finished.cached_input_share == expected
+    [line] = _observe_lines(caplog)
+    assert f"cached={6289 / usage.total_input_tokens:.0%}" in line.getMessage()
+    assert line.dshstream["cached_input_share"] == expected  # type: ignore[attr-defined]

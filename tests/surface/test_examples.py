@@ -83,7 +83,8 @@ def test_provider_batch_example(example: dict[str, Future[subprocess.CompletedPr
         "  poll: 0 done, 0 failed, 4 running",
         "  poll: 2 done, 2 failed, 0 running",
         "a: 'HELLO!' (stop, 16 tokens)",
-        "b: CONTEXT_WINDOW_EXCEEDED: anthropic: context window exceeded (CONTEXT_WINDOW_EXCEEDED, HTTP 400)",
+        "b: CONTEXT_WINDOW_EXCEEDED: anthropic: context window exceeded by 50000 tokens (250000 > 200000) "
+        "(CONTEXT_WINDOW_EXCEEDED, HTTP 400)",
         "c: TIMEOUT: anthropic: the batch's 24 hours ended before this row ran (TIMEOUT)",
         "d: 'WORLD!' (stop, 16 tokens)",
     ]
