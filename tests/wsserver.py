@@ -16,6 +16,7 @@ import base64
 import hashlib
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -56,6 +57,8 @@ class Turn:
     pace: float = 0.0
     #: a ping sent before the events (the client must answer it)
     ping: bool = False
+    #: seconds before the cut (a close after the turn's end: the socket idle by then)
+    cut_delay: float = 0.0
 
 
 @dataclass
@@ -71,8 +74,18 @@ class Connection:
 class WsServer:
     """The loopback server (module docstring)."""
 
-    def __init__(self, turns: Sequence[Turn], *, refuse: int | None = None, refuse_body: bytes = b"") -> None:
+    def __init__(
+        self,
+        turns: Sequence[Turn],
+        *,
+        refuse: int | None = None,
+        refuse_body: bytes = b"",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.turns = list(turns)
+        self.tls = tls
+        #: upgrade requests received (refused ones included)
+        self.upgrades = 0
         self.refuse = refuse
         self.refuse_body = refuse_body
         self.connections: list[Connection] = []
@@ -91,7 +104,7 @@ class WsServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.tls else 'http'}://{'localhost' if self.tls else '127.0.0.1'}:{self.port}/v1"
 
     def __enter__(self) -> WsServer:
         thread = threading.Thread(target=self._serve, name="ws-server", daemon=True)
@@ -132,6 +145,8 @@ class WsServer:
 
     def _handle(self, conn: socket.socket) -> None:
         try:
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
             head, rest = _read_head(conn)
             if head is None:
                 return
@@ -139,6 +154,8 @@ class WsServer:
             if headers.get("upgrade", "").lower() != "websocket":
                 self._http(conn, request_line, headers, rest)
                 return
+            with self._lock:
+                self.upgrades += 1
             if self.refuse is not None:
                 body = self.refuse_body
                 conn.sendall(
@@ -155,7 +172,7 @@ class WsServer:
             with self._lock:
                 self.connections.append(record)
             self._frames(conn, record, rest)
-        except OSError:
+        except (OSError, ValueError):
             pass
         finally:
             try:
@@ -205,6 +222,7 @@ class WsServer:
         return True
 
     def _cut(self, conn: socket.socket, turn: Turn) -> bool:
+        time.sleep(turn.cut_delay)
         if turn.how == "close":
             conn.sendall(encode_frame(CLOSE, close_payload(turn.close_code, "going away")))
         elif turn.how == "stall":
