@@ -116,7 +116,7 @@ class ConnectionSettings:
                         if value and os.path.exists(value):
                             bundle = value
                             break
-                verify = bundle or requests.certs.where()
+                verify = bundle or requests.utils.DEFAULT_CA_BUNDLE_PATH  # certifi's, as requests sends
             if verify is False:
                 context.check_hostname = False
                 context.verify_mode = ssl.CERT_NONE

@@ -65,7 +65,7 @@ def is_last(message: bytes) -> bool:
     """Whether ``message`` is a turn's last event (rule 2)."""
     if _LAST.search(message) is None:
         return False
-    payload = loads_or_none(message)
+    payload = loads_or_none(message.decode("utf-8"))  # UTF-8: the framer checked it
     return isinstance(payload, dict) and payload.get("type") in _LAST_TYPES
 
 

@@ -57,9 +57,9 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from .._core.classify.classifiers import classify_error_payload
 from .._core.errors import LlmError, error_for, make_failure
@@ -282,7 +282,7 @@ class WebSocketTransport:
                         )
                     self.stats.replaced += 1
                     continue  # rule 4: a kept socket closed while idle, once more afresh
-                payload = loads_or_none(first) if first.lstrip()[:1] == b"{" else None
+                payload = loads_or_none(first.decode("utf-8")) if first.lstrip()[:1] == b"{" else None
                 if isinstance(payload, dict) and payload.get("type") == "error":
                     failure = _error_code(payload)
                     if failure == CONNECTION_LIMIT_CODE and not again:
@@ -357,7 +357,7 @@ class WebSocketTransport:
             self._ws = outcome
         return outcome
 
-    def _refused(self, refusal: Refusal, request: HttpRequest, provider: str) -> None:
+    def _refused(self, refusal: Refusal, request: HttpRequest, provider: str) -> NoReturn:
         """An upgrade answered with another status (rule 5)."""
         status = refusal.status
         if 300 <= status < 400 or status in _NO_SOCKET_STATUSES:
@@ -436,9 +436,10 @@ class _RefusalAnswer:
         self.status = refusal.status
         self.headers = refusal.headers
         self.request_id: str | None = None
+        self.prefix = b""
         self._body = refusal.body
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[bytes]:
         yield self._body
 
     def read_bounded(self, limit: int) -> tuple[bytes, bool]:

@@ -11,7 +11,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -319,7 +319,7 @@ def test_a_memory_transport_is_used_as_it_is() -> None:
 def test_bad_session_arguments_are_refused_naming_them(argument: str, value: object) -> None:
     adapter = OpenAIResponsesAdapter(api_key=KEY, base_url="http://127.0.0.1:9/v1")
     with pytest.raises(ConfigurationError, match=argument):
-        adapter.connect(**{argument: value})
+        adapter.connect(**{argument: cast(Any, value)})
 
 
 # --------------------------------------------------------------------------- TLS
