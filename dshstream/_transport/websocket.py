@@ -270,7 +270,8 @@ def open_socket(
                 raise ConnectionError("the server closed the connection during the WebSocket handshake")
             answer = reader.feed(data)
         if answer.status != 101:
-            body = _refusal_body(sock, answer.headers, answer.rest)
+            # only an error's body is read: it is classified (a 2xx may stream forever)
+            body = _refusal_body(sock, answer.headers, answer.rest) if answer.status >= 400 else b""
             sock.close()
             return Refusal(answer.status, answer.headers, body)
         check_upgrade(answer, key)

@@ -40,8 +40,9 @@ reads a :class:`~dshstream._transport.ws_stream.WsStream` as it reads an HTTP st
    closes one at 60) is replaced before a turn. A failed connect is retried at the next
    turn after a backoff (0.5 s doubling to 8 s, jittered: openai-python's), at most
    ``max_reconnects`` times in a row (default 5); then, and at once when the server
-   answers the upgrade with 3xx, 400, 404, 405, 426 or 501 (no WebSocket there), the
-   transport stays on HTTP. Meanwhile, with ``fallback`` (the default), each turn that
+   answers the upgrade with a status below 400 other than 101 (a plain HTTP server, a
+   redirect) or with 400, 404, 405, 426 or 501 (no WebSocket there), the transport stays
+   on HTTP. Meanwhile, with ``fallback`` (the default), each turn that
    cannot have the socket goes over HTTP; without it, the connect's failure is raised
    (``TRANSPORT``, ``TLS``, ``TIMEOUT``: the attempt loop's retry policy applies). An
    upgrade answered with another status (401, 403, 429, 5xx) is raised as that HTTP
@@ -360,11 +361,15 @@ class WebSocketTransport:
     def _refused(self, refusal: Refusal, request: HttpRequest, provider: str) -> NoReturn:
         """An upgrade answered with another status (rule 5)."""
         status = refusal.status
-        if 300 <= status < 400 or status in _NO_SOCKET_STATUSES:
+        if status < 400 or status in _NO_SOCKET_STATUSES:
             why = f"the server answered the WebSocket upgrade with HTTP {status}"
             self._give_up(why)
             if self.fallback:
                 raise _NoSocket(why)
+            if status < 300:  # a plain HTTP server that ignored the upgrade
+                raise error_for(
+                    make_failure("MALFORMED_RESPONSE", f"{provider}: {why}, not 101 (MALFORMED_RESPONSE)", provider=provider)
+                )
         settle(_RefusalAnswer(refusal), request, provider)  # raises its classified failure
         raise AssertionError("unreachable")  # pragma: no cover - settle raises for non-2xx
 
