@@ -138,6 +138,7 @@ class WsServer:
             except OSError:
                 continue
             conn.settimeout(10)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # one event per write, no Nagle wait
             self._open.append(conn)
             thread = threading.Thread(target=self._handle, args=(conn,), name="ws-conn", daemon=True)
             thread.start()
@@ -147,13 +148,15 @@ class WsServer:
         try:
             if self.tls is not None:
                 conn = self.tls.wrap_socket(conn, server_side=True)
-            head, rest = _read_head(conn)
+            head, rest = _read_head(conn, b"")
+            while head is not None and head[1].get("upgrade", "").lower() != "websocket":
+                rest = self._http(conn, head[0], head[1], rest)  # keep-alive: the next request
+                if rest is None:
+                    return
+                head, rest = _read_head(conn, rest)
             if head is None:
                 return
             request_line, headers = head
-            if headers.get("upgrade", "").lower() != "websocket":
-                self._http(conn, request_line, headers, rest)
-                return
             with self._lock:
                 self.upgrades += 1
             if self.refuse is not None:
@@ -236,26 +239,31 @@ class WsServer:
                     break
         return False
 
-    def _http(self, conn: socket.socket, request_line: str, headers: dict[str, str], rest: bytes) -> None:
-        """The same turn as an SSE body (what the fallback gets)."""
+    def _http(self, conn: socket.socket, request_line: str, headers: dict[str, str], rest: bytes) -> bytes | None:
+        """The same turn as an SSE body (what the fallback gets), one HTTP chunk per event
+        as providers write them, on a kept-alive connection; the bytes after the request,
+        or ``None`` when the client went."""
         length = int(headers.get("content-length", "0"))
         body = rest
         while len(body) < length:
             data = conn.recv(65536)
             if not data:
-                return
+                return None
             body += data
+        body, rest = body[:length], body[length:]
         self.http_posts.append({"line": request_line, "headers": headers, "body": json.loads(body or b"{}")})
         turn = self._next_turn()
-        events = b"".join(b"data: " + event + b"\n\n" for event in turn.events)
-        conn.sendall(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n"
-            b"Connection: close\r\n\r\n%s" % (len(events), events)
-        )
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for event in turn.events:
+            if turn.pace:
+                time.sleep(turn.pace)
+            data = b"data: " + event + b"\n\n"
+            conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+        conn.sendall(b"0\r\n\r\n")
+        return rest
 
 
-def _read_head(conn: socket.socket) -> tuple[tuple[str, dict[str, str]] | None, bytes]:
-    data = b""
+def _read_head(conn: socket.socket, data: bytes) -> tuple[tuple[str, dict[str, str]] | None, bytes]:
     while b"\r\n\r\n" not in data:
         piece = conn.recv(65536)
         if not piece:
