@@ -109,7 +109,10 @@ def main() -> None:
     finally:
         assert process.stdin is not None
         process.stdin.close()
-        process.wait(10)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
     print(f"{steps}-step tool loop on loopback, {runs} runs per transport (pace {args.pace_ms:g} ms/event)")
     print(f"{'transport':<10} {'wall ms':>9} {'best':>9} {'per step':>9} {'CPU ms':>9} {'per step':>9}")
     summary: dict[str, Any] = {}

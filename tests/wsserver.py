@@ -116,6 +116,7 @@ class WsServer:
         self._stop.set()
         for conn in list(self._open):
             try:
+                conn.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in recv; close alone does not
                 conn.close()
             except OSError:
                 pass

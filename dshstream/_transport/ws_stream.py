@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 
 from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
+from .._core.redact import redact
 from .._core.strict_json import loads_or_none
 from .base import BaseStream
 from .failures import read_failure
@@ -145,8 +146,10 @@ class WsStream(BaseStream):
             if self._ws is None and self._abort_code is None:
                 self._abort_closed()
             self._closed = True
-            sock = self._sock if self._ws is None else None
+            sock = self._sock
         watchdog.remove(self)
+        # Before the turn's end the socket is done for: shutting it down also wakes a read
+        # blocked in another thread (closing a socket alone does not).
         shutdown_socket(sock)
         self._tell(False)
 
@@ -203,12 +206,13 @@ class WsStream(BaseStream):
         code = ws.close_code
         if code is None or code in _NORMAL_CLOSE:
             return  # as an HTTP body's early end: the translator says STREAM_CLOSED
-        reason = f": {ws.close_reason}" if ws.close_reason else ""
+        # the server's own words, redacted: never a key it might echo
+        reason = f": {redact(ws.close_reason, self._request.secrets, limit=120)}" if ws.close_reason else ""
         raise error_for(
             make_failure(
                 "TRANSPORT",
                 f"{self._provider}: the WebSocket was closed by the server mid-response "
-                f"(code {code}{reason[:120]}) (TRANSPORT)",
+                f"(code {code}{reason}) (TRANSPORT)",
                 provider=self._provider,
                 request_id=self.request_id,
             )

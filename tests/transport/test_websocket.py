@@ -256,6 +256,20 @@ def test_closing_a_stream_mid_turn_closes_the_socket() -> None:
     assert len(server.connections) == 2
 
 
+def test_closing_from_another_thread_ends_a_blocked_read() -> None:
+    with WsServer([Turn(TEXT, cut_after=5, how="stall"), Turn(TEXT)]) as server, _session(server) as session:
+        service = _service(session)
+        stream = service.stream(_options())
+        timer = threading.Timer(0.3, stream.close)
+        started = time.monotonic()
+        timer.start()
+        result = stream.result()
+        assert result.finish.kind == "aborted"
+        assert time.monotonic() - started < 3.0
+        assert _turn(service).ok
+    assert len(server.connections) == 2
+
+
 # --------------------------------------------------------------------------- no socket to be had
 
 
