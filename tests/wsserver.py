@@ -81,8 +81,11 @@ class WsServer:
         refuse: int | None = None,
         refuse_body: bytes = b"",
         tls: ssl.SSLContext | None = None,
+        drop_upgrades: int = 0,
     ) -> None:
         self.turns = list(turns)
+        #: upgrade requests answered by closing the connection (a failed connect)
+        self.drop_upgrades = drop_upgrades
         self.tls = tls
         #: upgrade requests received (refused ones included)
         self.upgrades = 0
@@ -160,6 +163,9 @@ class WsServer:
             request_line, headers = head
             with self._lock:
                 self.upgrades += 1
+                drop = self.upgrades <= self.drop_upgrades
+            if drop:
+                return
             if self.refuse is not None:
                 body = self.refuse_body
                 conn.sendall(

@@ -308,6 +308,43 @@ def test_a_refused_connect_falls_back_or_is_raised() -> None:
     assert lenient.stats.failed_connects == 1 and lenient.stats.http_turns == 1
 
 
+def test_failed_connects_back_off_then_give_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dshstream._transport import ws_transport
+
+    monkeypatch.setattr(ws_transport, "_INITIAL_DELAY", 0.05)
+    with WsServer([Turn(TEXT)], drop_upgrades=100) as server, _session(server, max_reconnects=2) as session:
+        service = _service(session)
+        assert _turn(service).ok  # the connect failed: this turn went over HTTP
+        assert session.stats.failed_connects == 1
+        assert _turn(service).ok  # backing off: HTTP again, no connect tried
+        assert session.stats.failed_connects == 1 and server.upgrades == 1
+        for tries in (2, 3):
+            time.sleep(0.12)
+            assert _turn(service).ok
+            assert session.stats.failed_connects == tries
+        assert session.fell_back is not None and "3 connects failed" in session.fell_back
+        time.sleep(0.12)
+        assert _turn(service).ok
+        assert server.upgrades == 3 and session.stats.http_turns == 5 and session.stats.socket_turns == 0
+
+
+def test_a_socket_past_its_age_is_replaced_before_a_turn() -> None:
+    with WsServer([Turn(TEXT)]) as server, _session(server, max_age=0.2) as session:
+        service = _service(session)
+        assert _turn(service).ok
+        time.sleep(0.3)
+        assert _turn(service).ok
+        assert session.stats.replaced == 1 and session.stats.connects == 2
+    assert server.connections[0].closed_by_client == 1000  # closed with a close handshake
+
+
+def test_a_resumable_request_goes_over_http() -> None:
+    with WsServer([Turn(TEXT)]) as server, _session(server) as session:
+        assert _turn(_service(session), resumable=True).ok
+        assert session.stats.http_turns == 1 and server.upgrades == 0
+    assert server.http_posts[0]["body"]["background"] is True
+
+
 def test_a_proxy_sends_turns_over_http() -> None:
     with WsServer([Turn(TEXT)]) as server:
         session = _session(server, proxies={"http": "http://127.0.0.1:9"})
@@ -369,3 +406,27 @@ def test_an_independent_client_reads_the_loopback_server() -> None:
     connection: Connection = server.connections[0]
     assert connection.messages[0]["type"] == "response.create"
     assert connection.headers["authorization"] == f"Bearer {KEY}"
+
+
+# --------------------------------------------------------------------------- messages as events
+
+
+def test_a_message_becomes_one_sse_event_whatever_its_line_breaks() -> None:
+    from dshstream._core.sse import SSEDecoder
+    from dshstream._transport.ws_stream import as_event
+
+    for message in (b'{"a":1}', b'{\n  "a": 1\n}', b'{"a":\r\n1}', b'{"a":\r1}'):
+        events = SSEDecoder().feed(as_event(message))
+        assert len(events) == 1
+        assert json.loads(events[0].data) == json.loads(message)  # type: ignore[union-attr]
+
+
+def test_only_a_top_level_type_ends_a_turn() -> None:
+    from dshstream._transport.ws_stream import is_last
+
+    assert is_last(b'{"type":"response.completed","response":{}}')
+    assert is_last(b'{"type": "error", "status": 400}')
+    assert is_last(b'{"sequence_number":9,"type":"response.failed"}')
+    assert not is_last(b'{"type":"response.output_text.delta","delta":"\\"type\\":\\"error\\""}')
+    assert not is_last(b'{"type":"response.output_item.done","item":{"type":"error"}}')
+    assert not is_last(b'{"type":"response.created"}')
