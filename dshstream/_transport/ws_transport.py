@@ -51,6 +51,19 @@ reads a :class:`~dshstream._transport.ws_stream.WsStream` as it reads an HTTP st
    turns over HTTP and replaced sockets; :meth:`WebSocketTransport.close` closes the
    socket (close handshake, bounded) and keeps the transport usable (the next turn
    connects again).
+
+Wire facts, and where they come from: the URL is the API root with a ``ws(s)`` scheme plus
+``/responses``, the credential in the upgrade request's headers, and a redirect to another
+origin refused (openai-python, ``ResponsesConnectionManager._prepare_url`` and
+``_connect_ws``, ``lib/_websocket.py``); a turn is ``{"type": "response.create", ...}``
+with the create body less ``stream`` and ``background``, answered by the SSE stream's
+``response.*`` events; a connection is capped at 60 minutes
+(``websocket_connection_limit_reached``); ``previous_response_id`` chains turns on one
+connection, also with ``store: false`` (OpenAI's WebSocket-mode guide). The reconnect
+backoff is openai-python's (``max_retries=5``, 0.5 s doubling to 8 s, jitter 0.75-1).
+Requests with one ``stream_id`` run FIFO on a connection (openai-python
+``ResponsesClientEvent.stream_id``); this transport never sends one, and never has two
+turns in flight on a socket.
 """
 
 from __future__ import annotations

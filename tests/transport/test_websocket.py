@@ -245,6 +245,15 @@ def test_the_idle_clock_holds_on_the_socket() -> None:
         assert time.monotonic() - started < 3.0
 
 
+def test_the_total_deadline_holds_on_the_socket() -> None:
+    with WsServer([Turn(TEXT, pace=0.1)]) as server, _session(server) as session:
+        started = time.monotonic()
+        result = _turn(_service(session), timeout=0.35)  # events keep coming: only the total limit
+        assert result.failure is not None and result.failure.code == "TIMEOUT"
+        assert "total timeout" in result.failure.message
+        assert time.monotonic() - started < 3.0
+
+
 def test_closing_a_stream_mid_turn_closes_the_socket() -> None:
     with WsServer([Turn(CALL, pace=0.02), Turn(TEXT)]) as server, _session(server) as session:
         service = _service(session)
