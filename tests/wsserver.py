@@ -154,10 +154,10 @@ class WsServer:
                 conn = self.tls.wrap_socket(conn, server_side=True)
             head, rest = _read_head(conn, b"")
             while head is not None and head[1].get("upgrade", "").lower() != "websocket":
-                rest = self._http(conn, head[0], head[1], rest)  # keep-alive: the next request
-                if rest is None:
+                after = self._http(conn, head[0], head[1], rest)  # keep-alive: the next request
+                if after is None:
                     return
-                head, rest = _read_head(conn, rest)
+                head, rest = _read_head(conn, after)
             if head is None:
                 return
             request_line, headers = head

@@ -29,6 +29,10 @@ check of the loopback server.
    headers and at most ``ERROR_BODY_LIMIT`` bytes of body — for the caller to judge as an
    HTTP answer (a redirect is never followed). Failures are mapped once
    (:mod:`~dshstream._transport.failures` rule 1: ``TLS``, ``TIMEOUT``, ``TRANSPORT``).
+   Through an ``http://`` proxy the socket is a ``CONNECT`` tunnel to the host (with the
+   proxy URL's ``user:password`` as ``Proxy-Authorization: Basic``, registered as secrets
+   by the transport's settings); a ``407`` is ``PROXY_AUTH``, another refusal
+   ``TRANSPORT``; TLS and the upgrade then run inside the tunnel, to the host.
 3. **Frames.** :meth:`WebSocket.send_text` sends one masked text frame (a fresh mask per
    frame, under a send lock: a pong from the reading thread and a close from another
    never interleave with it). :meth:`WebSocket.next_message` returns the next text
@@ -44,6 +48,7 @@ check of the loopback server.
 
 from __future__ import annotations
 
+import base64
 import os
 import select
 import socket
@@ -53,6 +58,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
@@ -68,6 +74,7 @@ from .._core.ws_frames import (
     read_close,
 )
 from .._core.ws_handshake import AnswerReader, SocketUrl, check_upgrade, new_key, upgrade_request
+from .answers import PROXY_AUTH_HEADLINE
 from .failures import send_failure
 from .interface import ERROR_BODY_LIMIT
 
@@ -231,11 +238,15 @@ def open_socket(
     attach: Callable[[socket.socket], bool],
     provider: str,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    proxy: str | None = None,
 ) -> WebSocket | Refusal:
-    """Connect to ``where`` and upgrade (rules 1, 2): the connection, or the refusal."""
+    """Connect to ``where`` (through the ``http://`` ``proxy``, when given) and upgrade
+    (rules 1, 2): the connection, or the refusal."""
     sock: socket.socket | None = None
+    via = urlsplit(proxy) if proxy is not None else None
+    host, port = (via.hostname or "", via.port or 80) if via is not None else (where.host, where.port)
     try:
-        infos = socket.getaddrinfo(where.host, where.port, type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         last: OSError | None = None
         for family, kind, proto, _, address in infos:
             candidate = socket.socket(family, kind, proto)
@@ -252,8 +263,10 @@ def open_socket(
             sock = candidate
             break
         if sock is None:
-            raise last if last is not None else OSError(f"no address for {where.host}")
+            raise last if last is not None else OSError(f"no address for {host}")
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a turn is one small frame
+        if via is not None:
+            _tunnel(sock, where, via, provider)
         if where.secure:
             assert context is not None
             sock = context.wrap_socket(sock, server_hostname=where.host, do_handshake_on_connect=False)
@@ -289,6 +302,36 @@ def open_socket(
 
 def _stopped() -> OSError:
     return OSError("the stream was stopped while connecting")
+
+
+def _tunnel(sock: socket.socket, where: SocketUrl, via: SplitResult, provider: str) -> None:
+    """A ``CONNECT`` tunnel to ``where`` through the proxy (rule 2)."""
+    authority = f"[{where.host}]:{where.port}" if ":" in where.host else f"{where.host}:{where.port}"
+    lines = [f"CONNECT {authority} HTTP/1.1", f"Host: {authority}"]
+    if via.username:
+        pair = f"{unquote(via.username)}:{unquote(via.password or '')}"
+        lines.append("Proxy-Authorization: Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii"))
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("utf-8"))
+    reader = AnswerReader()
+    answer = None
+    while answer is None:
+        data = sock.recv(_READ)
+        if not data:
+            raise ConnectionError("the proxy closed the connection during CONNECT")
+        answer = reader.feed(data)
+    if answer.status == 407:
+        raise error_for(
+            make_failure("PROXY_AUTH", f"{provider}: {PROXY_AUTH_HEADLINE} (PROXY_AUTH)", status=407, provider=provider)
+        )
+    if not 200 <= answer.status < 300 or answer.rest:
+        raise error_for(
+            make_failure(
+                "TRANSPORT",
+                f"{provider}: the proxy refused the tunnel (HTTP {answer.status}) (TRANSPORT)",
+                provider=provider,
+                status=answer.status,
+            )
+        )
 
 
 def _refusal_body(sock: socket.socket, headers: Mapping[str, str], rest: bytes) -> bytes:

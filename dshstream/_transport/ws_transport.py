@@ -19,7 +19,9 @@ reads a :class:`~dshstream._transport.ws_stream.WsStream` as it reads an HTTP st
    included) at the upgrade only; a redirect is never followed; TLS has the HTTP
    transport's trust (:meth:`~dshstream._transport.tls.ConnectionSettings.ssl_context`).
    When a proxy applies to the URL (``proxies=`` or the environment, as requests
-   decides), the turn goes over HTTP, which tunnels through it.
+   decides), the socket is a ``CONNECT`` tunnel through it (an ``http://`` proxy,
+   :mod:`~dshstream._transport.websocket` rule 2); through any other (``https://``,
+   ``socks5://``) every turn goes over HTTP, which requests tunnels.
 3. **Limits as over HTTP.** Nothing starts past a limit (base rule 1); from the call on,
    the stream is watched (cancel, deadline, idle and quiet clocks), while connecting,
    upgrading, sending and reading; the connect is capped by ``connect_timeout`` and the
@@ -74,6 +76,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from .._core.classify.classifiers import classify_error_payload
 from .._core.errors import LlmError, error_for, make_failure
@@ -337,9 +340,11 @@ class WebSocketTransport:
         if self._failures and now < self._retry_at:
             self._unavailable(provider, "a reconnect is backing off")
         where = socket_url(request.url)
-        if self.connection.proxy_for(request.url, self.trust_env) is not None:
-            self._give_up("a proxy applies to the URL")
-            raise _NoSocket("a proxy applies to the URL")
+        proxy = self.connection.proxy_for(request.url, self.trust_env)
+        if proxy is not None and urlsplit(proxy).scheme.lower() != "http":
+            why = f"a {urlsplit(proxy).scheme.lower()} proxy applies to the URL"
+            self._give_up(why)
+            raise _NoSocket(why)
         timeout = self.connect_timeout
         if limits.deadline is not None:
             timeout = max(0.001, min(timeout, limits.deadline - now))
@@ -354,6 +359,7 @@ class WebSocketTransport:
                 attach=stream.attach,
                 provider=provider,
                 max_message_size=self.max_message_size,
+                proxy=proxy,
             )
         except LlmError as exc:
             stream.raise_if_aborted()
