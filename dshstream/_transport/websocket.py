@@ -180,7 +180,9 @@ class WebSocket:
         if self._queue:
             return True
         try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
+            # TLS may hold decrypted bytes that select() cannot see
+            buffered = isinstance(self.sock, ssl.SSLSocket) and self.sock.pending() > 0
+            readable, _, _ = select.select([self.sock], [], [], 0) if not buffered else ([self.sock], [], [])
             if not readable:
                 return False
             self.sock.setblocking(False)
