@@ -59,6 +59,10 @@ class Turn:
     ping: bool = False
     #: seconds before the cut (a close after the turn's end: the socket idle by then)
     cut_delay: float = 0.0
+    #: each message sent as this many fragments (a text frame and continuations)
+    fragments: int = 1
+    #: the bytes of the turn written in pieces cut at these offsets (each piece its own send)
+    cuts: Sequence[int] = ()
 
 
 @dataclass
@@ -221,6 +225,14 @@ class WsServer:
         """Send one turn; ``False`` when the connection is over."""
         if turn.ping:
             conn.sendall(encode_frame(PING, b"are-you-there"))
+        if turn.fragments > 1 or turn.cuts:
+            wire = b"".join(_fragmented(event, turn.fragments) for event in turn.events)
+            start = 0
+            for cut in sorted({c for c in turn.cuts if 0 < c < len(wire)}) + [len(wire)]:
+                conn.sendall(wire[start:cut])
+                start = cut
+                time.sleep(0.0005)  # its own read, most of the time
+            return True
         for index, event in enumerate(turn.events):
             if turn.cut_after is not None and index == turn.cut_after:
                 return self._cut(conn, turn)
@@ -268,6 +280,21 @@ class WsServer:
             conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
         conn.sendall(b"0\r\n\r\n")
         return rest
+
+
+def _fragmented(message: bytes, parts: int) -> bytes:
+    """``message`` as ``parts`` frames: a text frame, then continuations, the last with FIN."""
+    if parts <= 1 or len(message) < parts:
+        return encode_frame(TEXT, message)
+    size = -(-len(message) // parts)
+    pieces = [message[i : i + size] for i in range(0, len(message), size)]
+    out = bytearray()
+    for index, piece in enumerate(pieces):
+        frame = bytearray(encode_frame(TEXT if index == 0 else 0x0, piece))
+        if index < len(pieces) - 1:
+            frame[0] &= 0x7F  # FIN clear: more fragments follow
+        out += frame
+    return bytes(out)
 
 
 def _read_head(conn: socket.socket, data: bytes) -> tuple[tuple[str, dict[str, str]] | None, bytes]:

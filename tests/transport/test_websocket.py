@@ -483,3 +483,57 @@ def test_only_a_top_level_type_ends_a_turn() -> None:
     assert not is_last(b'{"type":"response.output_text.delta","delta":"\\"type\\":\\"error\\""}')
     assert not is_last(b'{"type":"response.output_item.done","item":{"type":"error"}}')
     assert not is_last(b'{"type":"response.created"}')
+
+
+# --------------------------------------------------------------------------- the same chunks as over HTTP
+
+
+def _comparable(chunks: list[Any]) -> list[Any]:
+    """Chunks with what the transport itself stamps (timing, request id) left out."""
+    from dataclasses import replace
+
+    from dshstream import Finish
+
+    out = []
+    for chunk in chunks:
+        if isinstance(chunk, Finish) and chunk.metadata is not None:
+            chunk = replace(
+                chunk, metadata=replace(chunk.metadata, longest_silence=None, request_id=None, latency_ms=None)
+            )
+        if isinstance(chunk, Finish) and chunk.reason.failure is not None:  # the adapter names its provider
+            failure = replace(chunk.reason.failure, provider=None, message=chunk.reason.failure.message.split(": ", 1)[-1])
+            chunk = replace(chunk, reason=replace(chunk.reason, failure=failure))
+        out.append(chunk)
+    return out
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "function_call.sse",
+        "text.sse",
+        "reasoning_summary_then_function_call_codex.sse",
+        "reasoning_item_then_function_call_gpt5.sse",
+        "error_event_insufficient_quota.sse",
+    ],
+)
+def test_every_recording_gives_the_chunks_it_gives_over_http(name: str) -> None:
+    import random
+
+    from helpers import decode_all
+
+    recording = fixture_bytes(f"openai-responses/{name}")
+    events = events_of(recording)
+    size = sum(len(e) + 14 for e in events)
+    rng = random.Random(name)
+    turns = [
+        Turn(events),  # one frame per event, one event per read
+        Turn(events, fragments=3, cuts=[rng.randrange(1, size) for _ in range(40)]),  # anywhere
+        Turn(events, cuts=list(range(1, size, 7))),  # seven bytes at a time
+    ]
+    expected = _comparable(decode_all(recording, "openai-responses"))
+    with WsServer(turns) as server, _session(server) as session:
+        for _ in turns:
+            got = _comparable(list(session.stream(_options())))
+            assert got == expected
+        assert session.stats.socket_turns == 3
