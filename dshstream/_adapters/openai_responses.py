@@ -527,6 +527,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
         max_reconnects: int = 5,
         max_age: float = DEFAULT_MAX_AGE,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        chain: bool = False,
     ) -> ResponsesSession:
         """A session whose turns share one WebSocket to ``{base_url}/responses`` (rule 6;
         :mod:`~dshstream._adapters.responses_session`): use it as a context manager, stream
@@ -537,6 +538,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
             max_reconnects=max_reconnects,
             max_age=max_age,
             max_message_size=max_message_size,
+            chain=chain,
         )
 
     @property

@@ -21,8 +21,12 @@ Contract:
    sends real HTTP (the default one, or a caller's ``session=``) gets a socket: with any
    other (``MemoryTransport``, a caller's own) every turn goes through it, unchanged.
 4. **Checked early.** ``max_reconnects`` (an int >= 0), ``max_age`` and
-   ``max_message_size`` (positive) and ``fallback`` (a bool) are validated when the session
-   is made: a mistake is a ``ConfigurationError`` naming the argument.
+   ``max_message_size`` (positive) and ``fallback`` and ``chain`` (bools) are validated
+   when the session is made: a mistake is a ``ConfigurationError`` naming the argument.
+5. **Chaining, on request.** ``chain=True`` sends a turn that exactly continues the
+   socket's last response as ``previous_response_id`` plus its new input items
+   (:mod:`~dshstream._transport.ws_chain`: the history must be that response's own, as
+   the assembler replays it); off by default, every turn carries its whole history.
 """
 
 from __future__ import annotations
@@ -59,7 +63,10 @@ class ResponsesSession(LlmAdapter):
         max_reconnects: int = 5,
         max_age: float = DEFAULT_MAX_AGE,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        chain: bool = False,
     ) -> None:
+        if not isinstance(chain, bool):
+            raise invalid(f"connect: chain must be a bool, got {describe(chain)}", wrong_type=True)
         if not isinstance(fallback, bool):
             raise invalid(f"connect: fallback must be a bool, got {describe(fallback)}", wrong_type=True)
         if isinstance(max_reconnects, bool) or not isinstance(max_reconnects, int) or max_reconnects < 0:
@@ -81,6 +88,7 @@ class ResponsesSession(LlmAdapter):
                 max_age=float(max_age),
                 max_message_size=max_message_size,
                 trust_env=http.session.trust_env,
+                chain=chain,
             )
             self._adapter.transport = self._socket
 

@@ -24,7 +24,8 @@ always closed — exactly as an HTTP stream.
    otherwise is mapped once (:mod:`~dshstream._transport.failures` rule 2).
 4. **Back to the session, or closed.** :meth:`WsStream.release` (the pump, after the
    terminal marker) hands the socket back for the next turn when the turn's last message
-   was read and nothing ended the stream; :meth:`WsStream.close` before that closes the
+   was read and nothing ended the stream — not after an ``error`` event mid-turn, which the
+   response's own end may still follow; :meth:`WsStream.close` before that closes the
    socket (the server is still sending this turn: the connection is not reusable). Either
    way the transport hears it once (``done(socket, reusable)``).
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
@@ -62,15 +64,20 @@ def as_event(message: bytes) -> bytes:
     return b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
 
 
+def terminal(message: bytes) -> dict[str, Any] | None:
+    """The parsed event when ``message`` is a turn's last (rule 2), else ``None``."""
+    if _LAST.search(message) is None:
+        return None
+    payload = loads_or_none(message.decode("utf-8"))  # UTF-8: the framer checked it
+    return payload if isinstance(payload, dict) and payload.get("type") in _LAST_TYPES else None
+
+
 def is_last(message: bytes) -> bool:
     """Whether ``message`` is a turn's last event (rule 2)."""
-    if _LAST.search(message) is None:
-        return False
-    payload = loads_or_none(message.decode("utf-8"))  # UTF-8: the framer checked it
-    return isinstance(payload, dict) and payload.get("type") in _LAST_TYPES
+    return terminal(message) is not None
 
 
-Done = Callable[[WebSocket, bool], None]
+Done = Callable[["WsStream", WebSocket, bool], None]
 
 
 class WsStream(BaseStream):
@@ -84,6 +91,10 @@ class WsStream(BaseStream):
         self._sock: socket.socket | None = None  # what an abort shuts down (rule 3)
         #: the turn's last event was read (rule 2)
         self.ended = False
+        #: that event, parsed (a ``response.completed`` carries the response: chaining)
+        self.last_event: dict[str, Any] | None = None
+        #: the ``response.create`` body sent whole (before any chaining)
+        self.sent_body: dict[str, Any] | None = None
         self._told = False
         watchdog.add(self)
 
@@ -117,7 +128,13 @@ class WsStream(BaseStream):
     def first(self, message: bytes) -> None:
         """The turn's first message, read while opening: handed out first."""
         self.prefix = as_event(message)
-        self.ended = is_last(message)
+        self._check_last(message)
+
+    def _check_last(self, message: bytes) -> None:
+        event = terminal(message)
+        if event is not None:
+            self.last_event = event
+            self.ended = True
 
     # ------------------------------------------------------------------ control
 
@@ -132,7 +149,10 @@ class WsStream(BaseStream):
         with self._lock:
             if self._closed:
                 return
-            reusable = self.ended and self._abort_code is None
+            # After an ``error`` event mid-turn the server may still send the response's
+            # own end (``response.failed``): that socket is not the next turn's.
+            errored = self.last_event is not None and self.last_event.get("type") == "error"
+            reusable = self.ended and self._abort_code is None and not errored
             self._closed = True
         watchdog.remove(self)
         self._tell(reusable)
@@ -159,7 +179,7 @@ class WsStream(BaseStream):
             return
         self._told = True
         try:
-            self._done(ws, reusable and ws.open)
+            self._done(self, ws, reusable and ws.open)
         except Exception:  # noqa: BLE001 - closing never raises
             pass
 
@@ -193,12 +213,12 @@ class WsStream(BaseStream):
                 self._ended_early(ws)
                 return
             pieces = [as_event(message)]
-            self.ended = is_last(message)
+            self._check_last(message)
             while not self.ended and ws.buffered:  # what one read brought: one piece
                 more = ws.next_message()
                 assert more is not None
                 pieces.append(as_event(more))
-                self.ended = is_last(more)
+                self._check_last(more)
             yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def _ended_early(self, ws: WebSocket) -> None:

@@ -54,6 +54,11 @@ reads a :class:`~dshstream._transport.ws_stream.WsStream` as it reads an HTTP st
    socket (close handshake, bounded) and keeps the transport usable (the next turn
    connects again).
 
+7. **Chained, on request.** With ``chain`` (``connect(chain=True)``) a turn that exactly
+   continues the socket's last completed response is sent as ``previous_response_id``
+   plus its new input items (:mod:`~dshstream._transport.ws_chain`); anything else, and
+   every turn after a new socket, is sent whole.
+
 Wire facts, and where they come from: the URL is the API root with a ``ws(s)`` scheme plus
 ``/responses``, the credential in the upgrade request's headers, and a redirect to another
 origin refused (openai-python, ``ResponsesConnectionManager._prepare_url`` and
@@ -92,6 +97,7 @@ from .interface import Transport as TransportProtocol
 from .tls import ConnectionSettings
 from .watchdog import Limits
 from .websocket import Refusal, WebSocket, open_socket
+from .ws_chain import NOT_FOUND_CODE, Chain, continuation
 from .ws_stream import WsStream
 
 __all__ = ["CONNECTION_LIMIT_CODE", "DEFAULT_MAX_AGE", "SocketStats", "WebSocketTransport"]
@@ -122,6 +128,8 @@ class SocketStats:
     replaced: int = 0
     #: connects that failed
     failed_connects: int = 0
+    #: turns sent as ``previous_response_id`` + new items (rule 7)
+    chained_turns: int = 0
 
 
 class _NoSocket(Exception):
@@ -142,8 +150,11 @@ class WebSocketTransport:
         max_age: float = DEFAULT_MAX_AGE,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         trust_env: bool = True,
+        chain: bool = False,
     ) -> None:
         self.http = http
+        #: send a continuation as ``previous_response_id`` + new items (rule 7)
+        self.chain = chain
         self.connection = connection if connection is not None else ConnectionSettings()
         self.connect_timeout = connect_timeout
         self.fallback = fallback
@@ -158,6 +169,8 @@ class WebSocketTransport:
         self._failures = 0  # connects failed in a row (rule 5)
         self._retry_at = 0.0
         self._given_up: str | None = None  # why the socket is not tried any more
+        #: the socket's last completed turn, for chaining (ws_chain rule 3)
+        self._chain: tuple[WebSocket, Chain] | None = None
         self._context: Any = None
 
     def __repr__(self) -> str:
@@ -259,14 +272,20 @@ class WebSocketTransport:
         reached = limits.reached(started, now)
         if reached is not None:  # base rule 1: nothing starts past a limit
             raise error_for(make_failure(*reached, provider=limits.provider))
-        message = _create_message(request)
+        body = _create_body(request)
         stream = WsStream(request, limits, started, self._done)
+        stream.sent_body = body
+        again = False  # a socket was replaced once already (rule 4)
+        whole = not self.chain  # send the whole body (ws_chain rule 3: the server lost the chain)
         try:
-            for again in (False, True):
+            for _ in range(3):
                 ws, fresh = self._socket(request, stream, limits)
                 if not stream.bind(ws):
                     stream.raise_if_aborted()
                 ws.sock.settimeout(_read_timeout(limits))  # a backstop to the watchdog (rule 3)
+                chain = self._chain if self._chain is not None and self._chain[0] is ws else None
+                chained = None if whole or chain is None else continuation(chain[1], body)
+                message = encode_json_body({"type": "response.create", **(chained or body)})
                 try:
                     ws.send_text(message)
                     first = stream.read_message()
@@ -298,6 +317,7 @@ class WebSocketTransport:
                             )
                         )
                     self.stats.replaced += 1
+                    again = True
                     continue  # rule 4: a kept socket closed while idle, once more afresh
                 payload = loads_or_none(first.decode("utf-8")) if first.lstrip()[:1] == b"{" else None
                 if isinstance(payload, dict) and payload.get("type") == "error":
@@ -306,7 +326,12 @@ class WebSocketTransport:
                         self._drop(ws)
                         stream.unbind()
                         self.stats.replaced += 1
+                        again = True
                         continue  # rule 4: the age cap, once more on a fresh socket
+                    if failure == NOT_FOUND_CODE and chained is not None:
+                        self._chain = None
+                        whole = True
+                        continue  # ws_chain rule 3: once more, whole, on the same socket
                     stream.ended = True
                     stream.release()  # nothing of the turn began: the socket stays
                     raise error_for(
@@ -318,8 +343,10 @@ class WebSocketTransport:
                         )
                     )
                 stream.first(first)
+                if chained is not None:
+                    self.stats.chained_turns += 1
                 return stream
-            raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+            raise AssertionError("unreachable")  # pragma: no cover - every pass returns, raises or is one of 2 retries
         except BaseException:
             stream.close()
             raise
@@ -416,10 +443,13 @@ class WebSocketTransport:
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def _done(self, ws: WebSocket, reusable: bool) -> None:
-        """A turn's stream ended (ws_stream rule 4): keep the socket, or close it."""
+    def _done(self, stream: WsStream, ws: WebSocket, reusable: bool) -> None:
+        """A turn's stream ended (ws_stream rule 4): keep the socket, or close it; with
+        ``chain``, remember the response it completed (ws_chain rule 3)."""
         if not reusable:
             self._drop(ws, wait=False)
+        elif self.chain:
+            self._chain = _chain_of(stream, ws)
         self._idle()
 
     def _drop(self, ws: WebSocket, *, wait: bool = True) -> None:
@@ -433,10 +463,23 @@ class WebSocketTransport:
             self._busy = False
 
 
-def _create_message(request: HttpRequest) -> bytes:
-    """The ``response.create`` message of a request (rule 1)."""
-    body = {key: value for key, value in request.body.items() if key not in ("stream", "background")}
-    return encode_json_body({"type": "response.create", **body})
+def _create_body(request: HttpRequest) -> dict[str, Any]:
+    """The ``response.create`` body of a request (rule 1)."""
+    return {key: value for key, value in request.body.items() if key not in ("stream", "background")}
+
+
+def _chain_of(stream: WsStream, ws: WebSocket) -> tuple[WebSocket, Chain] | None:
+    """The chain a completed turn leaves on its socket (ws_chain rule 3), or none."""
+    event = stream.last_event
+    response = event.get("response") if event is not None and event.get("type") == "response.completed" else None
+    if not isinstance(response, dict) or stream.sent_body is None:
+        return None
+    response_id, output = response.get("id"), response.get("output")
+    if not isinstance(response_id, str) or not isinstance(output, list):
+        return None
+    if not all(isinstance(item, dict) for item in output):
+        return None
+    return ws, Chain(stream.sent_body, response_id, output)
 
 
 def _read_timeout(limits: Limits) -> float | None:
