@@ -13,8 +13,11 @@ Run from the repository root::
   (``tests/fixtures/real/openai-responses/function_call.sse``: ``get_capital``) then one
   recorded text turn (``text.sse``).
 * **Client.** ``run_tools`` with ``OpenAIResponsesAdapter`` on an ``LlmService``: over HTTP
-  (the adapter itself) and over the socket (``adapter.connect()``, a fresh session per run,
-  so every run pays its one connect and upgrade). Each run checks that the loop ran every
+  (the adapter itself), over the socket (``adapter.connect()``, a fresh session per run,
+  so every run pays its one connect and upgrade) and over the socket chained
+  (``connect(chain=True)``: every step after the first sends ``previous_response_id`` and
+  its new items, not the growing history; the loopback server answers from its script
+  either way, so this measures the client's side only). Each run checks that the loop ran every
   step and ended with the recorded text, and, for the socket, that every turn went over it.
 * **Reported** per transport: median and best wall time of the whole loop, median client
   CPU (``time.process_time()``: every thread of this process), both per step too, and the
@@ -89,19 +92,21 @@ def main() -> None:
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     runs, steps = args.runs, args.steps
-    process, port = _server(steps, 2 * (runs + 1), args.pace_ms / 1000)
+    process, port = _server(steps, 3 * (runs + 1), args.pace_ms / 1000)
     base_url = f"http://127.0.0.1:{port}/v1"
-    figures: dict[str, dict[str, list[float]]] = {"http": {"wall": [], "cpu": []}, "websocket": {"wall": [], "cpu": []}}
+    names = ("http", "websocket", "ws+chain")
+    figures: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in names}
     try:
         for run in range(runs + 1):  # run 0 warms both up and is not counted
-            for name in ("http", "websocket"):
+            for name in names:
                 adapter = OpenAIResponsesAdapter(api_key="bench-key", base_url=base_url, max_retries=0)
                 if name == "http":
                     wall, cpu, result = _loop(adapter, steps)
                 else:
-                    with adapter.connect() as session:
+                    with adapter.connect(chain=name == "ws+chain") as session:
                         wall, cpu, result = _loop(session, steps)
                         assert session.stats.socket_turns == steps and session.stats.connects == 1, session.stats
+                        assert session.stats.chained_turns == (steps - 1 if name == "ws+chain" else 0), session.stats
                 assert len(result.steps) == steps and result.text == "The capital of France is Paris.", result.stopped
                 if run:
                     figures[name]["wall"].append(wall)
@@ -122,8 +127,10 @@ def main() -> None:
         best = min(values["wall"]) * 1000
         summary[name] = {"wall_ms": wall, "best_ms": best, "cpu_ms": cpu, "runs": values}
         print(f"{name:<10} {wall:>9.1f} {best:>9.1f} {wall / steps:>9.2f} {cpu:>9.1f} {cpu / steps:>9.2f}")
-    http, ws = summary["http"], summary["websocket"]
-    print(f"websocket / http: wall {ws['wall_ms'] / http['wall_ms']:.2f}x, CPU {ws['cpu_ms'] / http['cpu_ms']:.2f}x")
+    http = summary["http"]
+    for name in names[1:]:
+        ws = summary[name]
+        print(f"{name} / http: wall {ws['wall_ms'] / http['wall_ms']:.2f}x, CPU {ws['cpu_ms'] / http['cpu_ms']:.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))
 

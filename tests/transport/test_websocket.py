@@ -42,7 +42,7 @@ def _options(**extra: Any) -> GenerateOptions:
 
 
 def _session(server: WsServer, **settings: Any) -> ResponsesSession:
-    connect = {k: settings.pop(k) for k in ("fallback", "max_reconnects", "max_age", "max_message_size") if k in settings}
+    connect = {k: settings.pop(k) for k in ("fallback", "max_reconnects", "max_age", "max_message_size", "chain") if k in settings}
     settings.setdefault("max_retries", 0)
     adapter = OpenAIResponsesAdapter(api_key=KEY, base_url=server.base_url, **settings)
     return adapter.connect(**connect)
@@ -538,3 +538,91 @@ def test_every_recording_gives_the_chunks_it_gives_over_http(name: str) -> None:
             got = _comparable(list(session.stream(_options())))
             assert got == expected
         assert session.stats.socket_turns == 3
+
+
+# --------------------------------------------------------------------------- chaining (connect(chain=True))
+
+
+def _loop(session: ResponsesSession) -> Any:
+    spec = ToolSpec(name="get_capital", description="capital", parameters={"type": "object", "properties": {}})
+    return run_tools(_service(session), _options(tools=(spec,)), {"get_capital": lambda **kw: "Paris"}).result()
+
+
+def test_a_chained_tool_loop_sends_only_the_new_items() -> None:
+    with WsServer([Turn(CALL), Turn(TEXT)]) as server, _session(server, chain=True) as session:
+        result = _loop(session)
+        assert result.text == "The capital of France is Paris."
+        assert session.stats.chained_turns == 1
+    first, second = server.connections[0].messages
+    assert "previous_response_id" not in first
+    response_id = json.loads(CALL[-1])["response"]["id"]
+    assert second["previous_response_id"] == response_id
+    assert [item["type"] for item in second["input"]] == ["function_call_output"]
+    assert second["input"][0]["output"] == "Paris"
+    assert {k: v for k, v in second.items() if k not in ("input", "previous_response_id")} == {
+        k: v for k, v in first.items() if k != "input"
+    }
+
+
+def test_without_chain_every_turn_carries_its_history(two_turns: WsServer) -> None:
+    with _session(two_turns) as session:
+        _loop(session)
+        assert session.stats.chained_turns == 0
+    second = two_turns.connections[0].messages[1]
+    assert "previous_response_id" not in second
+    assert [item.get("type", item.get("role")) for item in second["input"]] == [
+        "user", "function_call", "function_call_output"
+    ]
+
+
+def test_a_lost_chain_is_sent_again_whole_on_the_same_socket() -> None:
+    lost = error_event("previous_response_not_found", "Previous response with id 'resp_x' not found.")
+    with WsServer([Turn(CALL), Turn([lost]), Turn(TEXT)]) as server, _session(server, chain=True) as session:
+        result = _loop(session)
+        assert result.text == "The capital of France is Paris."
+        assert session.stats.chained_turns == 0
+    assert len(server.connections) == 1
+    _, chained, whole = server.connections[0].messages
+    assert "previous_response_id" in chained and "previous_response_id" not in whole
+    assert len(whole["input"]) == 3
+
+
+def test_a_new_socket_starts_without_a_chain() -> None:
+    with WsServer([Turn(CALL, cut_after=len(CALL), how="close", close_code=1001, cut_delay=0.05), Turn(TEXT)]) as server:
+        with _session(server, chain=True) as session:
+            service = _service(session)
+            spec = ToolSpec(name="get_capital", description="capital", parameters={"type": "object", "properties": {}})
+            options = _options(tools=(spec,))
+            # the tool takes long enough for the server to close the idle socket
+            def slow(**arguments: Any) -> str:
+                time.sleep(0.3)
+                return "Paris"
+
+            result = run_tools(service, options, {"get_capital": slow}).result()
+            assert result.text == "The capital of France is Paris."
+            assert session.stats.chained_turns == 0 and session.stats.connects == 2
+    assert "previous_response_id" not in server.connections[1].messages[0]
+
+
+def test_only_an_exact_continuation_is_chained() -> None:
+    from dshstream._transport.ws_chain import Chain, continuation
+
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi"}]}
+    thought = {"type": "reasoning", "id": "rs_1", "summary": []}
+    chain = Chain(
+        {"model": "m", "tools": [], "input": [{"role": "user", "content": "q"}]},
+        "resp_1",
+        [{**thought, "status": "completed"}, {**said, "id": "msg_1"}, {**call, "id": "fc_1", "status": "completed"}],
+    )
+    new = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+    base = {"model": "m", "tools": [], "input": [{"role": "user", "content": "q"}, thought, said, call, new]}
+    assert continuation(chain, base) == {"model": "m", "tools": [], "previous_response_id": "resp_1", "input": [new]}
+    edited = {**base, "input": [{"role": "user", "content": "q"}, thought, {**said, "content": []}, call, new]}
+    assert continuation(chain, edited) is None  # an edited assistant turn
+    assert continuation(chain, {**base, "model": "other"}) is None  # another model
+    assert continuation(chain, {**base, "input": base["input"][:4]}) is None  # nothing new
+    assert continuation(chain, {**base, "input": [{"role": "user", "content": "Q"}, *base["input"][1:]]}) is None
+    assert continuation(chain, {**base, "previous_response_id": "resp_0"}) is None  # the caller's own
+    dropped = {**base, "input": [{"role": "user", "content": "q"}, said, call, new]}
+    assert continuation(chain, dropped) is None  # the reasoning item was not replayed
