@@ -92,6 +92,7 @@ from .._core.ws_frames import DEFAULT_MAX_MESSAGE_SIZE
 from .._core.ws_handshake import socket_url
 from . import intercept
 from .answers import settle
+from .sockets import shutdown_socket
 from .interface import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, JSON_BODY_LIMIT
 from .interface import Transport as TransportProtocol
 from .tls import ConnectionSettings
@@ -258,10 +259,18 @@ class WebSocketTransport:
         return self.http.post_json(url, body, headers, **kw)
 
     def close(self) -> None:
-        """Close the kept socket (rule 6); the next turn connects again."""
+        """Close the kept socket (rule 6); the next turn connects again. A turn in flight on
+        it (another thread's) is cut: its read returns at once and the turn ends as a cut
+        connection ends."""
         with self._lock:
             ws, self._ws = self._ws, None
-        if ws is not None:
+            busy = self._busy
+        if ws is None:
+            return
+        if busy:
+            shutdown_socket(ws.sock)  # wakes the reader; closing alone would not
+            ws.close(wait=False)
+        else:
             ws.close()
 
     # ------------------------------------------------------------------ one turn

@@ -282,6 +282,19 @@ def test_closing_from_another_thread_ends_a_blocked_read() -> None:
     assert len(server.connections) == 2
 
 
+def test_closing_the_session_cuts_a_turn_in_flight() -> None:
+    with WsServer([Turn(TEXT, cut_after=5, how="stall"), Turn(TEXT)]) as server, _session(server) as session:
+        service = _service(session)
+        timer = threading.Timer(0.3, session.close)
+        started = time.monotonic()
+        timer.start()
+        result = _turn(service)
+        assert result.failure is not None and result.failure.code in ("STREAM_CLOSED", "TRANSPORT")
+        assert time.monotonic() - started < 3.0
+        assert _turn(service).ok  # a session used after close() connects again
+    assert len(server.connections) == 2
+
+
 # --------------------------------------------------------------------------- no socket to be had
 
 
