@@ -93,7 +93,7 @@ from .._core.ws_handshake import socket_url
 from . import intercept
 from .answers import settle
 from .sockets import shutdown_socket
-from .interface import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, JSON_BODY_LIMIT
+from .interface import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, JSON_BODY_LIMIT, ResponseStream
 from .interface import Transport as TransportProtocol
 from .tls import ConnectionSettings
 from .watchdog import Limits
@@ -201,7 +201,7 @@ class WebSocketTransport:
         started: float | None = None,
         quiet_timeout: float | None = None,
         method: str = "POST",
-    ) -> Any:
+    ) -> ResponseStream:
         """A turn over the socket (rules 1-5), or over HTTP."""
         limits = dict(
             provider=provider,
@@ -233,7 +233,7 @@ class WebSocketTransport:
         self.stats.socket_turns += 1
         return stream
 
-    def _over_http(self, request: HttpRequest, method: str, limits: Mapping[str, Any]) -> Any:
+    def _over_http(self, request: HttpRequest, method: str, limits: Mapping[str, Any]) -> ResponseStream:
         self.stats.http_turns += 1
         return self.http.open(request, method=method, **limits)
 
