@@ -86,6 +86,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._adapters.litellm": "LiteLLMAdapter",
         "._adapters.google_oauth": "AuthorizedUserCredentials",
         "._adapters.key_pool": "KeyPool KeyState",
+        "._adapters.responses_session": "ResponsesSession",
         "._core.sigv4": "AwsCredentials",
         "._core.retry": "RetryPolicy",
         "._core.attribution": "AppIdentity attribution_headers",

@@ -32,7 +32,9 @@ The package root holds the four adapters for the providers' own APIs
   takes a zero-argument callable, asked before each attempt, or a :class:`KeyPool` —
   several keys, shared by every stream and adapter given it: a rate-limited key cools
   down, a rejected one is parked, the attempt moves to the next key at once; its
-  :meth:`KeyPool.state` is one :class:`KeyState` per key, for dashboards.
+  :meth:`KeyPool.state` is one :class:`KeyState` per key, for dashboards;
+- sessions: :class:`ResponsesSession` (``OpenAIResponsesAdapter.connect()``), the Responses
+  adapter with its turns on one kept WebSocket, HTTP when the socket cannot be had.
 
 Importing this module imports nothing more; each name loads its own module (and
 ``requests``, for the adapters) on first use.
@@ -74,6 +76,7 @@ if _typing.TYPE_CHECKING:
     from ._adapters.openai_responses import OpenAIResponsesWire as OpenAIResponsesWire
     from ._adapters.wire import ModelListFormat as ModelListFormat, Wire as Wire
     from ._adapters.litellm import LiteLLMAdapter as LiteLLMAdapter
+    from ._adapters.responses_session import ResponsesSession as ResponsesSession
     from ._adapters.settings import HttpSettings as HttpSettings
     from ._adapters.vertex import (
         VertexAnthropicAdapter as VertexAnthropicAdapter,

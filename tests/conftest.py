@@ -65,6 +65,7 @@ LONGEST_FIRST = (
     "tests/core/test_partial_json.py",
     "tests/surface/test_public_api.py",
     "tests/transport/test_http.py",
+    "tests/transport/test_websocket.py",
 )
 #: Files handed out with another file as one unit (one worker runs them one after the
 #: other), because they import what it imports: LiteLLM (seconds to import) and the

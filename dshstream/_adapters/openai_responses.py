@@ -75,6 +75,11 @@ Contract:
    past its streaming window and cancelled with ``POST {endpoint}/{id}/cancel``
    (:meth:`OpenAIResponsesWire.response_url`; wire rule 6). Replay items keep their ids
    either way.
+6. **Over a WebSocket.** :meth:`OpenAIResponsesAdapter.connect` gives a
+   :class:`~dshstream._adapters.responses_session.ResponsesSession`: the same wire, auth
+   and attempt loop, its turns sent as ``response.create`` messages on one kept
+   ``wss://{host}/v1/responses`` socket (:mod:`~dshstream._transport.ws_transport`), HTTP
+   when the socket cannot be had.
 """
 
 from __future__ import annotations
@@ -85,6 +90,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from .._core.errors import LlmError
+from .._core.ws_frames import DEFAULT_MAX_MESSAGE_SIZE
+from .._transport.ws_transport import DEFAULT_MAX_AGE
 from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_RESPONSES, MediaSupport
 from .._core.request import GenerateOptions, Message
@@ -102,6 +109,7 @@ from .._core.wires.openai_responses import (
 from .._core.validate import invalid
 from .http import HttpAdapter
 from .prompt_cache import OPENAI_CACHING, check_prompt_cache, openai_cache_fields, openai_mark
+from .responses_session import ResponsesSession
 from .settings import HttpSettings
 from .structured_output import responses_text_format
 from .wire import Wire
@@ -549,6 +557,27 @@ class OpenAIResponsesAdapter(HttpAdapter):
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
             compact_threshold=compact_threshold,
+        )
+
+    def connect(
+        self,
+        *,
+        fallback: bool = True,
+        max_reconnects: int = 5,
+        max_age: float = DEFAULT_MAX_AGE,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        chain: bool = False,
+    ) -> ResponsesSession:
+        """A session whose turns share one WebSocket to ``{base_url}/responses`` (rule 6;
+        :mod:`~dshstream._adapters.responses_session`): use it as a context manager, stream
+        from it or register it with a service. Nothing connects until the first turn."""
+        return ResponsesSession(
+            self,
+            fallback=fallback,
+            max_reconnects=max_reconnects,
+            max_age=max_age,
+            max_message_size=max_message_size,
+            chain=chain,
         )
 
     @property
