@@ -141,6 +141,9 @@ SURFACE: dict[str, dict[str, str]] = {
         "._batch.records": "BatchResult",
         "._batch.limiter": "Limiter ProviderLimiter",
         "._batch.progress": "BatchProgress",
+        "._batch.partition": "run_partition",
+        "._batch.ray_data": "RayMapper",
+        "._batch.ray_limiter": "RayLimiter",
         "._core.types": "RateLimits",
     },
     "web": {

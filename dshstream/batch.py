@@ -22,6 +22,13 @@ Contract:
 - Progress: a line on a terminal (``progress=``), :class:`BatchProgress` to
   ``on_progress=``.
 
+- On a distributed engine: :func:`run_partition` sends one partition's rows (columns,
+  a pandas ``DataFrame`` or row dicts) and returns their result columns (a Spark
+  ``mapInPandas`` or Dask ``map_partitions`` function calls it); :class:`RayMapper` is the
+  callable class for Ray Data's ``map_batches``, built on each worker; :class:`RayLimiter`
+  is one limiter shared by every worker of a Ray cluster (the ``ray`` extra). With
+  ``checkpoint_dir=`` a retried task sends only the rows not yet finished.
+
 Importing this module imports nothing more; each name loads its own module on first use.
 """
 
@@ -32,7 +39,10 @@ from . import _exports
 if _typing.TYPE_CHECKING:
     from ._batch.executor import run_many as run_many
     from ._batch.limiter import Limiter as Limiter, ProviderLimiter as ProviderLimiter
+    from ._batch.partition import run_partition as run_partition
     from ._batch.progress import BatchProgress as BatchProgress
+    from ._batch.ray_data import RayMapper as RayMapper
+    from ._batch.ray_limiter import RayLimiter as RayLimiter
     from ._batch.records import BatchResult as BatchResult
     from ._core.types import RateLimits as RateLimits
 

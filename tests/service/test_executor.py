@@ -13,7 +13,7 @@ import pytest
 from dshstream import ConfigurationError, GenerateOptions, LlmService, Message, OpenAIChatAdapter
 from dshstream._core.rate_limits import parse_rate_limits
 from dshstream.batch import BatchProgress, BatchResult, ProviderLimiter, run_many
-from service.rate_limited_server import RateLimitedServer
+from dshstream._rate_limited_server import RateLimitedServer
 
 
 def _service(server: RateLimitedServer) -> LlmService:
