@@ -141,7 +141,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._batch.records": "BatchResult",
         "._batch.limiter": "Limiter ProviderLimiter",
         "._batch.progress": "BatchProgress",
-        "._batch.partition": "run_partition",
+        "._batch.partition": "run_partition RESULT_COLUMNS SPARK_SCHEMA",
         "._batch.ray_data": "RayMapper",
         "._batch.ray_limiter": "RayLimiter",
         "._core.types": "RateLimits",

@@ -21,9 +21,9 @@ Contract:
   yielded ``skipped``, their failure saying why.
 - Progress: a line on a terminal (``progress=``), :class:`BatchProgress` to
   ``on_progress=``.
-
 - On a distributed engine: :func:`run_partition` sends one partition's rows (columns,
-  a pandas ``DataFrame`` or row dicts) and returns their result columns (a Spark
+  a pandas ``DataFrame`` or row dicts) and returns their result columns
+  (:data:`RESULT_COLUMNS`, with their dtypes; :data:`SPARK_SCHEMA`; a Spark
   ``mapInPandas`` or Dask ``map_partitions`` function calls it); :class:`RayMapper` is the
   callable class for Ray Data's ``map_batches``, built on each worker; :class:`RayLimiter`
   is one limiter shared by every worker of a Ray cluster (the ``ray`` extra). With
@@ -39,7 +39,11 @@ from . import _exports
 if _typing.TYPE_CHECKING:
     from ._batch.executor import run_many as run_many
     from ._batch.limiter import Limiter as Limiter, ProviderLimiter as ProviderLimiter
-    from ._batch.partition import run_partition as run_partition
+    from ._batch.partition import (
+        RESULT_COLUMNS as RESULT_COLUMNS,
+        SPARK_SCHEMA as SPARK_SCHEMA,
+        run_partition as run_partition,
+    )
     from ._batch.progress import BatchProgress as BatchProgress
     from ._batch.ray_data import RayMapper as RayMapper
     from ._batch.ray_limiter import RayLimiter as RayLimiter

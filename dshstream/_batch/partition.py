@@ -11,7 +11,8 @@ Contract:
    other columns are left alone. A missing value (``None``, NaN) is an absent field;
    numpy scalars are plain values; ``messages`` is a list of ``{role, content}`` or its
    JSON text.
-2. **Columns out.** A dict of lists, one entry per row, in input order (:data:`COLUMNS`):
+2. **Columns out.** A dict of lists, one entry per row, in input order
+   (:data:`RESULT_COLUMNS` with their pandas dtypes; :data:`SPARK_SCHEMA` as Spark's):
    ``id``, ``key``, ``ok``, ``text``, ``tool_calls`` (JSON text: a list of ``{id, name,
    arguments}``), ``finish``, ``failure_code``, ``failure_message`` (redacted),
    ``input_tokens``, ``output_tokens`` (0 without usage), ``cost``, ``attempts``,
@@ -51,15 +52,19 @@ if TYPE_CHECKING:
 
     from .._service import LlmService
 
-__all__ = ["COLUMNS", "run_partition"]
+__all__ = ["RESULT_COLUMNS", "SPARK_SCHEMA", "run_partition"]
 
-#: rule 2's columns and their kinds (what a Spark schema or a Dask ``meta`` names)
-COLUMNS: dict[str, str] = {
-    "id": "string", "key": "string", "ok": "boolean", "text": "string", "tool_calls": "string",
-    "finish": "string", "failure_code": "string", "failure_message": "string",
-    "input_tokens": "long", "output_tokens": "long", "cost": "double", "attempts": "long",
-    "request_id": "string", "resumed": "boolean",
+#: rule 2's columns and their pandas dtypes (a Dask ``meta``, a frame's ``astype``)
+RESULT_COLUMNS: dict[str, str] = {
+    "id": "object", "key": "object", "ok": "bool", "text": "object", "tool_calls": "object",
+    "finish": "object", "failure_code": "object", "failure_message": "object",
+    "input_tokens": "int64", "output_tokens": "int64", "cost": "float64", "attempts": "int64",
+    "request_id": "object", "resumed": "bool",
 }
+_SPARK_TYPES = {"object": "string", "bool": "boolean", "int64": "long", "float64": "double"}
+#: the same columns as a Spark DDL schema (``mapInPandas(..., schema=SPARK_SCHEMA)``)
+SPARK_SCHEMA = ", ".join(f"{name} {_SPARK_TYPES[dtype]}" for name, dtype in RESULT_COLUMNS.items())
+
 
 def build_service(service: Any) -> LlmService:
     """Rule 4: the service itself, the one its factory builds, or the default one."""
@@ -144,7 +149,7 @@ def partition_path(folder: str | os.PathLike[str], keys: list[str]) -> Path:
 
 def to_columns(results: list[BatchResult]) -> dict[str, list[Any]]:
     """Rule 2: results (in row order) as columns."""
-    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    columns: dict[str, list[Any]] = {name: [] for name in RESULT_COLUMNS}
     for result in results:
         usage = result.usage
         failure = result.failure

@@ -147,7 +147,7 @@ class RayLimiter:
         actor = ray.remote(_Holder).options(
             name=name, get_if_exists=name is not None, max_concurrency=ACTOR_THREADS, num_cpus=0
         )
-        self._handle = actor.remote(concurrency, float(lease))
+        self._handle: Any = actor.remote(concurrency, float(lease))
 
     def __call__(self, provider: str) -> Limiter:
         return _RemoteLimiter(self._handle, provider)
