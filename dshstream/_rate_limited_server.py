@@ -79,7 +79,13 @@ class RateLimitedServer:
             def do_GET(self) -> None:
                 owner.send_stats(self)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # a burst of new connections is not refused (the default: 5)
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that hung up (a cancelled row): nothing to report
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

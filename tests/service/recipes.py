@@ -17,11 +17,14 @@ def recipe(marker: str, checkpoint_dir: Path) -> str:
     blocks = [e.source for e in examples(README.read_text(encoding="utf-8")) if e.section == SECTION and marker in e.source]
     assert len(blocks) == 1, f"one block of {SECTION!r} should contain {marker!r}"
     source = blocks[0]
-    for old, new in (
-        ('provider="openai", model="gpt-4o-mini"', 'provider="vllm", model="m"'),
-        ('"/mnt/shared/answers"', repr(str(checkpoint_dir))),
-        ("range(1000)", "range(40)"),
+    for choices in (
+        # keyword arguments (run_partition) or constructor kwargs (RayMapper)
+        (('provider="openai", model="gpt-4o-mini"', 'provider="vllm", model="m"'),
+         ('"provider": "openai", "model": "gpt-4o-mini"', '"provider": "vllm", "model": "m"')),
+        (('"/mnt/shared/answers"', repr(str(checkpoint_dir))),),
+        (("range(1000)", "range(40)"),),
     ):
-        assert old in source, f"the recipe no longer contains {old!r}"
-        source = source.replace(old, new)
+        found = next(((old, new) for old, new in choices if old in source), None)
+        assert found is not None, f"the recipe no longer contains {choices[0][0]!r}"
+        source = source.replace(*found)
     return source

@@ -18,7 +18,9 @@ import pytest
 from dshstream import ConfigurationError, LlmService, OpenAIChatAdapter
 from dshstream._rate_limited_server import RateLimitedServer
 from dshstream.batch import RayLimiter, RayMapper
+from conftest import _PROVIDER_VARIABLES
 from helpers import require_engine
+from service.recipes import recipe
 
 ray = require_engine("ray", "ray")
 require_engine("ray.data", "ray")
@@ -26,15 +28,36 @@ psutil = require_engine("psutil", "ray")  # a dependency of ray
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    # Workers inherit this process's environment (PYTHONPATH: this checkout's dshstream).
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+def readme_server() -> Iterator[RateLimitedServer]:
+    """The server the README's recipe talks to, through the workers' ``VLLM_BASE_URL``."""
+    with RateLimitedServer(limit=20, window=0.25) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster(readme_server: RateLimitedServer) -> Iterator[Any]:
+    # Workers take the environment of this process at ray.init (PYTHONPATH: this
+    # checkout's dshstream): no key of the machine, the README server's URL.
+    with pytest.MonkeyPatch.context() as patch:
+        for name in _PROVIDER_VARIABLES:
+            patch.delenv(name, raising=False)
+        patch.setenv("VLLM_BASE_URL", f"{readme_server.url}/v1")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     try:
         yield ray
     finally:
         ray.shutdown()
+
+
+def test_the_readme_recipe(cluster: Any, readme_server: RateLimitedServer, tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {}
+    exec(compile(recipe("RayMapper", tmp_path / "answers"), "README.rst (Ray)", "exec"), namespace)
+    rows = list(namespace["answers"].iter_rows())
+    assert sorted(row["text"] for row in rows) == sorted(f"echo What is {n} squared?" for n in range(40))
+    assert all(row["ok"] for row in rows) and readme_server.max_in_window <= 20
+    assert sum(len(p.read_text().splitlines()) for p in (tmp_path / "answers").glob("part-*.jsonl")) == 40
 
 
 def _factory(url: str) -> Callable[[], LlmService]:
