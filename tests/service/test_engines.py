@@ -6,6 +6,7 @@ rows in every shape an engine hands over, columns out in order."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,15 @@ def test_the_dask_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_the_spark_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require_engine("pyspark", None)  # needs Java: never installed by CI
-    _run_recipe("mapInPandas", tmp_path, monkeypatch)
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers: this interpreter
+    try:
+        _run_recipe("mapInPandas", tmp_path, monkeypatch)
+    finally:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
 
 
 def test_rows_as_columns_frames_or_dicts_give_columns_in_order() -> None:
