@@ -21,8 +21,11 @@ Contract:
 3. **Checkpoint.** With ``checkpoint_dir``, the partition's rows go to
    ``checkpoint_dir/part-HASH.jsonl``, HASH the SHA-256 of the rows' keys in order: a
    retried task (the same rows, after a worker died) reopens the same file and sends only
-   the rows not finished there; so does a rerun of the whole job with the same
-   partitioning. The directory must be one every worker can reach.
+   the rows not finished there. A row finished in another partition's file (a rerun of
+   the job, partitioned otherwise) is not sent either: it is read back from there
+   (``resumed``). Each process keeps an index of the folder (a key and an offset per
+   finished row) and reads only what was appended since its last call. The directory
+   must be one every worker can reach.
 4. **Service.** ``service`` is an ``LlmService``, or a zero-argument callable that builds
    one (called here, on the worker: keys come from the worker's environment or whatever
    secret store the callable reads), or ``None`` for ``default_service()``.
@@ -36,7 +39,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +51,9 @@ from .._core.validate import invalid
 from .executor import Price, run_many
 from .inputs import _DICT_KEYS, prepare
 from .limiter import Limiter
-from .records import BatchResult
+from .records import BatchResult, result_from_dict
 
 if TYPE_CHECKING:
-    import os
-
     from .._service import LlmService
 
 __all__ = ["RESULT_COLUMNS", "SPARK_SCHEMA", "run_partition"]
@@ -147,6 +151,70 @@ def partition_path(folder: str | os.PathLike[str], keys: list[str]) -> Path:
     return Path(folder) / f"part-{digest[:32]}.jsonl"
 
 
+class _Index:
+    """Rule 3: key -> (file, offset) of its finished row, over a folder's partition files,
+    read incrementally (each call reads only the whole lines appended since the last)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.read: dict[Path, int] = {}  # file -> the offset read up to (a line's end)
+        self.rows: dict[str, tuple[Path, int]] = {}
+        self.lock = threading.Lock()
+
+    def refresh(self) -> dict[str, tuple[Path, int]]:
+        with self.lock:
+            try:
+                entries = [e for e in os.scandir(self.folder) if e.name.startswith("part-") and e.name.endswith(".jsonl")]
+            except OSError:
+                return self.rows  # no folder yet: nothing finished
+            for entry in entries:
+                path = Path(entry.path)
+                start = self.read.get(path, 0)
+                try:
+                    if entry.stat().st_size <= start:
+                        continue
+                    with open(path, "rb") as reader:
+                        reader.seek(start)
+                        data = reader.read()
+                except OSError:
+                    continue
+                end = data.rfind(b"\n") + 1  # a line cut short (a crash, a write under way) waits
+                offset = start
+                for raw in data[:end].splitlines(keepends=True):
+                    try:
+                        line = json.loads(raw)
+                        if line["ok"] is True:  # finished is final: a failure elsewhere can't undo it
+                            self.rows[str(line["key"])] = (path, offset)
+                    except (ValueError, KeyError, TypeError):
+                        pass  # not a row: the file's own Checkpoint logs it when it is opened
+                    offset += len(raw)
+                self.read[path] = start + end
+            return self.rows
+
+
+_INDEXES: dict[Path, _Index] = {}
+_INDEXES_LOCK = threading.Lock()
+
+
+def earlier_rows(folder: Path) -> dict[str, tuple[Path, int]]:
+    """Rule 3's index of ``folder``, brought up to date."""
+    resolved = folder.resolve()
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(resolved)
+        if index is None:
+            index = _INDEXES[resolved] = _Index(resolved)
+    return index.refresh()
+
+
+def _stored(path: Path, offset: int, index: int) -> BatchResult | None:
+    try:
+        with open(path, "rb") as reader:
+            reader.seek(offset)
+            return replace(result_from_dict(json.loads(reader.readline()), resumed=True), index=index)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # gone or changed since: the row is sent again
+
+
 def to_columns(results: list[BatchResult]) -> dict[str, list[Any]]:
     """Rule 2: results (in row order) as columns."""
     columns: dict[str, list[Any]] = {name: [] for name in RESULT_COLUMNS}
@@ -188,14 +256,23 @@ def run_partition(
     requests = _rows(rows)
     built = build_service(service)
     checkpoint = None
+    done: dict[int, BatchResult] = {}
     if checkpoint_dir is not None:
         keys = [prepare(request, i, provider, model).key for i, request in enumerate(requests)]
-        checkpoint = partition_path(checkpoint_dir, keys)
-    results = list(
-        run_many(
-            requests, service=built, provider=provider, model=model, concurrency=concurrency, ordered=True,
-            checkpoint=checkpoint, limiter=limiter, max_attempts=max_attempts, max_cost=max_cost,
-            max_tokens=max_tokens, price=price, progress=False,
-        )
+        checkpoint = partition_path(checkpoint_dir, keys).resolve()
+        earlier = earlier_rows(Path(checkpoint_dir))
+        for i, key in enumerate(keys):
+            where = earlier.get(key)
+            if where is not None and where[0] != checkpoint:  # its own file: run_many reads it
+                stored = _stored(where[0], where[1], i)
+                if stored is not None:
+                    done[i] = stored
+    todo = [i for i in range(len(requests)) if i not in done]
+    sent = run_many(
+        (requests[i] for i in todo), service=built, provider=provider, model=model, concurrency=concurrency,
+        ordered=True, checkpoint=checkpoint, limiter=limiter, max_attempts=max_attempts, max_cost=max_cost,
+        max_tokens=max_tokens, price=price, progress=False,
     )
-    return to_columns(results)
+    for result in sent:
+        done[todo[result.index]] = replace(result, index=todo[result.index])
+    return to_columns([done[i] for i in range(len(requests))])

@@ -93,16 +93,16 @@ def test_a_row_missing_values_and_messages_as_json() -> None:
     assert columns["failure_code"][2] == "INVALID_OPTIONS" and "prompt" in columns["failure_message"][2]
 
 
-def test_a_retried_partition_sends_only_what_is_not_in_its_checkpoint(tmp_path: Path) -> None:
+def test_a_partition_sends_only_what_no_checkpoint_file_has_finished(tmp_path: Path) -> None:
     rows = [{"id": f"r{i}", "prompt": f"p{i}"} for i in range(6)]
     with RateLimitedServer(limit=1000) as server:
         service = _service(server)
         run_partition(rows[:3], service=service, provider="local", model="m", checkpoint_dir=tmp_path)
         first = run_partition(rows, service=service, provider="local", model="m", checkpoint_dir=tmp_path)
         again = run_partition(rows, service=service, provider="local", model="m", checkpoint_dir=tmp_path)
-    assert first["resumed"] == [False] * 6  # another partition: another file
+    assert first["resumed"] == [True] * 3 + [False] * 3  # the first 3 from the other partition's file
     assert again["resumed"] == [True] * 6 and again["text"] == first["text"]
-    assert set(server.accepted.values()) == {2, 1} and sum(server.accepted.values()) == 9
+    assert set(server.accepted.values()) == {1} and len(server.accepted) == 6
     assert len(list(tmp_path.glob("part-*.jsonl"))) == 2
 
 
@@ -115,3 +115,18 @@ def test_caller_mistakes_are_refused() -> None:
         run_partition({"id": [1, 2], "prompt": ["a"]}, service=LlmService())
     with pytest.raises(ConfigurationError, match="mapping"):
         run_partition(["a"], service=LlmService())
+
+
+def test_a_rerun_partitioned_otherwise_sends_nothing_finished(tmp_path: Path) -> None:
+    rows = [{"id": f"r{i}", "prompt": f"p{i}"} for i in range(7)]
+    with RateLimitedServer(limit=1000) as server:
+        service = _service(server)
+        options: dict[str, Any] = {"service": service, "provider": "local", "model": "m", "checkpoint_dir": tmp_path}
+        for start in (0, 3):  # the first run: partitions of 3, the last row never run
+            run_partition(rows[start:start + 3], **options)
+        (next(tmp_path.glob("part-*.jsonl"))).open("a").write('{"key": "r6", "ok": tr')  # a crash mid-line
+        again = [run_partition(rows[start:start + 2], **options) for start in range(0, 7, 2)]
+    resumed = [flag for columns in again for flag in columns["resumed"]]
+    assert resumed == [True] * 6 + [False]
+    assert [text for columns in again for text in columns["text"]] == [f"echo p{i}" for i in range(7)]
+    assert set(server.accepted.values()) == {1} and len(server.accepted) == 7
