@@ -164,7 +164,7 @@ def client_main(name: str, url: str, n: int, concurrency: int) -> None:
         import ray
         import ray.data
 
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
     import dshstream.batch  # noqa: F401
 

@@ -44,7 +44,7 @@ def cluster(readme_server: RateLimitedServer) -> Iterator[Any]:
         for name in _PROVIDER_VARIABLES:
             patch.delenv(name, raising=False)
         patch.setenv("VLLM_BASE_URL", f"{readme_server.url}/v1")
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     try:
