@@ -329,4 +329,4 @@ def require_engine(module: str, extra: str | None) -> Any:
         how = f"pip install -e '.[{extra}]'" if extra else f"pip install {module} (and a Java runtime)"
         if REQUIRE_ENGINES and extra:
             pytest.fail(f"DSHSTREAM_REQUIRE_ENGINES=1 but {module} is not installed ({how})", pytrace=False)
-        pytest.skip(f"{module} is not installed ({how})")
+        pytest.skip(f"{module} is not installed ({how})", allow_module_level=True)
