@@ -74,11 +74,14 @@ SURFACE: dict[str, dict[str, str]] = {
         "._adapters.openai_responses": "OpenAIResponsesWire",
         "._adapters.anthropic": "AnthropicWire",
         "._adapters.gemini": "GeminiWire",
+        "._adapters.gemini_interactions": "GeminiInteractionsAdapter GeminiInteractionsWire",
         "._adapters.settings": "HttpSettings",
         "._adapters.custom": "CustomAdapter",
         "._adapters.azure": "AzureOpenAIAdapter AzureOpenAIResponsesAdapter",
+        "._adapters.xai": "XAIAdapter",
         "._adapters.vertex": "VertexAnthropicAdapter VertexGeminiAdapter",
         "._adapters.bedrock": "BedrockAdapter",
+        "._adapters.claude_aws": "ClaudePlatformAwsAdapter",
         "._adapters.litellm": "LiteLLMAdapter",
         "._adapters.google_oauth": "AuthorizedUserCredentials",
         "._adapters.key_pool": "KeyPool KeyState",
@@ -102,7 +105,7 @@ SURFACE: dict[str, dict[str, str]] = {
     "observe": {
         "._core.records": (
             "Observer ObserverRecord StreamStarted FirstChunkRecord AttemptRecord StreamFinished "
-            "RequestSettings"
+            "RequestSettings Telemetry"
         ),
         "._core.types": "TargetOutcome",
     },
@@ -116,6 +119,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._core.wires.openai_responses": "OpenAIResponsesTranslator",
         "._core.wires.anthropic": "AnthropicTranslator",
         "._core.wires.gemini": "GeminiTranslator",
+        "._core.wires.gemini_interactions": "GeminiInteractionsTranslator",
         "._core.wires.bedrock": "BedrockConverseTranslator",
         "._core.filters.think_tags": "ThinkTagStripper",
         "._core.filters.spill_guard": "ReasoningSpillGuard",
@@ -145,6 +149,8 @@ SURFACE: dict[str, dict[str, str]] = {
         "._batch.ray_data": "RayMapper",
         "._batch.ray_limiter": "RayLimiter",
         "._core.types": "RateLimits",
+        "._batch.provider.runner": "submit_batch resume_batch ProviderBatch",
+        "._batch.provider.api": "ProviderBatchStatus",
     },
     "web": {
         "._web.responses": "ui_message_stream chunk_sse_stream chunk_ndjson_stream",

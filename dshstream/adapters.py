@@ -9,7 +9,11 @@ The package root holds the four adapters for the providers' own APIs
 ``AnthropicAdapter``, ``GeminiAdapter``); this namespace holds the rest:
 
 - the clouds: :class:`AzureOpenAIAdapter`, :class:`AzureOpenAIResponsesAdapter`,
-  :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`;
+  :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`,
+  :class:`ClaudePlatformAwsAdapter` (Claude Platform on AWS: the Anthropic API in AWS);
+  and :class:`XAIAdapter` (xAI's Responses API, the ``xai`` route);
+- Gemini's Interactions API: :class:`GeminiInteractionsAdapter` (steps, streamed function
+  arguments, resumable background interactions) on :class:`GeminiInteractionsWire`;
 - the bridges: :class:`LiteLLMAdapter` (the ``litellm`` extra, imported on the first
   stream) and :class:`CustomAdapter` (tools in the prompt, calls parsed from prose);
 - writing one: :class:`LlmAdapter` (the interface), :class:`HttpAdapter` (every HTTP
@@ -47,8 +51,13 @@ if _typing.TYPE_CHECKING:
         ProviderInfo as ProviderInfo,
     )
     from ._adapters.bedrock import BedrockAdapter as BedrockAdapter
+    from ._adapters.claude_aws import ClaudePlatformAwsAdapter as ClaudePlatformAwsAdapter
     from ._adapters.custom import CustomAdapter as CustomAdapter
     from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
+    from ._adapters.gemini_interactions import (
+        GeminiInteractionsAdapter as GeminiInteractionsAdapter,
+        GeminiInteractionsWire as GeminiInteractionsWire,
+    )
     from ._adapters.auth import (
         AuthFlow as AuthFlow,
         HeaderAuth as HeaderAuth,
@@ -68,6 +77,7 @@ if _typing.TYPE_CHECKING:
         VertexAnthropicAdapter as VertexAnthropicAdapter,
         VertexGeminiAdapter as VertexGeminiAdapter,
     )
+    from ._adapters.xai import XAIAdapter as XAIAdapter
     from ._core.attribution import (
         AppIdentity as AppIdentity,
         attribution_headers as attribution_headers,

@@ -28,6 +28,12 @@ Contract:
   callable class for Ray Data's ``map_batches``, built on each worker; :class:`RayLimiter`
   is one limiter shared by every worker of a Ray cluster (the ``ray`` extra). With
   ``checkpoint_dir=`` a retried task sends only the rows not yet finished.
+- Provider batches, at the providers' batch price: :func:`submit_batch` sends the same
+  requests as OpenAI, Anthropic or Gemini batch jobs (split at each API's row and byte
+  limits) and returns a :class:`ProviderBatch` — its ``id`` to :func:`resume_batch` after a
+  restart, ``wait()``, ``cancel()``, ``status()`` (:class:`ProviderBatchStatus` per job) and
+  ``results()``: one :class:`BatchResult` per request, matched by id, read by the same wire
+  translator a stream uses. ``run_many(..., mode="batch")`` does all of it in one call.
 
 Importing this module imports nothing more; each name loads its own module on first use.
 """
@@ -45,6 +51,12 @@ if _typing.TYPE_CHECKING:
         run_partition as run_partition,
     )
     from ._batch.progress import BatchProgress as BatchProgress
+    from ._batch.provider.api import ProviderBatchStatus as ProviderBatchStatus
+    from ._batch.provider.runner import (
+        ProviderBatch as ProviderBatch,
+        resume_batch as resume_batch,
+        submit_batch as submit_batch,
+    )
     from ._batch.ray_data import RayMapper as RayMapper
     from ._batch.ray_limiter import RayLimiter as RayLimiter
     from ._batch.records import BatchResult as BatchResult

@@ -99,7 +99,10 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["AwsCredentialsLike", "BedrockAdapter", "BedrockWire", "bedrock_host"]
+__all__ = [
+    "ACCESS_ENV", "AwsCredentialsLike", "BedrockAdapter", "BedrockWire", "REGION_ENV", "REGION_PATTERN",
+    "as_aws_credentials", "bedrock_host",
+]
 
 REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
@@ -108,7 +111,7 @@ SERVICE = "bedrock"
 #: the ``anthropic_version`` Claude's InvokeModel body carries on Bedrock
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 APIS = ("converse", "invoke")
-_REGION = re.compile(r"[a-z]{2,}(?:-[a-z0-9]+){1,4}")
+REGION_PATTERN = re.compile(r"[a-z]{2,}(?:-[a-z0-9]+){1,4}")
 
 _Value = Union[AwsCredentials, "tuple[str, str, str | None]", "tuple[str, str]"]
 #: what ``credentials=`` accepts: credentials, a tuple, or a callable returning either
@@ -120,7 +123,9 @@ def bedrock_host(region: str) -> str:
     return f"https://bedrock-runtime.{region}.amazonaws.com"
 
 
-def _as_credentials(value: object, field: str) -> AwsCredentials:
+def as_aws_credentials(value: object, field: str) -> AwsCredentials:
+    """``value`` (credentials or a 2- or 3-tuple) as checked :class:`AwsCredentials`; a
+    ``ConfigurationError`` naming ``field`` otherwise (rule 2)."""
     if isinstance(value, tuple) and len(value) in (2, 3):
         value = AwsCredentials(*value)
     if not isinstance(value, AwsCredentials):
@@ -143,6 +148,7 @@ class BedrockWire(Wire):
 
     stream_accept = "application/vnd.amazon.eventstream"
     media: MediaSupport | None = BEDROCK_CONVERSE
+    provider_name: str | None = "aws.bedrock"  # telemetry (wire rule 8), VPC endpoints too
 
     def __init__(
         self,
@@ -418,7 +424,7 @@ class BedrockAdapter(HttpAdapter):
             raise invalid(f"{name} needs region= or {'/'.join(REGION_ENV)} in the environment")
         if api not in APIS:
             raise invalid(f"{name}.api must be 'converse' or 'invoke', got {str(api)[:40]!r}")
-        if not _REGION.fullmatch(chosen):
+        if not REGION_PATTERN.fullmatch(chosen):
             raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
         #: the AWS region requests are signed for (rule 1)
         self.region = chosen
@@ -433,7 +439,7 @@ class BedrockAdapter(HttpAdapter):
             if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
                 sigv4 = self._sigv4(credentials)  # asked anew each attempt (rule 2)
             else:
-                sigv4 = self._sigv4(_as_credentials(credentials, f"{name}.credentials"))
+                sigv4 = self._sigv4(as_aws_credentials(credentials, f"{name}.credentials"))
         elif api_key is None:
             bearer = os.environ.get(BEARER_ENV, "").strip()
             key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
@@ -446,7 +452,7 @@ class BedrockAdapter(HttpAdapter):
                 api_key = check_api_key(bearer, BEARER_ENV)
             elif key_id and secret:
                 sigv4 = self._sigv4(
-                    _as_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment"
+                    as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment"
                 )
         settings.setdefault("title", "Amazon Bedrock")
         settings["base_url"] = base_url
@@ -473,7 +479,7 @@ class BedrockAdapter(HttpAdapter):
             source,
             region=self.region,
             service=SERVICE,
-            check=lambda value: _as_credentials(value, "credentials()"),
+            check=lambda value: as_aws_credentials(value, "credentials()"),
             origin=origin,
         )
 

@@ -92,6 +92,9 @@ class GeminiWire(Wire):
     """The Gemini API request and translator (rule 1)."""
 
     media: MediaSupport | None = GEMINI
+    #: telemetry (wire rule 8): the Gemini API's operation is ``generate_content``
+    provider_name: str | None = "gcp.gemini"
+    operation_name = "generate_content"
     models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
 
     def __init__(

@@ -41,6 +41,10 @@ Contract:
      ``tool_search_output`` for a client-executed ``tool_search_call`` (``execution:
      client``; ``tools``: the content when it is a JSON list of tool definitions, or a
      JSON object's ``tools``; else none);
+   * ``context_management: [{"type": "compaction", "compact_threshold": N}]`` when the
+     wire's ``compact_threshold`` is set (server-side compaction: past N input tokens the
+     server folds the earlier context into a ``compaction`` item, whose
+     ``encrypted_content`` the replay state keeps and sends back verbatim);
    * tools in the flat Responses function format (``strict: false``: dshstream passes the
      caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
      asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
@@ -57,6 +61,8 @@ Contract:
    (:mod:`~dshstream._adapters.http`). It overrides no hook: its ``__init__`` resolves the
    settings and builds :attr:`OpenAIResponsesAdapter.wire_class`; the wire's settings read
    back through read-only properties (``include_encrypted_reasoning``...).
+   ``compact_threshold`` (a positive int, else ``ConfigurationError`` naming it) turns on
+   server-side compaction (rule 2).
 5. **Resumable.** With ``GenerateOptions.resumable`` the request is a stored background
    response (``background: true``, ``store: true``): a cut stream is continued with
    ``GET {endpoint}/{id}?stream=true&starting_after=N``, polled at ``GET {endpoint}/{id}``
@@ -77,6 +83,7 @@ from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_RESPONSES, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.strict_json import loads_or_none
+from .._core.validate import check_positive_int
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.wires.json_values import first_str
 from .._core.wires.translator import Translator
@@ -196,8 +203,11 @@ class OpenAIResponsesWire(Wire):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        compact_threshold: int | None = None,
     ) -> None:
         super().__init__(base_url, title)
+        #: input tokens past which the server compacts the context (``None``: never; rule 2)
+        self.compact_threshold = compact_threshold
         #: whether ``include: ["reasoning.encrypted_content"]`` is sent (rule 3 turns it off)
         self.include_encrypted_reasoning = include_encrypted_reasoning
         #: the ``reasoning.summary`` asked for with an effort (``None``: none)
@@ -261,13 +271,15 @@ class OpenAIResponsesWire(Wire):
             body["reasoning"] = reasoning
         if self.include_encrypted_reasoning:
             body["include"] = ["reasoning.encrypted_content"]
+        if self.compact_threshold is not None:
+            body["context_management"] = [{"type": "compaction", "compact_threshold": self.compact_threshold}]
         if options.max_tokens is not None:
             body["max_output_tokens"] = options.max_tokens
         if options.temperature is not None:
             body["temperature"] = options.temperature
         if options.response_format is not None:
             body["text"] = {"format": responses_text_format(options.response_format)}
-        if options.resumable:  # rule 5: a stored background response can be resumed
+        if self.resumable(options):  # rule 5: a stored background response can be resumed
             body["background"] = True
             body["store"] = True
         if options.extra_body:
@@ -486,6 +498,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
 
     default_name = "OpenAI Responses"
     default_base_url = DEFAULT_BASE_URL
+    #: the variable read for the provider's own host only (a different ``key_env`` goes anywhere)
+    own_key_env = "OPENAI_API_KEY"
     #: the wire this adapter builds (a subclass of :class:`OpenAIResponsesWire`)
     wire_class: type[OpenAIResponsesWire] = OpenAIResponsesWire
 
@@ -496,12 +510,15 @@ class OpenAIResponsesAdapter(HttpAdapter):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        compact_threshold: int | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
+        if compact_threshold is not None:
+            compact_threshold = check_positive_int(compact_threshold, "compact_threshold")
         super().__init__(
             key_env=(key_env,) if key_env else (),
-            # the default variable goes only to OpenAI; one the caller named goes anywhere
-            key_any_host=key_env != "OPENAI_API_KEY",
+            # the default variable goes only to the provider; one the caller named goes anywhere
+            key_any_host=key_env != self.own_key_env,
             **settings,
         )
         self.wire: OpenAIResponsesWire = self.wire_class(
@@ -510,6 +527,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=compact_threshold,
         )
 
     @property
@@ -526,3 +544,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
     def send_item_ids(self) -> bool:
         """Whether replayed items carry their ``id`` (the wire's)."""
         return self.wire.send_item_ids
+
+    @property
+    def compact_threshold(self) -> int | None:
+        """The input tokens past which the server compacts the context (the wire's)."""
+        return self.wire.compact_threshold

@@ -210,6 +210,8 @@ def _vertex_auth(source: CredentialSource, target: _Target, caller: Mapping[str,
 class VertexGeminiWire(GeminiWire):
     """The Gemini wire with Vertex's resource paths (rules 1-2); no model list (rule 6)."""
 
+    provider_name: str | None = "gcp.vertex_ai"  # telemetry (wire rule 8), private endpoints too
+
     def __init__(
         self,
         base_url: str,
@@ -264,9 +266,12 @@ class VertexAnthropicWire(AnthropicWire):
     """The Anthropic wire for ``streamRawPredict`` (rules 1 and 5); no model list (rule 6)."""
 
     models_path: str | None = None
+    provider_name: str | None = "gcp.vertex_ai"  # telemetry (wire rule 8)
     #: Anthropic documents native structured outputs for the Claude API and Bedrock only:
     #: a response format is a forced tool here unless ``structured_output="native"``
     native_structured_host = False
+    #: code-execution containers are the Claude API's: none is sent here (anthropic rule 5)
+    replays_container = False
 
     def __init__(
         self,

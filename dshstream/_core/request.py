@@ -239,6 +239,22 @@ def check_options(options: object) -> GenerateOptions:
     return options
 
 
+def check_overridable(options: Any, name: str) -> None:
+    """Check the fields a fallback target may override as well (``max_tokens``,
+    ``temperature``, ``reasoning_effort``, ``idle_timeout``, ``timeout``,
+    ``max_retries``): one set of rules for :class:`GenerateOptions` and ``Target``."""
+    if options.max_tokens is not None:
+        check_positive_int(options.max_tokens, f"{name}.max_tokens")
+    if options.temperature is not None:
+        check_finite_number(options.temperature, f"{name}.temperature", minimum=0.0)
+    if options.reasoning_effort is not None:
+        check_choice(options.reasoning_effort, f"{name}.reasoning_effort", REASONING_EFFORTS)
+    check_timeout(options.idle_timeout, f"{name}.idle_timeout")
+    check_timeout(options.timeout, f"{name}.timeout")
+    if options.max_retries is not None:
+        check_nonneg_int(options.max_retries, f"{name}.max_retries")
+
+
 def _check(options: GenerateOptions, *, normalize: bool) -> None:
     """Validate every field; with ``normalize``, store sequences as tuples."""
     name = "GenerateOptions"
@@ -264,21 +280,12 @@ def _check(options: GenerateOptions, *, normalize: bool) -> None:
                 raise invalid(f"{name}.stop[{i}] must be a str, got {describe(item)}", wrong_type=True)
         stop = stops
 
-    if options.max_tokens is not None:
-        check_positive_int(options.max_tokens, f"{name}.max_tokens")
-    if options.temperature is not None:
-        check_finite_number(options.temperature, f"{name}.temperature", minimum=0.0)
-    if options.reasoning_effort is not None:
-        check_choice(options.reasoning_effort, f"{name}.reasoning_effort", REASONING_EFFORTS)
+    check_overridable(options, name)
     if options.cancel is not None:
         check_event(options.cancel, f"{name}.cancel")
-    check_timeout(options.idle_timeout, f"{name}.idle_timeout")
     check_timeout(options.quiet_timeout, f"{name}.quiet_timeout")
-    check_timeout(options.timeout, f"{name}.timeout")
     if options.extra_body is not None:
         check_mapping(options.extra_body, f"{name}.extra_body")
-    if options.max_retries is not None:
-        check_nonneg_int(options.max_retries, f"{name}.max_retries")
     check_response_format(options.response_format, f"{name}.response_format")
     if type(options.resumable) is not bool:
         raise invalid(f"{name}.resumable must be a bool, got {describe(options.resumable)}", wrong_type=True)

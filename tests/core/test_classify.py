@@ -157,6 +157,60 @@ GEMINI_PER_MINUTE = {
         ],
     }
 }
+# Vertex AI's 429 as its users quote it (GoogleCloudPlatform/Open_Data_QnA#61,
+# felixbinder/introspection_self_prediction#66), in Google's error envelope: per minute,
+# retry with backoff (Vertex's error-code-429 page) -> RATE_LIMIT, not QUOTA.
+VERTEX_PER_MINUTE_MESSAGE = (
+    "Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_base_model "
+    "with base model: gemini-pro. Please submit a quota increase request. "
+    "https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai."
+)
+VERTEX_PER_MINUTE = {"error": {"code": 429, "message": VERTEX_PER_MINUTE_MESSAGE, "status": "RESOURCE_EXHAUSTED"}}
+VERTEX_PER_DAY = {
+    "error": {"code": 429, "message": VERTEX_PER_MINUTE_MESSAGE.replace("per_minute", "per_day"), "status": "RESOURCE_EXHAUSTED"}
+}
+# The Gemini API's per-minute 429 (google/generative-ai-docs#236): the period is in the
+# message and in the ErrorInfo's quota_limit.
+GEMINI_PER_MINUTE_ERROR_INFO = {
+    "error": {
+        "code": 429,
+        "message": "Quota exceeded for quota metric 'Generate Content API requests per minute' and limit "
+        "'GenerateContent request limit per minute for a region' of service 'generativelanguage.googleapis.com' "
+        "for consumer 'project_number:696498078762'.",
+        "status": "RESOURCE_EXHAUSTED",
+        "details": [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "RATE_LIMIT_EXCEEDED",
+                "domain": "googleapis.com",
+                "metadata": {
+                    "service": "generativelanguage.googleapis.com",
+                    "quota_metric": "generativelanguage.googleapis.com/generate_content_requests",
+                    "quota_limit": "GenerateContentRequestsPerMinutePerProjectPerRegion",
+                },
+            }
+        ],
+    }
+}
+# The free tier's daily cap: a RetryInfo is there, but the quota is per day -> QUOTA.
+GEMINI_PER_DAY = {
+    "error": {
+        **GEMINI_PER_MINUTE["error"],
+        "details": [
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [
+                    {
+                        "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                        "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                        "quotaValue": "20",
+                    }
+                ],
+            },
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "38s"},
+        ],
+    }
+}
 GEMINI_RESOURCE_EXHAUSTED = {
     "error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}
 }
@@ -334,6 +388,10 @@ HTTP_CASES = [
     Case("gemini RESOURCE_EXHAUSTED quota wording", 429, GEMINI_QUOTA, "QUOTA"),
     Case("gemini per-minute quota is a rate limit", 429, GEMINI_PER_MINUTE, "RATE_LIMIT", retry_after=27.0),
     Case("gemini RESOURCE_EXHAUSTED plain", 429, GEMINI_RESOURCE_EXHAUSTED, "RATE_LIMIT"),
+    Case("vertex per-minute quota wording is a rate limit", 429, VERTEX_PER_MINUTE, "RATE_LIMIT"),
+    Case("vertex per-day quota wording is a quota", 429, VERTEX_PER_DAY, "QUOTA"),
+    Case("gemini per-minute ErrorInfo quota_limit is a rate limit", 429, GEMINI_PER_MINUTE_ERROR_INFO, "RATE_LIMIT"),
+    Case("gemini per-day QuotaFailure is a quota despite RetryInfo", 429, GEMINI_PER_DAY, "QUOTA", retry_after=38.0),
     Case("gemini UNAVAILABLE overloaded", 503, GEMINI_OVERLOADED, "OVERLOADED"),
     Case("gemini double-encoded", 400, GEMINI_DOUBLE_ENCODED, "INVALID_REQUEST", detail_has="contents is not specified"),
     Case("gemini double-encoded key invalid", 400, GEMINI_DOUBLE_ENCODED_KEY, "AUTH"),

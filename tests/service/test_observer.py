@@ -48,8 +48,10 @@ from dshstream.observe import (
     ObserverRecord,
     StreamFinished,
     StreamStarted,
+    Telemetry,
 )
 from dshstream._chunk_stream import ChunkStream
+from dshstream._core.records import MAX_CHUNK_GAPS
 from dshstream._observe import StreamWatch, open_watch, server_of
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService, Next
@@ -991,3 +993,38 @@ def test_an_observer_may_close_the_stream_from_inside_a_record() -> None:
     threading.Thread(target=consume, daemon=True).start()
     assert done.wait(SLOW)
     assert recorder.one_stream().kind == "aborted"
+
+
+# --------------------------------------------------------------------------- telemetry facts and chunk gaps
+
+
+def test_stream_started_carries_what_the_adapter_says_of_the_request(server: ReplayServer) -> None:
+    server.add(PATH, BODY)
+    recorder = Recorder()
+    service, adapter = make_service(server, recorder)
+    service.stream(options()).result()
+    [started] = recorder.of(StreamStarted)
+    host, port = server.url.removeprefix("http://").split(":")
+    assert started.telemetry == Telemetry(None, "chat", host, int(port))  # openrouter: no well-known name
+    assert started.telemetry == adapter.telemetry(options())
+    assert started.settings.output_type == "text"
+    # an adapter observed directly says the same
+    direct = Recorder()
+    list(make_adapter(server, observer=direct).stream(options()))
+    assert [s.telemetry for s in direct.of(StreamStarted)] == [started.telemetry]
+
+
+def test_chunk_gaps_are_timed_only_for_an_observer_that_asks(server: ReplayServer) -> None:
+    class Gaps(Recorder):
+        chunk_gaps = True
+
+    for recorder, wanted in ((Recorder(), False), (Gaps(), True)):
+        server.add(PATH, paused(0.15))
+        service, _ = make_service(server, recorder)
+        service.stream(options()).result()
+        [finished] = recorder.finished
+        if wanted:
+            assert finished.chunk_gaps and max(finished.chunk_gaps) >= 0.1 and min(finished.chunk_gaps) >= 0
+            assert len(finished.chunk_gaps) <= MAX_CHUNK_GAPS
+        else:
+            assert finished.chunk_gaps == ()

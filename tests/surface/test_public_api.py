@@ -25,9 +25,10 @@ PACKAGE = Path(dshstream.__file__).parent
 # Imports only point down this list (same level allowed). DESIGN §1. A unit is a module
 # or subpackage of ``_core`` (``_core/wires`` is ``wires``), or a top-level private module.
 LAYERS: dict[str, int] = {
-    "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1,
-    "sse": 2, "chunked": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "filters": 2, "http_request": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
+    "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1, "provider_names": 1,
+    "sse": 2, "chunked": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "closing": 2, "filters": 2, "http_request": 2, "multipart": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
     "headers": 2, "recovery": 2, "rate_limits": 2,
+    "messages_dialects": 1,
     "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decode": 3, "pump": 3, "retry": 3,
     "partial_json": 3, "partial_json_reader": 2,
     "_render": 3, "_replay_server": 3, "_rate_limited_server": 3,
