@@ -50,6 +50,7 @@ def server() -> Iterator[ReplayServer]:
 #: cores); every other file follows in xdist's own order. Only the order changes: each
 #: file still runs whole, on one worker.
 LONGEST_FIRST = (
+    "tests/service/test_ray_data.py",
     "tests/adapters/test_litellm.py",
     "tests/robustness/test_fuzz.py",
     "tests/surface/test_examples.py",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import string
 from collections.abc import Iterable, Sequence
@@ -318,3 +319,25 @@ def send_threads() -> int:
     import threading
 
     return sum(1 for t in threading.enumerate() if t.name == "dshstream-send" and t.is_alive())
+
+
+#: ``DSHSTREAM_REQUIRE_ENGINES=1`` (``.ci/run``'s main leg, which installs the ``ray`` and
+#: ``dask`` extras): a missing Ray or Dask fails its tests instead of skipping them
+REQUIRE_ENGINES = os.environ.get("DSHSTREAM_REQUIRE_ENGINES", "") == "1"
+
+
+def require_engine(module: str, extra: str | None) -> Any:
+    """The distributed engine ``module`` imported, or skip saying how to install it (fail,
+    under ``DSHSTREAM_REQUIRE_ENGINES=1``, for an engine of an ``extra``; pyspark, which
+    needs Java, always skips)."""
+    import importlib
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        how = f"pip install -e '.[{extra}]'" if extra else f"pip install {module} (and a Java runtime)"
+        if REQUIRE_ENGINES and extra:
+            pytest.fail(f"DSHSTREAM_REQUIRE_ENGINES=1 but {module} is not installed ({how})", pytrace=False)
+        pytest.skip(f"{module} is not installed ({how})", allow_module_level=True)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dshstream._cli import main
-from service.rate_limited_server import RateLimitedServer
+from dshstream._rate_limited_server import RateLimitedServer
 
 
 def test_batch_end_to_end_with_a_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

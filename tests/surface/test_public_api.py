@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "messages_dialects": 1,
     "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decode": 3, "pump": 3, "retry": 3,
     "partial_json": 3, "partial_json_reader": 2,
-    "_render": 3, "_replay_server": 3,
+    "_render": 3, "_replay_server": 3, "_rate_limited_server": 3,
     "_transport": 4,
     "_adapters": 5, "_service": 5, "_chunk_stream": 5, "_defaults": 5, "_cli": 5, "_demo": 5,
     "_notebook": 5, "_tool_loop": 5, "__main__": 5, "__init__": 6, "_core": 6,
