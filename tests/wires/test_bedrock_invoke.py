@@ -418,7 +418,7 @@ def test_nova_per_delta_blocks_merge_around_a_tool_block_but_not_across_it() -> 
 
 
 def test_nova_cut_after_a_held_stop_keeps_the_text() -> None:
-    events = [{"messageStart": {"role": "assistant"}},
+    events: list[dict[str, Any]] = [{"messageStart": {"role": "assistant"}},
               {"contentBlockDelta": {"delta": {"text": "a"}, "contentBlockIndex": 0}},
               {"contentBlockStop": {"contentBlockIndex": 0}},
               {"contentBlockDelta": {"delta": {"text": "b"}, "contentBlockIndex": 1}},
