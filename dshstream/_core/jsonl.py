@@ -73,6 +73,11 @@ class JsonlReader:
         self._at_start = True  # a BOM may still come
         self._closed = False
 
+    @property
+    def buffered(self) -> int:
+        """Bytes held between feeds: the current line's so far (rule 4)."""
+        return len(self._pending)
+
     def feed(self, data: bytes) -> list[JsonlRow]:
         """The rows of the lines ``data`` completed (rule 1)."""
         if self._closed:
