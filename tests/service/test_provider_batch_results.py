@@ -42,8 +42,8 @@ def _anthropic_line(key: str) -> bytes:
 def _openai_api(body: bytes | list[Any], *, line_limit: int | None = None) -> tuple[OpenAIBatchApi, MemoryTransport]:
     transport = MemoryTransport(handler=lambda sent: MemoryAnswer(body, headers=OCTETS))
     adapter = OpenAIChatAdapter(base_url="http://127.0.0.1:1/v1", api_key=KEY, transport=transport)
-    extra = {} if line_limit is None else {"line_limit": line_limit}
-    return OpenAIBatchApi(BatchCalls(adapter, "openai", **extra)), transport
+    calls = BatchCalls(adapter, "openai") if line_limit is None else BatchCalls(adapter, "openai", line_limit=line_limit)
+    return OpenAIBatchApi(calls), transport
 
 
 COMPLETED = ProviderBatchStatus("batch_1", "completed", True, raw={"output_file_id": "file-out"})
