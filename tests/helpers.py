@@ -352,3 +352,13 @@ def require_engine(module: str, extra: str | None) -> Any:
         if REQUIRE_ENGINES and extra:
             pytest.fail(f"DSHSTREAM_REQUIRE_ENGINES=1 but {module} is not installed ({how})", pytrace=False)
         pytest.skip(f"{module} is not installed ({how})", allow_module_level=True)
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child a test interrupts with SIGINT: a shell that starts a
+    command in the background (``cmd &`` without job control) makes it ignore SIGINT, and
+    an ignored signal stays ignored across ``exec`` — Python would then never raise
+    KeyboardInterrupt. The default disposition lets the child's Python install its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
