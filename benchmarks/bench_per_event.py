@@ -28,6 +28,10 @@ Layers, each including the ones before it except the floor:
   transport hands out the pieces: service, adapter attempts, pump, ``ChunkStream``.
 
 ``--profile`` adds a cProfile of the ``service`` layer (top functions by self time).
+
+With the ``fastjson`` extra installed, every layer past ``sse`` runs twice in each round:
+with the standard library's JSON and, as ``NAME+fj``, with the fast parser
+(``strict_json`` rule 6); ``--json stdlib`` or ``--json fast`` runs one of them only.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ class _Body:
         pass
 
     def touch(self) -> None:
+        pass
+
+    def quiet(self, working: bool) -> None:
         pass
 
     def release(self) -> None:
@@ -180,8 +187,36 @@ def layers(w: bench.Workload, pieces: list[bytes]) -> list[tuple[str, Callable[[
     ]
 
 
-def measure(w: bench.Workload, pieces: list[bytes], repeats: int) -> dict[str, float]:
-    rows = layers(w, pieces)
+def _json_variants(rows: list[tuple[str, Callable[[], None]]], which: str) -> list[tuple[str, Callable[[], None]]]:
+    """Each layer past ``sse`` with the stdlib JSON path and/or the fast parser (``+fj``)."""
+    from dshstream._core import strict_json
+
+    fast = strict_json.fast_decoder()
+    if fast is None and which != "stdlib":
+        print("  (fast JSON: not installed or DSHSTREAM_FAST_JSON=0; stdlib only)")
+        which = "stdlib"
+
+    def using(decoder: Callable[[str], Any] | None, fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            strict_json._fast_decode = decoder
+            fn()
+
+        return run
+
+    out: list[tuple[str, Callable[[], None]]] = []
+    for name, fn in rows:
+        if name in ("floor", "sse"):
+            out.append((name, fn))
+            continue
+        if which in ("both", "stdlib"):
+            out.append((name, using(None, fn)))
+        if which in ("both", "fast"):
+            out.append((name + "+fj", using(fast, fn)))
+    return out
+
+
+def measure(w: bench.Workload, pieces: list[bytes], repeats: int, which: str = "both") -> dict[str, float]:
+    rows = _json_variants(layers(w, pieces), which)
     best = {name: float("inf") for name, _ in rows}
     for name, fn in rows:
         fn()  # warm-up (imports, caches)
@@ -201,6 +236,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--bulk", action="store_true", help="64 KiB pieces instead of one event each")
     parser.add_argument("--profile", action="store_true", help="also cProfile the service layer")
+    parser.add_argument("--json", choices=("both", "stdlib", "fast"), default="both", help="which JSON path (fastjson extra)")
     args = parser.parse_args()
     import os
 
@@ -213,7 +249,7 @@ def main() -> int:
             continue
         body = w.body
         pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)] if args.bulk else bench._pieces(body, 0)
-        best = measure(w, pieces, args.repeats)
+        best = measure(w, pieces, args.repeats, args.json)
         base = best["floor"]
         print(f"\n[{key}] {w.title}: {w.events:,} events, {len(pieces):,} pieces")
         print(f"  {'layer':<10}{'ms':>9}{'us/event':>10}{'x floor':>9}")
