@@ -26,10 +26,21 @@ overridden (``_get_conn``, ``_new_conn``); the private attributes read are read 
    pool or connection classes get the checkout hook, not the connect hook. Adapters
    mounted later are watched at their first stream (:func:`watch_session` runs before
    every send).
+4. **Sent on the caller's thread where every step can be cut.** :func:`inline_safe` says
+   whether a request may be sent on the caller's own thread instead of a send worker
+   (:mod:`~dshstream._transport.stream` rule 1): its adapter is ``requests``' own (or the
+   transport's) with only watched stock pools — so every connect is registered and every
+   write checked — and no proxy (explicit, on the session, or in the environment: a
+   proxy's own connection classes are not watched). Every step is then one an abort
+   cuts by shutting a socket down, except a host name's lookup, which :func:`_connect`
+   runs on a resolver thread while the caller's thread waits in ticks it can leave
+   (:func:`resolve`): a thread per new connection to a named host, none per request.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import socket
 import sys
 import threading
@@ -45,7 +56,16 @@ import urllib3.util.connection
 from .._core.log import get_logger
 from .readers import dns_host
 
-__all__ = ["Aborted", "Sending", "WatchedPoolMixin", "new_session", "sending", "watch_session"]
+__all__ = [
+    "Aborted",
+    "Sending",
+    "WatchedPoolMixin",
+    "inline_safe",
+    "new_session",
+    "resolve",
+    "sending",
+    "watch_session",
+]
 
 log = get_logger("dshstream.transport")
 
@@ -59,6 +79,10 @@ class Sending(Protocol):
 
     def stopped(self) -> bool:
         """Whether the worker must not go on (rule 2)."""
+
+    @property
+    def inline(self) -> bool:
+        """Whether it is sent on the caller's own thread (rule 4)."""
 
 
 #: ``sending.stream``: the stream the current thread is sending for, or ``None`` (rules 1, 2)
@@ -176,6 +200,75 @@ def watch_session(session: requests.Session) -> None:
         log.debug("session not watched: %s", type(exc).__name__)
 
 
+#: the watched stock pool classes: their connects and writes are all hooked (rule 4)
+_HOOKED = frozenset({_WatchedHTTPConnectionPool, _WatchedHTTPSConnectionPool})
+
+
+def _proxy_in_environment() -> bool:
+    """Whether a ``*_proxy`` variable (either case; ``no_proxy`` aside) is set: requests
+    would route through it."""
+    for key in os.environ:
+        if len(key) > 6 and key[-6:].lower() == "_proxy" and key.lower() != "no_proxy":
+            return True
+    return False
+
+
+def inline_safe(session: requests.Session, url: str, kwargs: dict[str, Any]) -> bool:
+    """Whether the request may be sent on the caller's thread (rule 4)."""
+    if kwargs.get("proxies") or session.proxies or (session.trust_env and _proxy_in_environment()):
+        return False
+    try:
+        adapter = session.get_adapter(url)
+    except Exception:  # noqa: BLE001 - no adapter: requests raises the same on the worker
+        return False
+    if type(adapter) not in (_WatchedAdapter, requests.adapters.HTTPAdapter):
+        return False
+    classes = getattr(getattr(adapter, "poolmanager", None), "pool_classes_by_scheme", None)
+    return isinstance(classes, dict) and all(cls in _HOOKED for cls in classes.values())
+
+
+def _literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+#: seconds between two looks at the stream while a name is resolved (rule 4)
+_RESOLVE_TICK = 0.05
+
+
+def resolve(host: str, port: int, family: int, stream: Sending) -> list[Any]:
+    """``socket.getaddrinfo`` for a connect. For a stream sent on the caller's thread and
+    a host name (not an IP literal), the lookup runs on a ``dshstream-resolve`` thread and
+    the caller waits for it in ticks, leaving with :class:`Aborted` once the stream is
+    stopped: a lookup can't be cut by a socket shutdown (rule 4)."""
+    if not stream.inline or _literal(host):
+        return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            outcome.append(socket.getaddrinfo(host, port, family, socket.SOCK_STREAM))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append(exc)
+        done.set()
+
+    threading.Thread(target=lookup, name="dshstream-resolve", daemon=True).start()
+    while not done.wait(_RESOLVE_TICK):
+        if stream.stopped():
+            raise Aborted("the stream was aborted while its host name was resolved")
+    if stream.stopped():
+        raise Aborted("the stream was aborted while its host name was resolved")
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    addresses: list[Any] = result
+    return addresses
+
+
 class _WatchedAdapter(requests.adapters.HTTPAdapter):
     """``requests``' adapter whose pools are watched (the same pools otherwise)."""
 
@@ -203,9 +296,9 @@ def _connect(conn: Any, stream: Sending) -> socket.socket:
     host = dns_host(conn)
     timeout = conn.timeout
     try:
-        addresses = socket.getaddrinfo(
-            host, conn.port, urllib3.util.connection.allowed_gai_family(), socket.SOCK_STREAM
-        )
+        addresses = resolve(host, conn.port, urllib3.util.connection.allowed_gai_family(), stream)
+    except Aborted as exc:
+        raise urllib3.exceptions.NewConnectionError(conn, f"Connection aborted: {exc}") from exc
     except OSError as exc:
         raise urllib3.exceptions.NewConnectionError(conn, f"Failed to resolve {host!r} ({exc})") from exc
     error: OSError | None = None
