@@ -105,5 +105,5 @@ class HttpTransport(BaseTransport[HttpStream]):
             kwargs["data"] = data
         kwargs.update(self.connection.send_kwargs(self.session))  # rule 4
         watch_session(self.session)  # pool rule 3: adapters mounted since, proxy managers made since
-        stream.send(self.session, method, kwargs, inline=inline_safe(self.session, request.url, kwargs))
+        stream.send(self.session, method, kwargs, inline=inline_safe(self.session, request.url))
         return stream

@@ -29,18 +29,18 @@ overridden (``_get_conn``, ``_new_conn``); the private attributes read are read 
 4. **Sent on the caller's thread where every step can be cut.** :func:`inline_safe` says
    whether a request may be sent on the caller's own thread instead of a send worker
    (:mod:`~dshstream._transport.stream` rule 1): its adapter is ``requests``' own (or the
-   transport's) with only watched stock pools — so every connect is registered and every
-   write checked — and no proxy (explicit, on the session, or in the environment: a
-   proxy's own connection classes are not watched). Every step is then one an abort
-   cuts by shutting a socket down, except a host name's lookup, which :func:`_connect`
-   runs on a resolver thread while the caller's thread waits in ticks it can leave
-   (:func:`resolve`): a thread per new connection to a named host, none per request.
+   transport's), whose pools are all watched. A pool whose connects are not hooked (a
+   custom or SOCKS proxy pool, found when the connection is checked out, before anything
+   is connected or written) refuses the inline send with :class:`NotInline`, and the
+   request is sent on a worker instead. Every other step is one an abort cuts by shutting
+   a socket down — HTTP proxies and their ``CONNECT`` tunnels included — except a host
+   name's lookup, which :func:`_connect` runs on a resolver thread while the caller's
+   thread waits in ticks it can leave (:func:`resolve`): a thread per new connection to a
+   named host, none per request.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import os
 import socket
 import sys
 import threading
@@ -58,6 +58,7 @@ from .readers import dns_host
 
 __all__ = [
     "Aborted",
+    "NotInline",
     "Sending",
     "WatchedPoolMixin",
     "inline_safe",
@@ -94,14 +95,25 @@ class Aborted(ConnectionAbortedError):
     it as any failed connection, and the caller's thread raises the abort's own error."""
 
 
+class NotInline(Exception):
+    """An inline send reached a pool whose connects are not hooked: nothing was connected
+    or written, and the request goes to a send worker (rule 4). Not an ``OSError``, so
+    neither urllib3 nor requests handles it on the way out."""
+
+
 class WatchedPoolMixin:
     """Tells the worker's stream which connection it checked out, so an abandoned request
-    can be cut off (rule 1)."""
+    can be cut off (rule 1); refuses an inline send where connects are not hooked (rule 4)."""
 
     def _get_conn(self, timeout: float | None = None) -> Any:
         conn = super()._get_conn(timeout)  # type: ignore[misc]
         stream: Sending | None = getattr(sending, "stream", None)
         if stream is not None:
+            if stream.inline and type(self) not in _HOOKED:
+                # urllib3 puts a fresh slot back for the connection it never got
+                if conn is not None:
+                    conn.close()
+                raise NotInline(type(self).__name__)
             stream.attach(conn=conn)
         return conn
 
@@ -204,35 +216,25 @@ def watch_session(session: requests.Session) -> None:
 _HOOKED = frozenset({_WatchedHTTPConnectionPool, _WatchedHTTPSConnectionPool})
 
 
-def _proxy_in_environment() -> bool:
-    """Whether a ``*_proxy`` variable (either case; ``no_proxy`` aside) is set: requests
-    would route through it."""
-    for key in os.environ:
-        if len(key) > 6 and key[-6:].lower() == "_proxy" and key.lower() != "no_proxy":
-            return True
-    return False
-
-
-def inline_safe(session: requests.Session, url: str, kwargs: dict[str, Any]) -> bool:
-    """Whether the request may be sent on the caller's thread (rule 4)."""
-    if kwargs.get("proxies") or session.proxies or (session.trust_env and _proxy_in_environment()):
-        return False
+def inline_safe(session: requests.Session, url: str) -> bool:
+    """Whether the request may be sent on the caller's thread (rule 4): ``requests``' own
+    adapter (or the transport's) serves ``url``; its pools refuse it if they must."""
     try:
         adapter = session.get_adapter(url)
     except Exception:  # noqa: BLE001 - no adapter: requests raises the same on the worker
         return False
-    if type(adapter) not in (_WatchedAdapter, requests.adapters.HTTPAdapter):
-        return False
-    classes = getattr(getattr(adapter, "poolmanager", None), "pool_classes_by_scheme", None)
-    return isinstance(classes, dict) and all(cls in _HOOKED for cls in classes.values())
+    return type(adapter) in (_WatchedAdapter, requests.adapters.HTTPAdapter)
 
 
 def _literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
+    """Whether ``host`` is an IPv4 or IPv6 address (no lookup needed)."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return True
+    return False
 
 
 #: seconds between two looks at the stream while a name is resolved (rule 4)

@@ -13,9 +13,10 @@ closed or released, and is always closed.
    its sender uses. Where every step can be cut by a socket shutdown (``inline``:
    :func:`~dshstream._transport.pool.inline_safe`, pool rule 4 — the common case, and
    a host name is then resolved on a thread the caller can leave), the request is sent on
-   the caller's own thread: no thread per request. Otherwise (a proxy, a caller's custom
-   adapter or pool) it is sent on a short-lived worker thread (``dshstream-send``) while
-   the caller waits on an event the abort sets. A ``KeyboardInterrupt`` while sending or
+   the caller's own thread: no thread per request. Otherwise (a caller's custom adapter,
+   a pool whose connects are not hooked, such as a SOCKS proxy's: refused at checkout,
+   before anything is connected or sent) it is sent on a short-lived worker thread
+   (``dshstream-send``) while the caller waits on an event the abort sets. A ``KeyboardInterrupt`` while sending or
    waiting cuts the request off too. Redirects are never followed (``allow_redirects=False``,
    :mod:`~dshstream._transport.answers` rule 2); informational answers are read past
    (:mod:`~dshstream._transport.readers` rule 3).
@@ -56,7 +57,7 @@ from .._core.http_request import HttpRequest
 from .failures import read_failure, send_failure
 from .base import BaseStream
 from .interface import ERROR_BODY_LIMIT
-from .pool import sending
+from .pool import NotInline, sending
 from .readers import INTERIM, ChunkedReader, Reader, final_response, reader_for, socket_of
 from .sockets import shutdown_response, shutdown_socket
 from .watchdog import Limits, watchdog
@@ -111,7 +112,12 @@ class HttpStream(BaseStream):
         try:
             if inline:
                 self._work(session, method, kwargs)
-            else:
+                if isinstance(self._outcome, NotInline):  # pool rule 4: nothing sent yet
+                    with self._lock:
+                        self._outcome = None
+                        self._ready.clear()  # the worker sets it again (or an abort does)
+                    self._inline = False
+            if not self._inline:
                 threading.Thread(
                     target=self._work, args=(session, method, kwargs), name="dshstream-send", daemon=True
                 ).start()

@@ -2,8 +2,8 @@
 pool rule 4): no thread is started per request on the common path, a host name's lookup
 runs on a thread the caller can leave, and the limits, a cancel from another thread, a
 close and a ``KeyboardInterrupt`` end a request before its headers as they did on the
-send worker. Anything a socket shutdown can't cut (a proxy, a custom adapter or pool) is
-still sent on a worker."""
+send worker. What a socket shutdown can't cut (a custom adapter, a pool whose connects are
+not hooked: a SOCKS proxy's) is still sent on a worker."""
 
 from __future__ import annotations
 
@@ -17,12 +17,14 @@ import pytest
 import requests
 import requests.adapters
 import urllib3
+import urllib3.connection
 
 from dshstream._core.errors import LlmError
 from dshstream._core.http_request import HttpRequest
 from dshstream._replay_server import ReplayServer
 from dshstream._transport import pool
 from dshstream._transport.client import HttpTransport
+from dshstream._transport.tls import ConnectionSettings
 from dshstream._transport.pool import Aborted, inline_safe, new_session, resolve
 from dshstream._transport.stream import HttpStream
 from rawserver import RawServer
@@ -90,47 +92,60 @@ def test_a_host_name_is_resolved_on_a_thread_once_per_new_connection(server: Rep
 
 
 def test_the_transport_s_and_a_plain_session_are_inline_safe() -> None:
-    assert inline_safe(new_session(), "https://api.example.test/v1", {})
+    assert inline_safe(new_session(), "https://api.example.test/v1")
     plain = requests.Session()
     pool.watch_session(plain)
-    assert inline_safe(plain, "http://127.0.0.1:9/v1", {})
+    assert inline_safe(plain, "http://127.0.0.1:9/v1")
 
 
-def test_a_proxy_anywhere_sends_on_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTPS_PROXY", "http_proxy", "ALL_PROXY", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    session = new_session()
-    url = "https://api.example.test/v1"
-    assert not inline_safe(session, url, {"proxies": {"https": "http://127.0.0.1:3128"}})
-    monkeypatch.setenv("no_proxy", "*")  # not a proxy
-    assert inline_safe(session, url, {})
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
-    assert not inline_safe(session, url, {})
-    session.trust_env = False  # requests ignores the environment then, and so may we
-    assert inline_safe(session, url, {})
-    session.proxies = {"https": "http://127.0.0.1:3128"}
-    assert not inline_safe(session, url, {})
-
-
-def test_a_custom_adapter_or_pool_sends_on_a_worker(server: ReplayServer, started: list[str]) -> None:
+def test_a_custom_adapter_sends_on_a_worker(server: ReplayServer, started: list[str]) -> None:
     class Custom(requests.adapters.HTTPAdapter):
         pass
 
     session = requests.Session()
     session.mount("http://", Custom())
-    assert not inline_safe(session, f"{server.url}/v1", {})
+    assert not inline_safe(session, f"{server.url}/v1")
+    server.add("/v1/", BODY)
+    assert read_all(HttpTransport(session=session), f"{server.url}/v1/x") == BODY
+    assert "dshstream-send" in started
 
-    class OwnPool(urllib3.HTTPConnectionPool):
+
+def test_a_pool_whose_connects_are_not_hooked_refuses_inline_and_a_worker_sends(
+    server: ReplayServer, started: list[str]
+) -> None:
+    # what a SOCKS proxy's pool is: its own connection class, so no connect hook
+    class OwnConnection(urllib3.connection.HTTPConnection):
         pass
 
-    other = requests.Session()
-    adapter: Any = other.get_adapter("http://x")
+    class OwnPool(urllib3.HTTPConnectionPool):
+        ConnectionCls = OwnConnection
+
+    session = requests.Session()
+    adapter: Any = session.get_adapter("http://x")
     adapter.poolmanager.pool_classes_by_scheme = {"http": OwnPool, "https": urllib3.HTTPSConnectionPool}
-    pool.watch_session(other)
-    assert not inline_safe(other, f"{server.url}/v1", {})
+    transport = HttpTransport(session=session)
+    assert inline_safe(session, f"{server.url}/v1")  # decided at checkout, before any connect
     server.add("/v1/", BODY)
-    assert read_all(HttpTransport(session=other), f"{server.url}/v1/x") == BODY
-    assert "dshstream-send" in started
+    for _ in range(3):
+        assert read_all(transport, f"{server.url}/v1/x") == BODY
+    assert started.count("dshstream-send") == 3
+    assert len(server.requests) == 3  # each sent once: the refused inline send wrote nothing
+
+
+def test_an_http_proxy_is_sent_inline(monkeypatch: pytest.MonkeyPatch, started: list[str]) -> None:
+    """An HTTP proxy's pools are urllib3's own, watched: connects and writes hooked."""
+    seen: list[bytes] = []
+
+    def proxy(srv: RawServer, conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + BODY)
+        conn.close()
+        seen.append(b"request")
+
+    with RawServer(proxy, max_connections=1) as raw:
+        transport = HttpTransport(connection=ConnectionSettings(proxies={"http": raw.url}))
+        assert read_all(transport, "http://upstream.example.test/v1/x") == BODY
+    assert seen == [b"request"]
+    assert "dshstream-send" not in started
 
 
 # --------------------------------------------------------------------------- cut before headers, inline
