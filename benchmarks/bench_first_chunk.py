@@ -8,7 +8,10 @@ Run from the repository root::
 A raw-socket loopback server runs in its own process (so its work never lands in the
 consumer's CPU time) and answers every ``POST`` at once with a short OpenAI chat stream,
 ``Transfer-Encoding: chunked`` and keep-alive (``chunked``), or close-delimited with
-``Connection: close`` (``close``: a new connection per request, for every consumer).
+``Connection: close`` (``close``: a new connection per request, for every consumer): the
+headers, the role chunk and the first text at once, then, 2 ms later, the rest (without
+the pause, a client that hands the connection back at the end marker before the last
+batch, as dshstream does, would wait for the server's FIN before its first text).
 In this process, interleaved in rounds, each consumer sends ``--requests`` requests one
 after the other and reads each stream to its end:
 
@@ -55,14 +58,22 @@ EVENTS = [
 SSE = [b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in EVENTS] + [b"data: [DONE]\n\n"]
 
 
-def _chunked() -> bytes:
+#: the events written before the pause: the role chunk and the first text
+FIRST = 2
+#: seconds the server waits after the first text, so the end of the stream (and the
+#: connection's release after it) comes after the first text in every client
+PAUSE = 0.002
+
+
+def _chunked() -> tuple[bytes, bytes]:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-    return head + b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in SSE) + b"0\r\n\r\n"
+    pieces = [b"%x\r\n%s\r\n" % (len(e), e) for e in SSE]
+    return head + b"".join(pieces[:FIRST]), b"".join(pieces[FIRST:]) + b"0\r\n\r\n"
 
 
-def _close() -> bytes:
+def _close() -> tuple[bytes, bytes]:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-    return head + b"".join(SSE)
+    return head + b"".join(SSE[:FIRST]), b"".join(SSE[FIRST:])
 
 
 def serve() -> None:
@@ -95,7 +106,10 @@ def serve() -> None:
                 buf = buf[length:]
                 path = head.split(b" ", 2)[1]
                 close = path.startswith(b"/close")
-                conn.sendall(answers[b"/close" if close else b"/chunked"])
+                first, rest = answers[b"/close" if close else b"/chunked"]
+                conn.sendall(first)
+                time.sleep(PAUSE)
+                conn.sendall(rest)
                 if close:
                     return
         except OSError:
@@ -149,10 +163,11 @@ def dshstream(base: str, worker: bool = False) -> Callable[[], float]:
     service = LlmService()
     service.register_adapter(["bench"], OpenAIChatAdapter(api_key="k-bench", base_url=base + "/v1", max_retries=0))
     options = GenerateOptions(provider="bench", model="m", messages=(Message.user("hi"),), max_retries=0)
-    real = getattr(client, "inline_safe")
+    real = getattr(client, "inline_safe", None)  # None: a tree from before the inline send
 
     def run() -> float:
-        setattr(client, "inline_safe", (lambda *a: False) if worker else real)
+        if real is not None:
+            setattr(client, "inline_safe", (lambda *a: False) if worker else real)
         try:
             t0 = time.perf_counter()
             first = 0.0
@@ -161,7 +176,8 @@ def dshstream(base: str, worker: bool = False) -> Callable[[], float]:
                     first = time.perf_counter()
             return first - t0
         finally:
-            setattr(client, "inline_safe", real)
+            if real is not None:
+                setattr(client, "inline_safe", real)
 
     return run
 

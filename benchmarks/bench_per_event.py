@@ -196,7 +196,7 @@ def _json_variants(rows: list[tuple[str, Callable[[], None]]], which: str) -> li
     """Each layer past ``sse`` with the stdlib JSON path and/or the fast parser (``+fj``)."""
     from dshstream._core import strict_json
 
-    fast = strict_json.fast_decoder()
+    fast = getattr(strict_json, "fast_decoder", lambda: None)()  # None before the fastjson extra
     if fast is None and which != "stdlib":
         print("  (fast JSON: not installed or DSHSTREAM_FAST_JSON=0; stdlib only)")
         which = "stdlib"
@@ -305,7 +305,7 @@ def _cachegrind(args: argparse.Namespace, key: str, layer: str, which: str, time
 def count_instructions(args: argparse.Namespace) -> int:
     from dshstream._core import strict_json
 
-    fast = strict_json.fast_decoder() is not None
+    fast = getattr(strict_json, "fast_decoder", lambda: None)() is not None
     print(f"instructions per event (cachegrind; 3 runs minus 1 run, over 2 runs), scale {args.scale}")
     print(f"  {'wl':<4}{'layer':<14}{'instr/event':>12}{'x floor':>9}")
     for key in args.workloads.split(","):
