@@ -137,9 +137,9 @@ def test_an_http_proxy_is_sent_inline(monkeypatch: pytest.MonkeyPatch, started: 
     seen: list[bytes] = []
 
     def proxy(srv: RawServer, conn: socket.socket) -> None:
+        seen.append(b"request")  # before the answer: the client can't finish first
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + BODY)
         conn.close()
-        seen.append(b"request")
 
     with RawServer(proxy, max_connections=1) as raw:
         transport = HttpTransport(connection=ConnectionSettings(proxies={"http": raw.url}))
