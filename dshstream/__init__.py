@@ -101,6 +101,7 @@ if _typing.TYPE_CHECKING:
         ImagePart as ImagePart,
         MediaPart as MediaPart,
     )
+    from ._core.prompt_cache import CachePoint as CachePoint
     from ._core.request import (
         GenerateOptions as GenerateOptions,
         Message as Message,

@@ -22,7 +22,8 @@ Local servers (``-p ollama``, ``llamacpp``, ``vllm``, ``lmstudio``) are keyless 
 ``LLAMACPP_BASE_URL``, ``VLLM_BASE_URL``, ``LMSTUDIO_BASE_URL``: see
 :mod:`dshstream._defaults`), else their default port on 127.0.0.1; ``models`` takes
 ``--base-url`` as ``chat`` does. ``batch`` (:mod:`dshstream._batch.command`) takes the same
-provider, model and server options.
+provider, model and server options; ``--provider-batch`` sends the file as the provider's
+batch jobs instead (``--detach`` prints their id, ``--resume ID`` waits for them).
 
 Keys: a key read from the environment goes only to its provider's own host. With
 ``--base-url`` no environment key is sent unless the caller names the variable with
@@ -283,6 +284,12 @@ def _parser() -> argparse.ArgumentParser:
     batch.add_argument("--max-cost", type=float, help="stop sending once this much (USD) is spent")
     batch.add_argument("--max-total-tokens", type=int, help="stop sending once this many tokens are used")
     batch.add_argument("--fsync", action="store_true", help="fsync the output after every row")
+    batch.add_argument("--provider-batch", action="store_true",
+                       help="send the rows as the provider's batch jobs (OpenAI, Anthropic, Gemini: half price, "
+                       "within 24 hours) and wait for them")
+    batch.add_argument("--detach", action="store_true", help="with --provider-batch: print the batch id and exit")
+    batch.add_argument("--resume", metavar="ID", help="wait for provider batches submitted before (same INPUT)")
+    batch.add_argument("--poll-interval", type=float, default=30.0, help="seconds between polls (default 30)")
 
     sub.add_parser("providers", help="list the providers configured from the environment")
     models = sub.add_parser("models", help="list a provider's models")
@@ -458,7 +465,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         wire = args.wire or detect_wire(data)
         options: dict[str, Any] = {}
-        if args.think_tags is not None and wire not in ("anthropic", "gemini", "openai-responses"):
+        if args.think_tags is not None and wire not in ("anthropic", "gemini", "gemini-interactions", "openai-responses"):
             options["think_tags"] = args.think_tags
         chunks = decode(data, wire=wire, **options)
         return _emit(chunks, args.format == "jsonl", out, err)
@@ -609,17 +616,9 @@ def _key_from(name: str) -> str:
 
 def _adapter(provider: str, api_key: str | None, base_url: str | None = None) -> LlmAdapter:
     """An adapter talking to ``provider``'s own host (or ``base_url``)."""
-    if provider == "anthropic":
-        from ._adapters.anthropic import AnthropicAdapter
+    from ._defaults import keyed_adapter
 
-        return AnthropicAdapter(api_key=api_key)
-    if provider == "gemini":
-        from ._adapters.gemini import GeminiAdapter
-
-        return GeminiAdapter(api_key=api_key)
-    from ._adapters.openai_chat import OpenAIChatAdapter
-
-    return OpenAIChatAdapter(api_key=api_key, base_url=base_url, dialect=provider)
+    return keyed_adapter(provider, api_key, base_url)
 
 
 def _cloud_adapter(provider: str, model: str, api_key_env: str | None, base_url: str | None) -> LlmAdapter:
@@ -682,6 +681,37 @@ def _bedrock_adapter(settings: dict[str, Any]) -> LlmAdapter:
     return adapter
 
 
+def _messages_adapter(provider: str, api_key_env: str | None, base_url: str | None) -> LlmAdapter:
+    """An Anthropic Messages route served elsewhere (``deepseek-anthropic``) or Claude
+    Platform on AWS (``claude-aws``), from the environment; or a :class:`UsageError`
+    naming what to set."""
+    from ._adapters.anthropic import AnthropicAdapter
+    from ._core.messages_dialects import MESSAGES_DIALECTS
+    from ._defaults import MESSAGES_ROUTES
+
+    settings: dict[str, Any] = {}
+    if api_key_env:
+        settings["api_key"] = _key_from(api_key_env)
+    if base_url is not None:
+        settings["base_url"] = _check_url(base_url)
+    try:
+        if provider == "claude-aws":
+            from ._adapters.claude_aws import ClaudePlatformAwsAdapter
+
+            return ClaudePlatformAwsAdapter(**settings)
+        preset = MESSAGES_DIALECTS[dict(MESSAGES_ROUTES)[provider]]
+        if "api_key" not in settings:
+            key = os.environ.get(preset.key_env or "")
+            if not key:
+                message = f"provider {provider!r} needs an API key"
+                missing = make_failure("NO_ADAPTER", message, provider=provider)
+                raise UsageError(message, _tips(missing, (preset.key_env or "",), base_url=False))
+            settings["api_key"] = key
+        return AnthropicAdapter(dialect=preset.name, **settings)
+    except LlmError as exc:
+        raise UsageError(exc.failure.message) from None
+
+
 def _key_names(provider: str, api_key_env: str | None = None, base_url: str | None = None) -> tuple[str, ...]:
     """The variables the command reads ``provider``'s key from (none with a ``--base-url``
     unless one is named)."""
@@ -695,6 +725,8 @@ def _key_names(provider: str, api_key_env: str | None = None, base_url: str | No
     keyed = dict(KEYED_PROVIDERS)
     if provider in keyed:
         return keyed[provider]
+    if provider == "azure":  # the key a rejected-key tip names (the SDK's variable)
+        return ("AZURE_OPENAI_API_KEY",)
     dialect = DIALECTS.get(provider)
     return (dialect.key_env,) if dialect is not None and dialect.key_env else ()
 
@@ -764,7 +796,7 @@ def _service_for(
 ) -> LlmService:
     """A service with one adapter for ``provider``, or a :class:`UsageError` saying what
     is missing (the key variable to set, or ``--base-url``)."""
-    from ._defaults import CLOUD_PROVIDERS, KEYED_PROVIDERS, LOCAL_PROVIDERS
+    from ._defaults import CLOUD_PROVIDERS, KEYED_PROVIDERS, LOCAL_PROVIDERS, MESSAGES_ROUTES
     from ._core.dialects import DIALECTS
     from ._service import LlmService
 
@@ -773,6 +805,11 @@ def _service_for(
         if dialect is not None:
             raise UsageError(f"--dialect is not used with -p {provider}")
         service.register_adapter([provider], _cloud_adapter(provider, model, api_key_env, base_url))
+        return service
+    if provider in dict(MESSAGES_ROUTES) or provider == "claude-aws":
+        if dialect is not None:
+            raise UsageError(f"--dialect is not used with -p {provider}")
+        service.register_adapter([provider], _messages_adapter(provider, api_key_env, base_url))
         return service
     if base_url is not None:
         from ._adapters.openai_chat import OpenAIChatAdapter
@@ -788,7 +825,8 @@ def _service_for(
         return service
     base_url_hint = " (or --base-url URL for an OpenAI-compatible server)"
     keyed = dict(KEYED_PROVIDERS)
-    known = [*keyed, *CLOUD_PROVIDERS, *(d for d in DIALECTS if d not in keyed)]
+    known = [*keyed, *CLOUD_PROVIDERS, *(route for route, _ in MESSAGES_ROUTES), "claude-aws"]
+    known += [d for d in DIALECTS if d not in keyed]
     if provider not in keyed and provider not in DIALECTS:
         raise UsageError(
             f"unknown provider {provider!r}; known: {', '.join(known)}{base_url_hint}"

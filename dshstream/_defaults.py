@@ -3,14 +3,21 @@ plus the keyless local servers, and :func:`stream` as the one-line entry point.
 
 Contract: reads the environment only when called; builds a fresh service each time
 :func:`default_service` is called (``stream`` caches one per process, rebuilt on demand).
-The clouds are registered as their official SDKs configure them: ``azure`` (Azure OpenAI
+``xai`` is xAI's Responses API (``XAIAdapter``: xAI marks its Chat Completions API
+deprecated); ``xai-chat`` is that chat API (``OpenAIChatAdapter(dialect="xai")``), both
+from ``XAI_API_KEY``. The clouds are registered as their official SDKs configure them: ``azure`` (Azure OpenAI
 chat) when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set (with
 ``OPENAI_API_VERSION``, else the v1 API); ``vertex`` (Gemini) and ``vertex-anthropic``
 (Claude) when ``GOOGLE_CLOUD_PROJECT`` is set and Application Default Credentials are an
 ``authorized_user`` file (``GOOGLE_APPLICATION_CREDENTIALS`` or gcloud's; location
 ``GOOGLE_CLOUD_LOCATION``, else ``global``); ``bedrock`` (Amazon Bedrock, Converse) when
 a region (``AWS_REGION``/``AWS_DEFAULT_REGION``) and either ``AWS_BEARER_TOKEN_BEDROCK`` or
-``AWS_ACCESS_KEY_ID`` + ``AWS_SECRET_ACCESS_KEY`` are set. A cloud whose environment is
+``AWS_ACCESS_KEY_ID`` + ``AWS_SECRET_ACCESS_KEY`` are set; ``claude-aws`` (Claude Platform
+on AWS) when ``ANTHROPIC_AWS_WORKSPACE_ID``, a region (or ``ANTHROPIC_AWS_BASE_URL``) and
+``ANTHROPIC_AWS_API_KEY`` or those access keys are set. The Anthropic-compatible route of a
+keyed provider (:data:`MESSAGES_ROUTES`: ``deepseek-anthropic``) is registered with its key;
+the local servers' Anthropic-compatible endpoints are not (their default route is already
+registered: ``AnthropicAdapter(dialect="ollama")`` names one). A cloud whose environment is
 unusable (a service-account file, which needs the google-auth recipe) is left out with a
 warning in the log, never an exception.
 
@@ -52,13 +59,17 @@ KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("openai", ("OPENAI_API_KEY",)),
     ("anthropic", ("ANTHROPIC_API_KEY",)),
     ("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    ("gemini-interactions", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),  # the same key, the Interactions API
     ("deepseek", ("DEEPSEEK_API_KEY",)),
     ("openrouter", ("OPENROUTER_API_KEY",)),
     ("groq", ("GROQ_API_KEY",)),
     ("mistral", ("MISTRAL_API_KEY",)),
     ("xai", ("XAI_API_KEY",)),
+    ("xai-chat", ("XAI_API_KEY",)),
     ("together", ("TOGETHER_API_KEY",)),
 )
+#: keyed routes on a chat dialect of another name (the provider's older API)
+CHAT_ROUTES = {"xai-chat": "xai"}
 #: (local provider id, the variables its server's URL is read from, first set wins). The
 #: one scheme: ``<PROVIDER>_BASE_URL``, plus Ollama's own ``OLLAMA_HOST``.
 LOCAL_URL_ENV: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -70,6 +81,11 @@ LOCAL_URL_ENV: tuple[tuple[str, tuple[str, ...]], ...] = (
 LOCAL_PROVIDERS = tuple(provider for provider, _ in LOCAL_URL_ENV)
 #: cloud provider ids configured from their SDKs' environment (see the module docstring)
 CLOUD_PROVIDERS = ("azure", "vertex", "vertex-anthropic", "bedrock")
+#: (route, Anthropic-compatible preset of ``AnthropicAdapter(dialect=)``): the Messages API
+#: served by another provider, registered when the preset's key variable is set
+MESSAGES_ROUTES: tuple[tuple[str, str], ...] = (("deepseek-anthropic", "deepseek"),)
+#: what registers ``claude-aws`` (Claude Platform on AWS), besides a region or base URL
+CLAUDE_AWS_ENV = ("ANTHROPIC_AWS_WORKSPACE_ID", "ANTHROPIC_AWS_API_KEY", "ANTHROPIC_AWS_BASE_URL")
 
 
 def _key(names: tuple[str, ...]) -> str | None:
@@ -90,16 +106,23 @@ def default_service(**service_options: Any) -> LlmService:
         key = _key(names)
         if key is None:
             continue
-        if provider == "anthropic":
-            from ._adapters.anthropic import AnthropicAdapter
+        service.register_adapter([provider], keyed_adapter(provider, key))
+    for route, dialect in MESSAGES_ROUTES:
+        from ._adapters.anthropic import AnthropicAdapter
+        from ._core.messages_dialects import MESSAGES_DIALECTS
 
-            service.register_adapter([provider], AnthropicAdapter(api_key=key))
-        elif provider == "gemini":
-            from ._adapters.gemini import GeminiAdapter
+        preset = MESSAGES_DIALECTS[dialect]
+        key = _key((preset.key_env,)) if preset.key_env else None
+        if key is not None:
+            title = f"{preset.title} (Anthropic API)"
+            service.register_adapter([route], AnthropicAdapter(dialect=dialect, api_key=key, title=title))
+    if claude_aws_configured():
+        try:
+            from ._adapters.claude_aws import ClaudePlatformAwsAdapter
 
-            service.register_adapter([provider], GeminiAdapter(api_key=key))
-        else:
-            service.register_adapter([provider], OpenAIChatAdapter(api_key=key, dialect=provider))
+            service.register_adapter(["claude-aws"], ClaudePlatformAwsAdapter())
+        except LlmError as exc:
+            log.warning("%s: not registered (%s)", "claude-aws", exc.failure.message)
     for provider in CLOUD_PROVIDERS:
         if not cloud_configured(provider):
             continue
@@ -121,6 +144,31 @@ def default_service(**service_options: Any) -> LlmService:
         service.register_adapter([provider], OpenAIChatAdapter(dialect=provider, base_url=url))
     service._built_from_environment = True
     return service
+
+
+def keyed_adapter(provider: str, key: str | None, base_url: str | None = None) -> HttpAdapter:
+    """The adapter of the keyed route ``provider`` (a :data:`KEYED_PROVIDERS` id, or a chat
+    dialect) with ``key`` (``None``: its own variable, for its own host), at ``base_url``
+    (a chat dialect's only; ``None``: the provider's own)."""
+    if provider == "anthropic":
+        from ._adapters.anthropic import AnthropicAdapter
+
+        return AnthropicAdapter(api_key=key)
+    if provider == "gemini":
+        from ._adapters.gemini import GeminiAdapter
+
+        return GeminiAdapter(api_key=key)
+    if provider == "xai":
+        from ._adapters.xai import XAIAdapter
+
+        return XAIAdapter(api_key=key)
+    if provider == "gemini-interactions":
+        from ._adapters.gemini_interactions import GeminiInteractionsAdapter
+
+        return GeminiInteractionsAdapter(api_key=key)
+    from ._adapters.openai_chat import OpenAIChatAdapter
+
+    return OpenAIChatAdapter(api_key=key, base_url=base_url, dialect=CHAT_ROUTES.get(provider, provider))
 
 
 def local_url_variables(provider: str) -> tuple[str, ...]:
@@ -176,10 +224,17 @@ def ollama_url(host: str) -> str:
 _ADAPTER_CLASS = {
     "anthropic": "AnthropicAdapter(api_key=...)",
     "gemini": "GeminiAdapter(api_key=...)",
+    "gemini-interactions": "GeminiInteractionsAdapter(api_key=...)",
+    "xai": "XAIAdapter(api_key=...)",
+    "xai-chat": "OpenAIChatAdapter(dialect='xai', api_key=...)",
     "azure": "AzureOpenAIAdapter(endpoint=..., api_key=...)",
     "vertex": "VertexGeminiAdapter(project=...)",
     "vertex-anthropic": "VertexAnthropicAdapter(project=...)",
     "bedrock": "BedrockAdapter(region=...)",
+    "claude-aws": "dshstream.adapters.ClaudePlatformAwsAdapter(workspace_id=..., region=...)",
+    "deepseek-anthropic": 'AnthropicAdapter(dialect="deepseek", api_key=...)',
+    "ollama-anthropic": 'AnthropicAdapter(dialect="ollama")',
+    "lmstudio-anthropic": 'AnthropicAdapter(dialect="lmstudio")',
 }
 #: what :func:`default_service` needs set to register each cloud
 _CLOUD_SETUP = {
@@ -187,6 +242,11 @@ _CLOUD_SETUP = {
     "vertex": "GOOGLE_CLOUD_PROJECT (with `gcloud auth application-default login`)",
     "vertex-anthropic": "GOOGLE_CLOUD_PROJECT (with `gcloud auth application-default login`)",
     "bedrock": "AWS_REGION and AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)",
+    "claude-aws": (
+        "ANTHROPIC_AWS_WORKSPACE_ID, AWS_REGION and ANTHROPIC_AWS_API_KEY "
+        "(or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY)"
+    ),
+    "deepseek-anthropic": "DEEPSEEK_API_KEY",
 }
 
 
@@ -221,6 +281,15 @@ def setup_hint(provider: str, *, from_environment: bool = False) -> str | None:
     if from_environment:
         return f"set {needed} and build the service again (dshstream.stream() does that itself), or {register}"
     return f"{register}, or set {needed} and use dshstream.default_service()"
+
+
+def claude_aws_configured() -> bool:
+    """Whether the environment configures ``claude-aws`` (the module docstring)."""
+    if not os.environ.get("ANTHROPIC_AWS_WORKSPACE_ID", "").strip():
+        return False
+    where = _key(("AWS_REGION", "AWS_DEFAULT_REGION", "ANTHROPIC_AWS_BASE_URL"))
+    keys = bool(os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"))
+    return bool(where) and (keys or bool(os.environ.get("ANTHROPIC_AWS_API_KEY")))
 
 
 def cloud_configured(provider: str) -> bool:

@@ -54,6 +54,7 @@ SURFACE: dict[str, dict[str, str]] = {
         ),
         "._core.assembler": "AssembledResponse",
         "._core.request": "GenerateOptions Message ToolSpec",
+        "._core.prompt_cache": "CachePoint",
         "._core.response_format": "JsonMode JsonSchema",
         "._core.parts": "AudioPart DocumentPart ImagePart MediaPart",
         "._core.errors": (
@@ -74,18 +75,23 @@ SURFACE: dict[str, dict[str, str]] = {
         "._adapters.openai_responses": "OpenAIResponsesWire",
         "._adapters.anthropic": "AnthropicWire",
         "._adapters.gemini": "GeminiWire",
+        "._adapters.gemini_interactions": "GeminiInteractionsAdapter GeminiInteractionsWire",
         "._adapters.settings": "HttpSettings",
         "._adapters.custom": "CustomAdapter",
         "._adapters.azure": "AzureOpenAIAdapter AzureOpenAIResponsesAdapter",
+        "._adapters.xai": "XAIAdapter",
         "._adapters.vertex": "VertexAnthropicAdapter VertexGeminiAdapter",
         "._adapters.bedrock": "BedrockAdapter",
+        "._adapters.claude_aws": "ClaudePlatformAwsAdapter",
         "._adapters.litellm": "LiteLLMAdapter",
         "._adapters.google_oauth": "AuthorizedUserCredentials",
         "._adapters.key_pool": "KeyPool KeyState",
+        "._adapters.responses_session": "ResponsesSession",
         "._core.sigv4": "AwsCredentials",
         "._core.retry": "RetryPolicy",
         "._core.attribution": "AppIdentity attribution_headers",
         "._core.media_support": "MediaSupport",
+        "._core.prompt_cache": "PromptCache",
         "._service": "Registration",
     },
     "errors": {
@@ -102,7 +108,7 @@ SURFACE: dict[str, dict[str, str]] = {
     "observe": {
         "._core.records": (
             "Observer ObserverRecord StreamStarted FirstChunkRecord AttemptRecord StreamFinished "
-            "RequestSettings"
+            "RequestSettings Telemetry"
         ),
         "._core.types": "TargetOutcome",
     },
@@ -116,6 +122,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._core.wires.openai_responses": "OpenAIResponsesTranslator",
         "._core.wires.anthropic": "AnthropicTranslator",
         "._core.wires.gemini": "GeminiTranslator",
+        "._core.wires.gemini_interactions": "GeminiInteractionsTranslator",
         "._core.wires.bedrock": "BedrockConverseTranslator",
         "._core.filters.think_tags": "ThinkTagStripper",
         "._core.filters.spill_guard": "ReasoningSpillGuard",
@@ -141,7 +148,12 @@ SURFACE: dict[str, dict[str, str]] = {
         "._batch.records": "BatchResult",
         "._batch.limiter": "Limiter ProviderLimiter",
         "._batch.progress": "BatchProgress",
+        "._batch.partition": "run_partition RESULT_COLUMNS SPARK_SCHEMA",
+        "._batch.ray_data": "RayMapper",
+        "._batch.ray_limiter": "RayLimiter",
         "._core.types": "RateLimits",
+        "._batch.provider.runner": "submit_batch resume_batch ProviderBatch",
+        "._batch.provider.api": "ProviderBatchStatus",
     },
     "web": {
         "._web.responses": "ui_message_stream chunk_sse_stream chunk_ndjson_stream",

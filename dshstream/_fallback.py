@@ -49,6 +49,7 @@ from dataclasses import replace
 
 from ._adapters.base import LlmAdapter
 from ._adapters.http import HttpAdapter
+from ._core.closing import close_quietly
 from ._core.chain import SKIP_CODES, FallbackChain, Target, target_options
 from ._core.errors import ConfigurationError, LlmError, cancelled_failure, make_failure
 from ._core.log import get_logger
@@ -231,12 +232,7 @@ def stream_chain(
                 return
             ended = finish
         finally:
-            close = getattr(source, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - closing never raises
-                    log.exception("closing target %d's stream raised", position)
+            close_quietly(source, f"target {position}'s stream")
         if ended is None:  # the adapter ended without its finish: a cut, not a stop
             cut = make_failure(
                 "STREAM_CLOSED",

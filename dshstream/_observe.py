@@ -56,6 +56,10 @@ Contract:
    (:meth:`StreamWatch.target_skipped`), which no attempt count includes. The
    ``StreamFinished`` carries the finish's trail (``metadata.fallback``), and the log line
    names the target that served.
+9. **Chunk gaps.** For an observer with a true ``chunk_gaps`` attribute, the watch times
+   every batch with content after the first (one monotonic reading per such batch, nothing
+   for other observers) and the ``StreamFinished`` carries the gaps between them
+   (``chunk_gaps``, at most ``MAX_CHUNK_GAPS``).
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -77,6 +81,7 @@ from ._core.errors import LlmError, aborted_failure, cancelled_failure, make_fai
 from ._core.log import get_logger
 from ._core.redact import known_secrets, redact
 from ._core.records import (
+    MAX_CHUNK_GAPS,
     AttemptOutcome,
     AttemptRecord,
     FirstChunkRecord,
@@ -86,6 +91,7 @@ from ._core.records import (
     RequestSettings,
     StreamFinished,
     StreamStarted,
+    Telemetry,
 )
 from ._core.request import GenerateOptions
 from ._core.types import (
@@ -187,7 +193,10 @@ def linked_start(
 
 
 def open_watch(
-    observer: Observer | None, options: GenerateOptions, level: ObserveLevel
+    observer: Observer | None,
+    options: GenerateOptions,
+    level: ObserveLevel,
+    telemetry: Callable[[], Telemetry | None] | None = None,
 ) -> StreamWatch | None:
     """A started watch for a stream of ``options``, or ``None`` when nobody listens (rule 2).
 
@@ -203,18 +212,22 @@ def open_watch(
     if observer is None and parent is None and not logs:
         return None
     watch = StreamWatch(options, level=level, observer=observer, parent=parent, logs=logs)
-    watch.start(options)
+    watch.start(options, telemetry)
     return watch
 
 
 @contextmanager
-def watching(observer: Observer | None, options: GenerateOptions) -> Iterator[StreamWatch | None]:
+def watching(
+    observer: Observer | None,
+    options: GenerateOptions,
+    telemetry: Callable[[], Telemetry | None] | None = None,
+) -> Iterator[StreamWatch | None]:
     """The adapter-level watch of one stream for the ``with`` block around an adapter's
     stream generator (``None`` when nobody listens, rule 2): however the block ends — its
     end, an exception, ``GeneratorExit`` when the consumer stops or the generator is
     collected — the open attempt, then the stream, end exactly once
     (:meth:`StreamWatch.close`, rule 4)."""
-    watch = open_watch(observer, options, "adapter")
+    watch = open_watch(observer, options, "adapter", telemetry)
     if watch is None:
         yield None
         return
@@ -248,6 +261,8 @@ class StreamWatch:
         "_finalizer",
         "_finish",
         "_first",
+        "_gaps",
+        "_last_content",
         "_lock",
         "_passive",
         "_server",
@@ -282,6 +297,11 @@ class StreamWatch:
         self.level: ObserveLevel = level
         self.observer = observer
         self.capture = observer is not None and getattr(observer, "capture_content", False) is True
+        #: rule 9: the gaps between content reads, for an observer that asks for them
+        self._gaps: list[float] | None = (
+            [] if observer is not None and getattr(observer, "chunk_gaps", False) is True else None
+        )
+        self._last_content = 0.0
         self.parent = parent
         self.logs = logs
         #: nothing to tell but attempts to the parent: batches are not looked at
@@ -332,10 +352,17 @@ class StreamWatch:
         except Exception as exc:  # noqa: BLE001 - an observer must never break the stream (rule 5)
             _observer_failed(observer, record, exc)
 
-    def start(self, options: GenerateOptions) -> None:
-        """Emit the ``StreamStarted``."""
+    def start(self, options: GenerateOptions, telemetry: Callable[[], Telemetry | None] | None = None) -> None:
+        """Emit the ``StreamStarted``, with what ``telemetry()`` says of the request (asked
+        only when an observer listens; records rule 7)."""
         if self.observer is None:
             return
+        about: Telemetry | None = None
+        if telemetry is not None:
+            try:
+                about = telemetry()
+            except Exception:  # noqa: BLE001 - telemetry never breaks a stream
+                log.debug("an adapter's telemetry() raised", exc_info=True)
         self._emit(
             StreamStarted(
                 stream_id=self.stream_id,
@@ -345,6 +372,7 @@ class StreamWatch:
                 started_at=time.time(),
                 level=self.level,
                 messages=options.messages if self.capture else None,
+                telemetry=about,
             )
         )
 
@@ -391,15 +419,24 @@ class StreamWatch:
         if self._first is None:
             for chunk in batch:
                 if type(chunk) in _CONTENT:
-                    self._first_chunk(chunk)
+                    self._last_content = self._first_chunk(chunk)
+                    break
+        elif self._gaps is not None and len(self._gaps) < MAX_CHUNK_GAPS:
+            for chunk in batch:
+                if type(chunk) in _CONTENT:  # rule 9
+                    now = time.monotonic()
+                    self._gaps.append(now - self._last_content)
+                    self._last_content = now
                     break
         if self._assembler is not None and self.level == "adapter":
             self._assembler.extend(batch)
 
-    def _first_chunk(self, chunk: StreamChunk) -> None:
-        self._first = time.monotonic() - self._t0
+    def _first_chunk(self, chunk: StreamChunk) -> float:
+        """Note the first content chunk (and tell the observer); returns when it came."""
+        now = time.monotonic()
+        self._first = now - self._t0
         if self.observer is None:
-            return
+            return now
         with self._lock:  # a finish from another thread waits: it can't overtake this record
             if not self._done:
                 self._emit(
@@ -412,6 +449,7 @@ class StreamWatch:
                         level=self.level,
                     )
                 )
+        return now
 
     # ------------------------------------------------------------------ attempts
 
@@ -588,6 +626,7 @@ class StreamWatch:
             output=output,
             longest_silence=metadata.longest_silence if metadata is not None else None,
             fallback=fallback,
+            chunk_gaps=tuple(self._gaps) if self._gaps else (),
         )
 
     def _cancelled(self) -> bool:
@@ -722,6 +761,9 @@ def _usage_text(usage: TokenUsage | None) -> str:
         parts.append(f"cache_read={usage.cache_read_tokens}")
     if usage.cache_write_tokens:
         parts.append(f"cache_write={usage.cache_write_tokens}")
+    share = usage.cached_input_share
+    if usage.cache_read_tokens and share is not None:
+        parts.append(f"cached={share:.0%}")
     if usage.reasoning_tokens:
         parts.append(f"reasoning={usage.reasoning_tokens}")
     if usage.cost is not None:
@@ -749,6 +791,7 @@ def _log_finished(record: StreamFinished) -> None:
         "output_tokens": usage.output_tokens if usage else None,
         "cache_read_tokens": usage.cache_read_tokens if usage else None,
         "cache_write_tokens": usage.cache_write_tokens if usage else None,
+        "cached_input_share": record.cached_input_share,
         "reasoning_tokens": usage.reasoning_tokens if usage else None,
         "cost": usage.cost if usage else None,
         "request_id": record.request_id,

@@ -98,13 +98,16 @@ def format_error_code_for_display(code: object) -> str:
 
 
 def describe_usage(usage: TokenUsage) -> str:
-    """``in 27 (+256 cached) · out 69 (24 reasoning) · $0.0012``."""
+    """``in 27 (+256 cache read, 90% of input cached) · out 69 (24 reasoning) · $0.0012``."""
     parts = [f"in {usage.input_tokens}"]
     extras = []
     if usage.cache_read_tokens:
         extras.append(f"+{usage.cache_read_tokens} cache read")
     if usage.cache_write_tokens:
         extras.append(f"+{usage.cache_write_tokens} cache write")
+    share = usage.cached_input_share
+    if usage.cache_read_tokens and share is not None:  # the saving, as a share of the input
+        extras.append(f"{share:.0%} of input cached")
     if extras:
         parts[0] += f" ({', '.join(extras)})"
     out = f"out {usage.output_tokens}"

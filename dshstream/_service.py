@@ -65,13 +65,14 @@ from dataclasses import replace
 
 from ._adapters.base import FailureReporter, LlmAdapter, ModelInfo, ProviderInfo
 from ._core.chain import DEFAULT_FALLBACK_CODES, FallbackChain, Target, check_chain_request
+from ._core.closing import close_quietly
 from ._core.contract import check_contract as _check_contract
 from ._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from ._core.log import get_logger
 from ._core.redact import redact
 from ._core.request import GenerateOptions, Message, check_options
 from ._chunk_stream import ChunkStream
-from ._core.records import Observer
+from ._core.records import Observer, Telemetry
 from ._fallback import stream_chain
 from ._observe import StreamWatch, check_observer, linked_start, open_watch
 from ._core.types import CHUNK_TYPES, Finish, FinishKind, FinishReason, LlmFailure, StreamChunk
@@ -317,7 +318,8 @@ class LlmService:
             options = replace(options, cancel=cancel)
         with self._lock:
             listeners = tuple(self._listeners)
-        watch = open_watch(self.observer, options, "service")  # None when nobody watches
+        # None when nobody watches; the route's adapter describes the request (records rule 7)
+        watch = open_watch(self.observer, options, "service", partial(self._telemetry, options, chain is None))
         if not listeners and not self.check_contract:
             # Nobody needs single chunks on the way: hand lists through (one per read).
             batches = self._terminal_batches(options, watch=watch)
@@ -385,12 +387,7 @@ class LlmService:
             self._report(finish.reason.failure, options)
             yield finish
         finally:
-            close = getattr(source, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - closing never raises
-                    log.exception("closing a listener's stream raised")
+            close_quietly(source, "a listener's stream")
 
     def _terminal(
         self, options: GenerateOptions, watch: StreamWatch | None = None
@@ -485,6 +482,12 @@ class LlmService:
             )
         except Exception:  # noqa: BLE001 - a reporter must never break the stream
             log.exception("failure_reporter raised")
+
+    def _telemetry(self, options: GenerateOptions, routed: bool) -> Telemetry | None:
+        """What the route's adapter says of a request (``None`` for a fallback chain, whose
+        targets differ, or a route with no adapter)."""
+        adapter = self._adapter_or_none(options.provider) if routed else None
+        return adapter.telemetry(options) if adapter is not None else None
 
     def _adapter_or_none(self, provider: str) -> LlmAdapter | None:
         with self._lock:

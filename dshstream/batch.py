@@ -21,6 +21,19 @@ Contract:
   yielded ``skipped``, their failure saying why.
 - Progress: a line on a terminal (``progress=``), :class:`BatchProgress` to
   ``on_progress=``.
+- On a distributed engine: :func:`run_partition` sends one partition's rows (columns,
+  a pandas ``DataFrame`` or row dicts) and returns their result columns
+  (:data:`RESULT_COLUMNS`, with their dtypes; :data:`SPARK_SCHEMA`; a Spark
+  ``mapInPandas`` or Dask ``map_partitions`` function calls it); :class:`RayMapper` is the
+  callable class for Ray Data's ``map_batches``, built on each worker; :class:`RayLimiter`
+  is one limiter shared by every worker of a Ray cluster (the ``ray`` extra). With
+  ``checkpoint_dir=`` a retried task sends only the rows not yet finished.
+- Provider batches, at the providers' batch price: :func:`submit_batch` sends the same
+  requests as OpenAI, Anthropic or Gemini batch jobs (split at each API's row and byte
+  limits) and returns a :class:`ProviderBatch` — its ``id`` to :func:`resume_batch` after a
+  restart, ``wait()``, ``cancel()``, ``status()`` (:class:`ProviderBatchStatus` per job) and
+  ``results()``: one :class:`BatchResult` per request, matched by id, read by the same wire
+  translator a stream uses. ``run_many(..., mode="batch")`` does all of it in one call.
 
 Importing this module imports nothing more; each name loads its own module on first use.
 """
@@ -32,7 +45,20 @@ from . import _exports
 if _typing.TYPE_CHECKING:
     from ._batch.executor import run_many as run_many
     from ._batch.limiter import Limiter as Limiter, ProviderLimiter as ProviderLimiter
+    from ._batch.partition import (
+        RESULT_COLUMNS as RESULT_COLUMNS,
+        SPARK_SCHEMA as SPARK_SCHEMA,
+        run_partition as run_partition,
+    )
     from ._batch.progress import BatchProgress as BatchProgress
+    from ._batch.provider.api import ProviderBatchStatus as ProviderBatchStatus
+    from ._batch.provider.runner import (
+        ProviderBatch as ProviderBatch,
+        resume_batch as resume_batch,
+        submit_batch as submit_batch,
+    )
+    from ._batch.ray_data import RayMapper as RayMapper
+    from ._batch.ray_limiter import RayLimiter as RayLimiter
     from ._batch.records import BatchResult as BatchResult
     from ._core.types import RateLimits as RateLimits
 

@@ -6,7 +6,8 @@ to ``LlmService(observer=...)`` or to an adapter. Each stream produces, in order
 arrived), one :class:`AttemptRecord` per HTTP attempt and exactly one
 :class:`StreamFinished`, however the stream ends (finished, failed, cancelled, closed or
 abandoned). Records are frozen values; :class:`RequestSettings` is the part of the request
-they carry. A stream sent to a fallback chain also gets one ``skipped`` attempt record per
+they carry, :class:`Telemetry` what the adapter says of it at the start (the provider's
+well-known name, the operation, the server). A stream sent to a fallback chain also gets one ``skipped`` attempt record per
 target that was not sent the request, and its records name the targets: every attempt's
 ``target`` position, and :class:`StreamFinished`'s ``fallback``, the trail of
 :class:`TargetOutcome` s (the same as the finish's ``metadata.fallback``). Messages and
@@ -29,6 +30,7 @@ if _typing.TYPE_CHECKING:
         RequestSettings as RequestSettings,
         StreamFinished as StreamFinished,
         StreamStarted as StreamStarted,
+        Telemetry as Telemetry,
     )
     from ._core.types import TargetOutcome as TargetOutcome
 

@@ -16,7 +16,7 @@ integration, and ``import dshstream`` never imports it (nor OpenTelemetry).
 Contract:
 
 1. One span per stream (``OtelObserver`` is an ``observer=``; see
-   :mod:`dshstream._observe` for when records come): named ``chat {model}``, kind
+   :mod:`dshstream._observe` for when records come): named ``{operation} {model}``, kind
    ``CLIENT``, started at the stream's start (``StreamStarted.started_at``, as a child of
    the span current when the stream started) and ended exactly once, at the stream's
    ``StreamFinished`` — whichever way the stream ended (closed, cancelled, interrupted,
@@ -24,15 +24,22 @@ Contract:
    ``ERROR`` with the failure's classified headline (never upstream text) and
    ``error.type`` = the failure code (``RATE_LIMIT``, ``ABORTED``...); success leaves the
    status unset, as the conventions ask.
-2. Span attributes: ``gen_ai.operation.name`` (``chat``), ``gen_ai.provider.name`` (the
-   conventions' well-known name for the route: ``openai``, ``anthropic``, ``aws.bedrock``,
-   ``azure.ai.openai``, ``gcp.gemini``, ``gcp.vertex_ai``, ``deepseek``, ``groq``,
-   ``mistral_ai``, ``x_ai``...; other routes keep their own name; ``provider_names=``
-   overrides), ``gen_ai.request.model`` / ``max_tokens`` / ``temperature``,
+2. Span attributes, at the span's start (so a sampler sees them): ``gen_ai.operation.name``
+   (the adapter's: ``chat``, Gemini's and Vertex Gemini's ``generate_content``),
+   ``gen_ai.provider.name`` (the conventions' well-known name of the API the adapter
+   speaks — ``openai``, ``anthropic``, ``aws.bedrock``, ``azure.ai.openai``,
+   ``gcp.gemini``, ``gcp.vertex_ai``, ``deepseek``, ``groq``, ``mistral_ai``, ``x_ai``...
+   — from the adapter (``LlmAdapter.telemetry``), not from the route's name: an
+   ``AnthropicAdapter`` registered as ``"claude"`` is ``anthropic``; when the adapter
+   names none, the route's well-known name (:data:`PROVIDER_NAMES`) or the route itself;
+   ``provider_names=`` overrides by route), ``gen_ai.request.stream`` (``true``: every
+   dshstream request streams), ``gen_ai.output.type`` (``json`` when a JSON schema or JSON
+   mode is asked for, else ``text``), ``server.address`` / ``server.port`` (where the
+   request goes; at the end, the host the last attempt went to),
+   ``gen_ai.request.model`` / ``max_tokens`` / ``temperature``,
    ``gen_ai.response.id`` / ``model`` / ``finish_reasons`` (the provider's own word when it
    gave one), ``gen_ai.response.time_to_first_chunk`` (seconds), the usage attributes
-   (rule 4), ``server.address`` / ``server.port`` (the host the last attempt went to), and
-   dshstream's own: ``dshstream.provider`` (the route), ``dshstream.stream_id``,
+   (rule 4), and dshstream's own: ``dshstream.provider`` (the route), ``dshstream.stream_id``,
    ``dshstream.attempts``, ``dshstream.chunk_count``, ``dshstream.finish`` (the finish
    kind), ``dshstream.usage.cost`` (the provider-reported cost in USD: the conventions have
    no cost attribute), ``dshstream.serving_provider``, ``dshstream.request_id``. Each HTTP
@@ -54,8 +61,11 @@ Contract:
    ``gen_ai.client.token.usage`` (``{token}``, one point per ``gen_ai.token.type``,
    ``input`` and ``output``, when the provider reported usage) and
    ``gen_ai.client.operation.time_to_first_chunk`` (``s``, streams whose content
-   arrived). Their attributes: operation, provider, request and response model, server
-   address and port, and ``error.type`` on failures.
+   arrived) and ``gen_ai.client.operation.time_per_output_chunk`` (``s``: one point per
+   read with content after the first, the time since the previous one — chunks decoded
+   from one network read arrive together; at most ``MAX_CHUNK_GAPS`` per stream). Their
+   attributes: operation, provider, request and response model, server address and
+   port, and ``error.type`` on failures.
 4. Token counts. dshstream's counts are **disjoint**: ``TokenUsage.input_tokens`` is the
    uncached input only, beside ``cache_read_tokens`` and ``cache_write_tokens``. The
    conventions' ``gen_ai.usage.input_tokens`` "SHOULD include all types of input tokens,
@@ -72,8 +82,11 @@ Contract:
 5. Content is off by default. With ``capture_content=True`` (which also makes the records
    carry it): ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
    ``gen_ai.output.messages`` (JSON in the conventions' message schema: text, reasoning,
-   tool-call and tool-call-response parts; media parts by type only, never their bytes)
-   and ``gen_ai.request.stop_sequences``.
+   tool-call and tool-call-response parts; a media part by URL is a ``uri`` part, one
+   with inline bytes a ``blob`` part — ``mime_type`` and ``modality`` (``image``,
+   ``document``, ``audio``) — as is a generated file; the bytes themselves, base64 as the
+   ``content``, only with ``capture_media=True``, since a span attribute of megabytes
+   breaks exporters) and ``gen_ai.request.stop_sequences``.
 6. Thread-safe; never raises into a stream (an observer's failure is logged by
    dshstream). Spans of streams still open live in a dict until their finish, which
    dshstream guarantees.
@@ -92,14 +105,17 @@ and ``gen-ai-input-messages.json`` / ``gen-ai-output-messages.json`` (the messag
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._core.parts import MediaPart
 from ._core.records import AttemptRecord, FirstChunkRecord, ObserverRecord, StreamFinished, StreamStarted
 from ._core.request import Message
 from ._core.types import (
+    FileBlock,
     FinishReason,
     ReasoningBlock,
     TargetOutcome,
@@ -124,12 +140,14 @@ PROVIDER_NAMES: Mapping[str, str] = {
     "azure": "azure.ai.openai",
     "azure-responses": "azure.ai.openai",
     "gemini": "gcp.gemini",
+    "gemini-interactions": "gcp.gemini",
     "vertex": "gcp.vertex_ai",
     "vertex-anthropic": "gcp.vertex_ai",
     "deepseek": "deepseek",
     "groq": "groq",
     "mistral": "mistral_ai",
     "xai": "x_ai",
+    "xai-chat": "x_ai",
     "perplexity": "perplexity",
     "cohere": "cohere",
 }
@@ -162,6 +180,7 @@ class OtelObserver:
         meter_provider: MeterProvider | None = None,
         capture_content: bool = False,
         provider_names: Mapping[str, str] | None = None,
+        capture_media: bool = False,
     ) -> None:
         try:
             from opentelemetry import metrics, trace
@@ -171,7 +190,13 @@ class OtelObserver:
             ) from exc
         #: read by dshstream: records carry prompt and output text only when this is true
         self.capture_content = capture_content is True
-        self.provider_names: dict[str, str] = {**PROVIDER_NAMES, **(provider_names or {})}
+        #: media bytes in captured messages (rule 5)
+        self.capture_media = capture_media is True
+        #: read by dshstream: records carry the gaps between content reads (rule 3)
+        self.chunk_gaps = True
+        #: by route, over what the adapter says (rule 2)
+        self.overrides: dict[str, str] = dict(provider_names or {})
+        self.provider_names: dict[str, str] = {**PROVIDER_NAMES, **self.overrides}
         self._tracer = trace.get_tracer("dshstream", __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter("dshstream", __version__, meter_provider=meter_provider)
         self._duration = _histogram(
@@ -195,8 +220,16 @@ class OtelObserver:
             "Time to receive the first chunk, from the request to the first chunk of the response stream.",
             DURATION_BUCKETS,
         )
-        #: the spans of streams not finished yet, by (stream id, level)
-        self._open: dict[tuple[str, str], Span] = {}
+        self._per_chunk = _histogram(
+            meter,
+            "gen_ai.client.operation.time_per_output_chunk",
+            "s",
+            "Time per output chunk, recorded for each chunk received after the first one.",
+            DURATION_BUCKETS,
+        )
+        #: the streams not finished yet, by (stream id, level): their span, and the
+        #: operation and provider names their start settled
+        self._open: dict[tuple[str, str], tuple[Span, str, str]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -218,69 +251,92 @@ class OtelObserver:
 
     # ------------------------------------------------------------------ spans
 
-    def _provider_name(self, provider: str) -> str:
-        return self.provider_names.get(provider, provider)
+    def _provider_name(self, provider: str, said: str | None = None) -> str:
+        """The route's override, else what the adapter ``said``, else the route's
+        well-known name, else the route (rule 2)."""
+        override = self.overrides.get(provider)
+        if override is not None:
+            return override
+        return said or self.provider_names.get(provider, provider)
 
-    def _operation_attributes(self, record: StreamStarted | StreamFinished) -> dict[str, AttributeValue]:
+    @staticmethod
+    def _operation_attributes(operation: str, provider_name: str, model: str) -> dict[str, AttributeValue]:
         """What a stream's span and its metric points both carry: the operation, the
         provider's name and the requested model (rules 2, 3)."""
         return {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": self._provider_name(record.provider),
-            "gen_ai.request.model": record.model,
+            "gen_ai.operation.name": operation,
+            "gen_ai.provider.name": provider_name,
+            "gen_ai.request.model": model,
         }
 
-    def _span_attributes(self, record: StreamStarted | StreamFinished) -> dict[str, AttributeValue]:
+    def _span_attributes(
+        self, record: StreamStarted | StreamFinished, operation: str, provider_name: str
+    ) -> dict[str, AttributeValue]:
         """A stream's span attributes from its start (rule 2)."""
         return {
-            **self._operation_attributes(record),
+            **self._operation_attributes(operation, provider_name, record.model),
+            "gen_ai.request.stream": True,
             "dshstream.provider": record.provider,
             "dshstream.stream_id": record.stream_id,
         }
 
     def _span_of(self, stream_id: str, level: str) -> Span | None:
         with self._lock:
-            return self._open.get((stream_id, level))
+            found = self._open.get((stream_id, level))
+        return found[0] if found is not None else None
 
     def _started(self, record: StreamStarted) -> None:
         from opentelemetry.trace import SpanKind
 
         settings = record.settings
-        attributes = self._span_attributes(record)
+        about = record.telemetry
+        operation = about.operation_name if about is not None else "chat"
+        provider_name = self._provider_name(record.provider, about.provider_name if about is not None else None)
+        attributes = self._span_attributes(record, operation, provider_name)
+        attributes["gen_ai.output.type"] = settings.output_type
         _put(
             attributes,
             ("gen_ai.request.max_tokens", settings.max_tokens),
             ("gen_ai.request.temperature", settings.temperature),
             ("dshstream.request.reasoning_effort", settings.reasoning_effort),
         )
+        if about is not None and about.server_address:
+            attributes["server.address"] = about.server_address
+            if about.server_port is not None:
+                attributes["server.port"] = about.server_port
         if self.capture_content:
             if settings.stop_sequences:
                 attributes["gen_ai.request.stop_sequences"] = list(settings.stop_sequences)
             if record.messages is not None:
-                system, messages = _input_messages(record.messages)
+                system, messages = _input_messages(record.messages, self.capture_media)
                 if system:
                     attributes["gen_ai.system_instructions"] = _dumps(system)
                 attributes["gen_ai.input.messages"] = _dumps(messages)
         span = self._tracer.start_span(
-            f"chat {record.model}",
+            f"{operation} {record.model}",
             kind=SpanKind.CLIENT,
             attributes=attributes,
             start_time=int(record.started_at * 1e9),
         )
         with self._lock:
-            self._open[(record.stream_id, record.level)] = span
+            self._open[(record.stream_id, record.level)] = (span, operation, provider_name)
 
     def _finished(self, record: StreamFinished) -> None:
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         with self._lock:
-            span = self._open.pop((record.stream_id, record.level), None)
-        if span is None:  # a finish without its start (the observer was attached late)
+            found = self._open.pop((record.stream_id, record.level), None)
+        if found is not None:
+            span, operation, provider_name = found
+        else:  # a finish without its start (the observer was attached late)
+            operation, provider_name = "chat", self._provider_name(record.provider)
             span = self._tracer.start_span(
-                f"chat {record.model}", kind=SpanKind.CLIENT, attributes=self._span_attributes(record)
+                f"{operation} {record.model}",
+                kind=SpanKind.CLIENT,
+                attributes=self._span_attributes(record, operation, provider_name),
             )
         served = record.served_by
-        metric_attributes = self._operation_attributes(record)
+        metric_attributes = self._operation_attributes(operation, provider_name, record.model)
         if served is not None:  # a fallback chain: the provider that served
             metric_attributes["gen_ai.provider.name"] = self._provider_name(served.provider)
         attributes: dict[str, AttributeValue] = {
@@ -322,7 +378,7 @@ class OtelObserver:
                 [
                     {
                         "role": "assistant",
-                        "parts": _parts(record.output),
+                        "parts": _parts(record.output, self.capture_media),
                         "finish_reason": _finish_word(record.finish),
                     }
                 ]
@@ -340,6 +396,8 @@ class OtelObserver:
         self._duration.record(record.duration, metric_attributes)
         if record.time_to_first_chunk is not None:
             self._first_chunk.record(record.time_to_first_chunk, metric_attributes)
+        for gap in record.chunk_gaps:
+            self._per_chunk.record(gap, metric_attributes)
         if usage is not None:
             self._tokens.record(
                 usage.total_input_tokens, {**metric_attributes, "gen_ai.token.type": "input"}
@@ -433,7 +491,31 @@ def _arguments(raw: str) -> Any:
         return raw  # truncated arguments stay the raw text they were
 
 
-def _parts(items: Sequence[object]) -> list[dict[str, Any]]:
+#: a media part's kind -> the conventions' modality
+_MODALITIES = {"image": "image", "document": "document", "audio": "audio"}
+
+
+def _media_part(item: MediaPart | FileBlock, with_bytes: bool) -> dict[str, Any]:
+    """A media part or generated file as the conventions' ``uri`` or ``blob`` part (rule 5)."""
+    if isinstance(item, FileBlock):
+        media_type: str | None = item.media_type
+        modality = media_type.partition("/")[0] if media_type else "file"
+        modality = {"application": "document", "text": "document"}.get(modality, modality)
+        url: str | None = None
+        data: bytes | None = item.data
+    else:
+        media_type, modality, url, data = item.media_type, _MODALITIES.get(item.kind, item.kind), item.url, item.data
+    part: dict[str, Any] = {"type": "uri" if url is not None else "blob", "modality": modality}
+    if media_type:
+        part["mime_type"] = media_type
+    if url is not None:
+        part["uri"] = url
+    elif with_bytes and data is not None:
+        part["content"] = base64.b64encode(data).decode("ascii")
+    return part
+
+
+def _parts(items: Sequence[object], with_bytes: bool = False) -> list[dict[str, Any]]:
     """Blocks (and media parts) in the conventions' message-part schema."""
     parts: list[dict[str, Any]] = []
     for item in items:
@@ -454,13 +536,15 @@ def _parts(items: Sequence[object]) -> list[dict[str, Any]]:
             parts.append(
                 {"type": "tool_call_response", "id": item.call_id, "response": item.content}
             )
-        else:  # media and other parts: their kind only, never their bytes
+        elif isinstance(item, (MediaPart, FileBlock)):
+            parts.append(_media_part(item, with_bytes))
+        else:  # other parts: their kind only
             parts.append({"type": type(item).__name__})
     return parts
 
 
 def _input_messages(
-    messages: Sequence[Message],
+    messages: Sequence[Message], with_bytes: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system instructions, the other messages) in the conventions' schema."""
     system: list[dict[str, Any]] = []
@@ -468,7 +552,7 @@ def _input_messages(
     for message in messages:
         content: Sequence[object] = getattr(message, "parts", None) or message.blocks
         if message.role == "system":
-            system.extend(_parts(content))
+            system.extend(_parts(content, with_bytes))
         else:
-            chat.append({"role": message.role, "parts": _parts(content)})
+            chat.append({"role": message.role, "parts": _parts(content, with_bytes)})
     return system, chat

@@ -13,7 +13,8 @@ exception.
 - Wires: one :class:`Translator` per provider format, events in, chunks out
   (:class:`OpenAIChatTranslator` with every OpenAI-compatible dialect,
   :class:`OpenAIResponsesTranslator`, :class:`AnthropicTranslator`,
-  :class:`GeminiTranslator`, :class:`BedrockConverseTranslator`), written on
+  :class:`GeminiTranslator`, :class:`GeminiInteractionsTranslator`,
+  :class:`BedrockConverseTranslator`), written on
   :class:`ChunkWriter` (blocks, held usage and finish: the adapter contract).
   :class:`StreamDecoder` joins a framer to a translator; :func:`decode` runs it over
   recorded bytes, :func:`detect_wire` names the wire of a recording and
@@ -70,6 +71,7 @@ if _typing.TYPE_CHECKING:
     from ._core.wires.anthropic import AnthropicTranslator as AnthropicTranslator
     from ._core.wires.bedrock import BedrockConverseTranslator as BedrockConverseTranslator
     from ._core.wires.gemini import GeminiTranslator as GeminiTranslator
+    from ._core.wires.gemini_interactions import GeminiInteractionsTranslator as GeminiInteractionsTranslator
     from ._core.wires.openai_chat import OpenAIChatTranslator as OpenAIChatTranslator
     from ._core.wires.openai_responses import OpenAIResponsesTranslator as OpenAIResponsesTranslator
     from ._core.wires.translator import Translator as Translator

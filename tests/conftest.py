@@ -21,6 +21,7 @@ _PROVIDER_VARIABLES = {
     "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS",
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
     "AWS_DEFAULT_REGION", "AWS_BEARER_TOKEN_BEDROCK", "AWS_PROFILE",
+    "ANTHROPIC_AWS_API_KEY", "ANTHROPIC_AWS_WORKSPACE_ID", "ANTHROPIC_AWS_BASE_URL",
     "DSHSTREAM_DEBUG",
 } | {d.key_env for d in DIALECTS.values() if d.key_env}
 
@@ -49,6 +50,7 @@ def server() -> Iterator[ReplayServer]:
 #: cores); every other file follows in xdist's own order. Only the order changes: each
 #: file still runs whole, on one worker.
 LONGEST_FIRST = (
+    "tests/service/test_ray_data.py",
     "tests/adapters/test_litellm.py",
     "tests/robustness/test_fuzz.py",
     "tests/surface/test_examples.py",
@@ -64,6 +66,7 @@ LONGEST_FIRST = (
     "tests/core/test_partial_json.py",
     "tests/surface/test_public_api.py",
     "tests/transport/test_http.py",
+    "tests/transport/test_websocket.py",
 )
 #: Files handed out with another file as one unit (one worker runs them one after the
 #: other), because they import what it imports: LiteLLM (seconds to import) and the

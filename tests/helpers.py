@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import string
 from collections.abc import Iterable, Sequence
@@ -44,14 +45,14 @@ def decode_all(data: bytes | Sequence[bytes], wire: str, **options: object) -> l
 
 # --------------------------------------------------------------------------- corpus wires
 
-_NATIVE_WIRES = ("anthropic", "gemini", "openai-responses")
+_NATIVE_WIRES = ("anthropic", "gemini", "gemini-interactions", "openai-responses")
 
 
 def fixture_wire(relative: str) -> str:
     """The wire that decodes the recorded transcript ``relative`` (``provider/name.sse``).
 
-    Provider directories named after a native wire use it; DeepSeek's and OpenRouter's
-    ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
+    Provider directories named after a native wire use it; DeepSeek's, OpenRouter's and
+    xAI's ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
     is ``gemini``; ``openai/`` (legacy completions included) and ``azure/`` are
     ``openai-chat``; ``bedrock/`` (binary AWS event-stream bodies) is ``bedrock-converse``
     (``bedrock-invoke`` for the InvokeModelWithResponseStream ``invoke_*`` recordings);
@@ -66,7 +67,7 @@ def fixture_wire(relative: str) -> str:
         return provider
     if provider == "vertex":
         return "gemini"
-    if provider in ("deepseek", "openrouter") and name.startswith("responses_api_"):
+    if provider in ("deepseek", "openrouter", "xai") and name.startswith("responses_api_"):
         return "openai-responses"
     if provider == "openai":
         return "openai-chat"
@@ -148,6 +149,12 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "deepseek/reasoner_tool_call_cache_hit.sse": FixtureFinish("tool-calls", "tool_calls"),
     "deepseek/responses_api_function_call.sse": FixtureFinish("tool-calls", "completed"),
     "deepseek/responses_api_text.sse": FixtureFinish("stop", "completed"),
+    "gemini-interactions/error_gateway_timeout.sse": FixtureFinish("error", None, "TIMEOUT"),
+    "gemini-interactions/google_search_then_function_call.sse": FixtureFinish("tool-calls", "requires_action"),
+    "gemini-interactions/image_text_incomplete.sse": FixtureFinish("max-tokens", "incomplete"),
+    "gemini-interactions/parallel_function_calls_streamed_args.sse": FixtureFinish("tool-calls", "requires_action"),
+    "gemini-interactions/text_thought_signature.sse": FixtureFinish("stop", "completed"),
+    "gemini-interactions/thinking_summary.sse": FixtureFinish("stop", "completed"),
     "gemini/code_execution.sse": FixtureFinish("stop", "STOP"),
     "gemini/empty_text_thought_signature_gemini3.sse": FixtureFinish("stop", "STOP"),
     "gemini/function_call.sse": FixtureFinish("tool-calls", "STOP"),
@@ -183,6 +190,10 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "mistral/text.sse": FixtureFinish("stop", "stop"),
     "mistral/tool_call_single_chunk.sse": FixtureFinish("tool-calls", "tool_calls"),
     "openai-responses/builtin-tools/apply_patch_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/image_generation_call_truncated_result_gpt5.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/builtin-tools/program_then_function_call_with_caller.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/tool_search_call_client_execution.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/tool_search_server_then_function_call.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/local_shell_call_gpt5_codex.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/mcp_approval_request_gpt5mini.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/shell_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
@@ -222,6 +233,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "vllm/crusoe_llama33_text_usage.sse": FixtureFinish("stop", "stop"),
     "xai/grok3mini_reasoning_content_text.sse": FixtureFinish("stop", "stop"),
     "xai/grok3mini_reasoning_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "xai/responses_api_reasoning_encrypted_store_false.sse": FixtureFinish("stop", "completed"),
     "zai/glm47_reasoning_content.sse": FixtureFinish("stop", "stop"),
 }
 
@@ -307,3 +319,25 @@ def send_threads() -> int:
     import threading
 
     return sum(1 for t in threading.enumerate() if t.name == "dshstream-send" and t.is_alive())
+
+
+#: ``DSHSTREAM_REQUIRE_ENGINES=1`` (``.ci/run``'s main leg, which installs the ``ray`` and
+#: ``dask`` extras): a missing Ray or Dask fails its tests instead of skipping them
+REQUIRE_ENGINES = os.environ.get("DSHSTREAM_REQUIRE_ENGINES", "") == "1"
+
+
+def require_engine(module: str, extra: str | None) -> Any:
+    """The distributed engine ``module`` imported, or skip saying how to install it (fail,
+    under ``DSHSTREAM_REQUIRE_ENGINES=1``, for an engine of an ``extra``; pyspark, which
+    needs Java, always skips)."""
+    import importlib
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        how = f"pip install -e '.[{extra}]'" if extra else f"pip install {module} (and a Java runtime)"
+        if REQUIRE_ENGINES and extra:
+            pytest.fail(f"DSHSTREAM_REQUIRE_ENGINES=1 but {module} is not installed ({how})", pytrace=False)
+        pytest.skip(f"{module} is not installed ({how})", allow_module_level=True)

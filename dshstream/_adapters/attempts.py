@@ -54,7 +54,7 @@ from .._core.log import get_logger
 from .._core.request import GenerateOptions
 from .._core.retry import RetryPolicy
 from .._core.types import Finish, LlmFailure, StreamChunk
-from .._core.records import Observer
+from .._core.records import Observer, Telemetry
 from .._observe import StreamWatch, watching
 
 log = get_logger("dshstream.adapters")
@@ -97,13 +97,14 @@ def run_attempts(
     observer: Observer | None,
     where: str | None,
     reshape: Callable[[LlmError], bool] = lambda error: False,
+    telemetry: Callable[[], Telemetry] | None = None,
 ) -> Generator[list[StreamChunk], None, None]:
     """The stream's chunks, a list per read, over as many attempts as the rules allow."""
     started = time.monotonic()
     deadline = started + options.timeout if options.timeout else None
     attempt = 0
     refreshes = 0
-    with watching(observer, options) as watch:  # None: nobody watches (rule 4)
+    with watching(observer, options, telemetry) as watch:  # None: nobody watches (rule 4)
         while True:
             attempt += 1
             produced = 0

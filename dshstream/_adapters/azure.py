@@ -177,6 +177,8 @@ def _models_url(base_url: str, api_version: str) -> str:
 class AzureChatWire(OpenAIChatWire):
     """OpenAI's chat wire at Azure's URLs (rule 2): the v1 API or a classic deployment."""
 
+    provider_name: str | None = "azure.ai.openai"  # telemetry (wire rule 8), custom domains too
+
     def __init__(
         self,
         base_url: str,
@@ -229,6 +231,8 @@ class AzureChatWire(OpenAIChatWire):
 class AzureResponsesWire(OpenAIResponsesWire):
     """OpenAI's Responses wire at Azure's URLs (rule 2)."""
 
+    provider_name: str | None = "azure.ai.openai"  # telemetry (wire rule 8), custom domains too
+
     def __init__(
         self,
         base_url: str,
@@ -238,6 +242,7 @@ class AzureResponsesWire(OpenAIResponsesWire):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        compact_threshold: int | None = None,
     ) -> None:
         super().__init__(
             base_url,
@@ -245,6 +250,7 @@ class AzureResponsesWire(OpenAIResponsesWire):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=compact_threshold,
         )
         #: ``v1``, ``preview`` or a dated version (the classic preview URL)
         self.api_version = api_version
@@ -254,8 +260,11 @@ class AzureResponsesWire(OpenAIResponsesWire):
         """Whether requests use the classic preview URL (a dated ``api_version``)."""
         return self.api_version not in _V1
 
+    #: Azure answers POST .../responses/input_tokens with 404 "Unknown request URL"
+    count_tokens_note = "Azure OpenAI does not serve POST /responses/input_tokens"
+
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
-        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
+        return None  # not offered by Azure: a ConfigurationError saying so (wire rule 7)
 
     def endpoint(self, options: GenerateOptions) -> str:
         path = "/openai/responses" if self.classic else "/openai/v1/responses"
@@ -343,6 +352,7 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        compact_threshold: int | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
         target = _target(type(self).__name__, endpoint, api_version, auth, settings)
@@ -354,6 +364,7 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=compact_threshold,
             **settings,
         )
         # the Responses adapter built its wire without Azure's URL settings: this one has them
@@ -364,6 +375,7 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=self.compact_threshold,
         )
         self.auth_flow = _auth_flow(self.auth, self.credential)
 

@@ -10,6 +10,12 @@ failures raised as ``LlmError`` or ended as an error finish. HTTP providers subc
 reports its attempts to observers). A service observes every adapter's streams; an adapter
 reports its attempts through :func:`dshstream._observe.watching` (``HttpAdapter`` and
 ``LiteLLMAdapter`` do); one that does not reports none (``StreamFinished.attempts`` is 0).
+
+Telemetry facts an observer reads when a stream starts (:meth:`LlmAdapter.telemetry`):
+the conventions' well-known ``gen_ai.provider.name`` of the API the adapter speaks (an
+``AnthropicAdapter`` registered under any route name is ``anthropic``; ``None``: unknown),
+the operation name (``chat``; Gemini's ``generate_content``) and the server the request
+goes to (host and port), all without I/O.
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .._core.records import Telemetry
 from .._core.request import GenerateOptions
 from .._core.validate import invalid
 from .._core.types import StreamChunk
 from .settings import FailureReporter
 
-__all__ = ["FailureReporter", "LlmAdapter", "ModelInfo", "ProviderInfo"]
+__all__ = ["FailureReporter", "LlmAdapter", "ModelInfo", "ProviderInfo", "Telemetry"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,11 @@ class LlmAdapter:
     def provider_info(self, provider: str) -> ProviderInfo:
         """Describe the route ``provider`` this adapter serves."""
         return ProviderInfo(id=provider, name=provider)
+
+    def telemetry(self, options: GenerateOptions) -> Telemetry:
+        """The provider name, operation and server of a request for ``options`` (the
+        module docstring); pure and cheap, never raises for valid options."""
+        return Telemetry()
 
     def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
         """Models available on ``provider`` (advisory: others are still accepted), fetched

@@ -52,7 +52,16 @@ Contract:
    ``model``/``stream`` and with ``anthropic_version: "bedrock-2023-05-31"`` (a response
    format: ``output_config.format`` for Claude 4.5 and later, else a forced tool). Any other
    model id is a ``ConfigurationError`` asking for ``api="converse"`` (the default).
-7. **Composition.** :class:`BedrockWire` holds the request settings (``api``,
+7. **Prompt caching and counting.** A cache point is a Converse ``cachePoint: {type:
+   "default", ttl}`` block after its system text, its message's content or its tool in
+   ``toolConfig.tools``; with ``api="invoke"`` it is Claude's ``cache_control``. At most 4
+   per request; Bedrock has no automatic mode, key, retention or cached content, so those
+   are refused (:mod:`~dshstream._adapters.prompt_cache`). ``count_tokens`` is
+   ``POST /model/{modelId}/count-tokens`` (botocore's ``CountTokens``) with
+   ``{"input": {"converse": {messages, system, toolConfig, additionalModelRequestFields}}}``
+   or, for ``api="invoke"``, ``{"input": {"invokeModel": {"body": BASE64}}}`` (the
+   InvokeModel body), answered ``{"inputTokens": N}``; SigV4 signs it like a stream.
+8. **Composition.** :class:`BedrockWire` holds the request settings (``api``,
    ``structured_output``, ``default_max_tokens``, the InvokeModel body builder) and reads
    no credential; :class:`BedrockAdapter`'s ``__init__`` resolves region, host and
    credentials (rules 1-3), builds the wire and the auth flow, and ``api``, ``region``,
@@ -61,6 +70,7 @@ Contract:
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -71,6 +81,8 @@ from .._core.log import get_logger
 from .._core.redact import redact
 from .._core.parts import MediaPart
 from .._core.media_support import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaSupport, converse_document_name
+from .._core.http_request import encode_json_body
+from .._core.prompt_cache import CachePoint
 from .._core.request import GenerateOptions, Message
 from .._core.sigv4 import AwsCredentials
 from .._core.strict_json import parse_json_object
@@ -84,6 +96,7 @@ from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
+from .prompt_cache import CacheSupport, check_prompt_cache
 from .wire import Wire
 from .structured_output import (
     STRUCTURED_MODES,
@@ -99,7 +112,10 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["AwsCredentialsLike", "BedrockAdapter", "BedrockWire", "bedrock_host"]
+__all__ = [
+    "ACCESS_ENV", "AwsCredentialsLike", "BedrockAdapter", "BedrockWire", "REGION_ENV", "REGION_PATTERN",
+    "as_aws_credentials", "bedrock_host",
+]
 
 REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
@@ -108,11 +124,23 @@ SERVICE = "bedrock"
 #: the ``anthropic_version`` Claude's InvokeModel body carries on Bedrock
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 APIS = ("converse", "invoke")
-_REGION = re.compile(r"[a-z]{2,}(?:-[a-z0-9]+){1,4}")
+REGION_PATTERN = re.compile(r"[a-z]{2,}(?:-[a-z0-9]+){1,4}")
 
 _Value = Union[AwsCredentials, "tuple[str, str, str | None]", "tuple[str, str]"]
 #: what ``credentials=`` accepts: credentials, a tuple, or a callable returning either
 AwsCredentialsLike = Union[_Value, Callable[[], _Value]]
+
+
+#: what Converse takes of prompt caching (rule 7)
+CONVERSE_CACHING = CacheSupport(points=True, max_points=4)
+
+
+def cache_point(point: CachePoint) -> dict[str, Any]:
+    """A Converse ``cachePoint`` block for ``point`` (rule 7)."""
+    block: dict[str, Any] = {"type": "default"}
+    if point.ttl is not None:
+        block["ttl"] = point.ttl
+    return {"cachePoint": block}
 
 
 def bedrock_host(region: str) -> str:
@@ -120,7 +148,9 @@ def bedrock_host(region: str) -> str:
     return f"https://bedrock-runtime.{region}.amazonaws.com"
 
 
-def _as_credentials(value: object, field: str) -> AwsCredentials:
+def as_aws_credentials(value: object, field: str) -> AwsCredentials:
+    """``value`` (credentials or a 2- or 3-tuple) as checked :class:`AwsCredentials`; a
+    ``ConfigurationError`` naming ``field`` otherwise (rule 2)."""
     if isinstance(value, tuple) and len(value) in (2, 3):
         value = AwsCredentials(*value)
     if not isinstance(value, AwsCredentials):
@@ -143,6 +173,7 @@ class BedrockWire(Wire):
 
     stream_accept = "application/vnd.amazon.eventstream"
     media: MediaSupport | None = BEDROCK_CONVERSE
+    provider_name: str | None = "aws.bedrock"  # telemetry (wire rule 8), VPC endpoints too
 
     def __init__(
         self,
@@ -171,6 +202,7 @@ class BedrockWire(Wire):
             label=f"{title} (InvokeModel)",
         )
         self.claude.media = BEDROCK_CLAUDE
+        self.claude.automatic_cache_host = False  # rule 7: explicit cache points only
 
     def endpoint(self, options: GenerateOptions) -> str:
         action = "invoke-with-response-stream" if self.api == "invoke" else "converse-stream"
@@ -202,8 +234,14 @@ class BedrockWire(Wire):
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         if self.api == "invoke":
             return self.invoke_body(options)
+        check_prompt_cache(options, CONVERSE_CACHING, f"{self.title} (Converse)")
         body: dict[str, Any] = {"messages": self.convert_messages(options.messages)}
-        system = [{"text": m.text} for m in options.messages if m.role == "system" and m.text]
+        system: list[dict[str, Any]] = []
+        for m in options.messages:
+            if m.role == "system" and m.text:
+                system.append({"text": m.text})
+                if m.cache is not None:
+                    system.append(cache_point(m.cache))
         if system:
             body["system"] = system
         budget = self.thinking_budget(options)
@@ -219,18 +257,17 @@ class BedrockWire(Wire):
         if config:
             body["inferenceConfig"] = config
         if options.tools:
-            body["toolConfig"] = {
-                "tools": [
-                    {
-                        "toolSpec": {
-                            "name": tool.name,
-                            **({"description": tool.description} if tool.description else {}),
-                            "inputSchema": {"json": dict(tool.parameters)},
-                        }
-                    }
-                    for tool in options.tools
-                ]
-            }
+            tools: list[dict[str, Any]] = []
+            for tool in options.tools:
+                spec = {
+                    "name": tool.name,
+                    **({"description": tool.description} if tool.description else {}),
+                    "inputSchema": {"json": dict(tool.parameters)},
+                }
+                tools.append({"toolSpec": spec})
+                if tool.cache is not None:
+                    tools.append(cache_point(tool.cache))
+            body["toolConfig"] = {"tools": tools}
         if options.response_format is not None:
             self.add_response_format(body, options, thinking=budget is not None)
         if budget is not None:
@@ -298,7 +335,11 @@ class BedrockWire(Wire):
             role = "assistant" if message.role == "assistant" else "user"
             content = self.assistant_content(message) if role == "assistant" else self.user_content(message)
             if not content:
+                if message.cache is not None:
+                    raise invalid(f"{self.title}: a cache point on an empty {message.role} turn caches nothing")
                 continue
+            if message.cache is not None:
+                content.append(cache_point(message.cache))
             if out and out[-1]["role"] == role:
                 out[-1]["content"].extend(content)
             else:
@@ -370,6 +411,25 @@ class BedrockWire(Wire):
                 )
         return content
 
+    # ------------------------------------------------------------------ counting (rule 7)
+
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return f"{self.base_url}/model/{quote(options.model, safe='')}/count-tokens"
+
+    #: the fields of a Converse body that ``CountTokens``' ``converse`` input takes
+    COUNT_FIELDS = frozenset({"messages", "system", "toolConfig", "additionalModelRequestFields"})
+
+    def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
+        body = self.build_body(options)
+        if self.api == "invoke":  # a blob member: base64 of the InvokeModel body's bytes
+            data = base64.b64encode(encode_json_body(body)).decode("ascii")
+            return {"input": {"invokeModel": {"body": data}}}
+        return {"input": {"converse": {key: value for key, value in body.items() if key in self.COUNT_FIELDS}}}
+
+    def count_tokens_result(self, payload: Any) -> int | None:
+        value = payload.get("inputTokens") if isinstance(payload, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
@@ -418,7 +478,7 @@ class BedrockAdapter(HttpAdapter):
             raise invalid(f"{name} needs region= or {'/'.join(REGION_ENV)} in the environment")
         if api not in APIS:
             raise invalid(f"{name}.api must be 'converse' or 'invoke', got {str(api)[:40]!r}")
-        if not _REGION.fullmatch(chosen):
+        if not REGION_PATTERN.fullmatch(chosen):
             raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
         #: the AWS region requests are signed for (rule 1)
         self.region = chosen
@@ -433,7 +493,7 @@ class BedrockAdapter(HttpAdapter):
             if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
                 sigv4 = self._sigv4(credentials)  # asked anew each attempt (rule 2)
             else:
-                sigv4 = self._sigv4(_as_credentials(credentials, f"{name}.credentials"))
+                sigv4 = self._sigv4(as_aws_credentials(credentials, f"{name}.credentials"))
         elif api_key is None:
             bearer = os.environ.get(BEARER_ENV, "").strip()
             key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
@@ -446,7 +506,7 @@ class BedrockAdapter(HttpAdapter):
                 api_key = check_api_key(bearer, BEARER_ENV)
             elif key_id and secret:
                 sigv4 = self._sigv4(
-                    _as_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment"
+                    as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment"
                 )
         settings.setdefault("title", "Amazon Bedrock")
         settings["base_url"] = base_url
@@ -473,7 +533,7 @@ class BedrockAdapter(HttpAdapter):
             source,
             region=self.region,
             service=SERVICE,
-            check=lambda value: _as_credentials(value, "credentials()"),
+            check=lambda value: as_aws_credentials(value, "credentials()"),
             origin=origin,
         )
 

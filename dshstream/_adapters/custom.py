@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.request import GenerateOptions, Message, ToolSpec
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
+from .prompt_cache import NO_CACHING, check_prompt_cache
 from .openai_chat import OpenAIChatAdapter, OpenAIChatWire
 from .settings import HttpSettings
 from .structured_output import refuse
@@ -44,6 +45,7 @@ class CustomWire(OpenAIChatWire):
     """Chat completions with the tools in the system prompt and calls read from prose."""
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
+        check_prompt_cache(options, NO_CACHING, self.title)  # its prompt is rewritten: nothing to mark
         if not options.tools:
             return super().build_body(options)
         if options.response_format is not None:

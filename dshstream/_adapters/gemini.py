@@ -34,6 +34,12 @@ Contract:
 4. **Models.** ``GET /{api_version}/models?pageSize=1000``, ``models/`` dropped from ids.
 5. A failed stream is reported to ``failure_reporter`` with a bounded, prompt-free summary
    (:meth:`GeminiWire.diagnostics`).
+6. **Prompt caching.** ``PromptCache(cached_content=NAME)`` is ``cachedContent`` (a cache
+   created beforehand: ``cachedContents/...``, on Vertex its full resource name); the API
+   refuses a system instruction or tools beside it (they live in the cache), so those are
+   a ``ConfigurationError`` before sending. ``automatic`` is accepted: Gemini 2.5 and
+   later cache common prefixes implicitly. Cache points have nothing to map to and are
+   refused (:mod:`~dshstream._adapters.prompt_cache`).
 """
 
 from __future__ import annotations
@@ -51,8 +57,10 @@ from .._core.types import FileBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.strict_json import parse_json_object
 from .._core.wires.translator import Translator
 from .._core.wires.gemini import WIRE, GeminiTranslator
+from .._core.validate import invalid
 from .auth import HeaderAuth
 from .http import HttpAdapter
+from .prompt_cache import CacheSupport, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import gemini_generation_config
 from .wire import ModelListFormat, Wire
@@ -62,6 +70,12 @@ if TYPE_CHECKING:
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 FOREIGN_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
+#: what Gemini takes of prompt caching (rule 6)
+GEMINI_CACHING = CacheSupport(
+    automatic=True,
+    cached_content=True,
+    points_tip="create a cache (cachedContents) and name it in PromptCache(cached_content=...)",
+)
 THINKING_BUDGETS: dict[str, int] = {
     "minimal": 512,
     "low": 2048,
@@ -92,6 +106,9 @@ class GeminiWire(Wire):
     """The Gemini API request and translator (rule 1)."""
 
     media: MediaSupport | None = GEMINI
+    #: telemetry (wire rule 8): the Gemini API's operation is ``generate_content``
+    provider_name: str | None = "gcp.gemini"
+    operation_name = "generate_content"
     models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
 
     def __init__(
@@ -136,8 +153,17 @@ class GeminiWire(Wire):
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
+        check_prompt_cache(options, GEMINI_CACHING, self.title)
         body: dict[str, Any] = {"contents": self.build_contents(options.messages)}
         system = [m.text for m in options.messages if m.role == "system" and m.text]
+        cached = options.prompt_cache.cached_content if options.prompt_cache is not None else None
+        if cached is not None:  # rule 6
+            if system or options.tools:
+                raise invalid(
+                    f"{self.title} refuses a system prompt or tools beside cached content "
+                    "(GenerateOptions.prompt_cache.cached_content): put them in the cache when creating it"
+                )
+            body["cachedContent"] = cached
         if system:
             body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
         if options.tools:

@@ -38,12 +38,13 @@ Contract (an adapter composes; it overrides nothing):
    ``models_path``...) as its own methods — still works: without ``wire=`` those methods
    are its wire, and an overridden ``auth_headers`` is its auth flow.
 7. **Resuming.** When the wire can resume a stream (wire rule 6: OpenAI and Azure
-   Responses with ``GenerateOptions.resumable``), an attempt's body is pumped through
+   Responses, Gemini Interactions, with ``GenerateOptions.resumable``), an attempt's body is pumped through
    :mod:`~dshstream._adapters.resumption`: a cut after acceptance is continued from the
    provider's stored response (never resent, attempts rule 3), an unfinished end carries a
    resume cursor, and :meth:`HttpAdapter.resume` continues a cursor from another process
-   (the GET stream after its sequence number, through the same attempt loop: a GET that
-   fails before its answer is retried like any attempt).
+   (the GET stream after its sequence number or resume token, through the same attempt
+   loop: a GET that fails before its answer is retried like any attempt; a cursor of
+   another wire is a ``ConfigurationError``).
 8. **Rate limits.** The ``Finish`` of an attempt carries the rate-limit facts of that
    attempt's response headers (``metadata.rate_limits``,
    :mod:`~dshstream._core.rate_limits`); nothing else of the stream changes.
@@ -52,7 +53,8 @@ Contract (an adapter composes; it overrides nothing):
    auth flow and the transport's ``post_json``, bounded in size and time and refreshed
    like ``list_models`` (rule 5); a wire without an endpoint, or a transport without
    ``post_json``, is a ``ConfigurationError`` saying so, before anything is sent; an answer
-   without a count is ``MALFORMED_RESPONSE``.
+   without a count is ``MALFORMED_RESPONSE``. The auth flow authorizes the counting
+   request whole (``authorize``, so SigV4 signs its body as it signs a stream's).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .._core.attribution import AppIdentity, merge_headers
 from .._core.decode import StreamDecoder
@@ -70,6 +73,7 @@ from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.media_support import MediaSupport
 from .._core.rate_limits import stamp_rate_limits
+from .._core.provider_names import provider_name_for_url
 from .._core.pump import pump
 from .._core.redact import redact
 from .._core.request import GenerateOptions, check_options
@@ -88,7 +92,7 @@ from .._transport.interface import Transport as TransportProtocol
 from .._transport.tls import ConnectionSettings
 from .attempts import run_attempts, stream_policy
 from .auth import AuthFlow, HeaderAuth
-from .base import LlmAdapter, ModelInfo, ProviderInfo
+from .base import LlmAdapter, ModelInfo, ProviderInfo, Telemetry
 from .credentials import CredentialSource, FetchLimits
 from .reporting import attempt_reporter
 from .resumption import Resumption, check_cursor, resumable_batches
@@ -136,6 +140,8 @@ class HttpAdapter(LlmAdapter):
     ) -> None:
         values = checked(settings)
         home = default_base_url if default_base_url is not None else self.default_base_url
+        #: the API root of the provider this adapter is for (its telemetry name's source)
+        self.home_url = home
         self.base_url = checked_base_url(values.get("base_url") or home)
         self._credential = CredentialSource(
             resolve_api_key(
@@ -245,6 +251,29 @@ class HttpAdapter(LlmAdapter):
     def provider_info(self, provider: str) -> ProviderInfo:
         return ProviderInfo(id=provider, name=self.title)
 
+    def telemetry(self, options: GenerateOptions) -> Telemetry:
+        """The wire's provider and operation names (else the well-known name of the host of
+        the adapter's own API, wherever ``base_url`` points: a proxy in front of Anthropic
+        is still ``anthropic``) and the host and port the request goes to (wire rule 8)."""
+        wire = self.wire
+        try:
+            url = wire.endpoint(options)
+        except Exception:  # noqa: BLE001 - telemetry never breaks a stream: the base URL then
+            url = self.base_url
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            host, port = None, None
+        if host is not None and port is None:
+            port = 443 if parts.scheme == "https" else 80
+        return Telemetry(
+            provider_name=wire.provider_name or provider_name_for_url(self.home_url or self.base_url),
+            operation_name=wire.operation_name,
+            server_address=host,
+            server_port=port,
+        )
+
     def list_models(self, provider: str, *, timeout: float | None = None) -> list[ModelInfo]:
         wire = self.wire
         url = wire.models_url()
@@ -282,8 +311,9 @@ class HttpAdapter(LlmAdapter):
         wire = self.wire
         url = wire.count_tokens_url(options)
         if url is None:
+            note = f" ({wire.count_tokens_note})" if wire.count_tokens_note else ""
             raise invalid(
-                f"{self.title}: {type(self).__name__} has no token-counting endpoint (count_tokens); "
+                f"{self.title}: {type(self).__name__} has no token-counting endpoint (count_tokens){note}; "
                 "dshstream does not estimate counts locally"
             )
         post_json = getattr(self.transport, "post_json", None)
@@ -297,15 +327,24 @@ class HttpAdapter(LlmAdapter):
         limit = DEFAULT_JSON_TIMEOUT if timeout is None else timeout
         deadline = time.monotonic() + limit
         while True:
-            added, secrets = flow.headers(provider, FetchLimits(deadline=deadline, cancel=options.cancel))
-            headers = {**self.request_headers(streaming=False), **added}
+            # the headers post_json sends, so a signature over them and the body holds
+            unsigned = HttpRequest(
+                url=url,
+                headers={
+                    "content-type": "application/json",
+                    "accept": "application/json",
+                    **self.request_headers(streaming=False),
+                },
+                body=body,
+            )
+            request = flow.authorize(unsigned, provider, FetchLimits(deadline=deadline, cancel=options.cancel))
             try:
                 payload = post_json(
                     url,
                     body,
-                    headers,
+                    request.headers,
                     provider=provider,
-                    secrets=secrets,
+                    secrets=request.secrets,
                     timeout=max(0.001, deadline - time.monotonic()),
                     cancel=options.cancel,
                 )
@@ -344,6 +383,9 @@ class HttpAdapter(LlmAdapter):
         options = replace(check_options(options), resumable=True)
         if not self.wire.resumable(options):
             raise invalid(f"{self.title}: {type(self).__name__} cannot resume a stream (resume cursor)")
+        own = self.wire.make_translator(options, None).wire
+        if checked_cursor["wire"] != own:
+            raise invalid(f"{self.title}: resume cursor['wire'] is {checked_cursor['wire']!r}, this adapter's is {own!r}")
         return self._batches(options, checked_cursor)
 
     def _batches(self, options: GenerateOptions, cursor: dict[str, Any] | None) -> Iterator[list[StreamChunk]]:
@@ -364,11 +406,13 @@ class HttpAdapter(LlmAdapter):
                 http = self._open_attempt(options, deadline, flow)
             else:
                 resumption = Resumption(self, options, deadline, response_id=cursor["response_id"])
-                http = resumption.open(cursor["sequence_number"])
+                http = resumption.open(cursor["sequence_number"], cursor.get("event_id"))
             translator = wire.make_translator(options, http.request_id)
             if cursor is not None:
                 translator.last_sequence = cursor["sequence_number"]
+                translator.last_event_id = cursor.get("event_id")
                 translator.writer.identify(cursor["response_id"])
+                translator.begin_continuation()
             decoder = StreamDecoder(translator, max_event_size=self.max_event_size)
             return http, stamp_rate_limits(resumable_batches(http, decoder, resumption), http.headers)
 
@@ -386,6 +430,7 @@ class HttpAdapter(LlmAdapter):
             observer=self.observer,
             where=self.base_url,
             reshape=lambda error: wire.should_retry_request(error, options),
+            telemetry=lambda: self.telemetry(options),
         )
 
     def _open_attempt(
@@ -394,7 +439,7 @@ class HttpAdapter(LlmAdapter):
         """One attempt's request built, authorized (by the stream's ``flow``) and sent; its
         response body, 2xx (the transport raises the classified failure for anything else)."""
         started = time.monotonic()
-        idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
+        idle = options.idle_timeout if options.idle_timeout is not None else self.wire.idle_timeout or DEFAULT_IDLE_TIMEOUT
         # The credential fetch holds the stream's limits; the idle clock runs from here (rule 3).
         request = self.build_request(options, FetchLimits(deadline, options.cancel, idle, started), auth_flow=flow)
         return self.transport.open(

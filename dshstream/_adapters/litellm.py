@@ -55,7 +55,10 @@ of an adapter. Contract:
    connection that failed is ``TRANSPORT``, a stream LiteLLM saw end without a finish
    reason ``STREAM_CLOSED``, and LiteLLM's own context-window and content-policy verdicts
    are kept; an error the provider sent inside its stream is classified as the chat wire
-   classifies it. Partial output and usage stay in the stream. What LiteLLM made up rather
+   classifies it — with no HTTP status: once the provider's 2xx response has delivered
+   chunks, the status LiteLLM puts on its exception (an in-band ``overloaded_error`` is
+   its ``InternalServerError``, 500) is its own mapping of the error, not what the server
+   answered. Partial output and usage stay in the stream. What LiteLLM made up rather
    than received is dropped: a finish reason for a stream that ended without one (older
    releases report a cut stream as ``stop``; such a stream ends ``STREAM_CLOSED``), usage
    it counted with its tokenizer when the provider sent none, a ``cost`` from its price
@@ -138,6 +141,7 @@ from dataclasses import replace
 from typing import Any
 
 from .._core.attribution import AppIdentity, merge_headers
+from .._core.closing import close_quietly
 from .._core.classify import classify_error_payload, classify_http_error
 from .._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from .._core.log import get_logger
@@ -170,6 +174,7 @@ from .._transport import DEFAULT_IDLE_TIMEOUT
 from .attempts import run_attempts, stream_policy
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
+from .prompt_cache import NO_CACHING, check_prompt_cache
 from .wire import check_media_parts
 from .openai_chat import chat_plain_turn, chat_tool_call, reasoning_text
 from .reporting import attempt_reporter, request_summary
@@ -506,10 +511,26 @@ def _in_band_payload(exc: BaseException) -> dict[str, Any] | None:
 
 
 def failure_from_exception(
-    exc: BaseException, *, provider: str, secrets: tuple[str, ...] = (), mid_stream: bool = False
+    exc: BaseException,
+    *,
+    provider: str,
+    secrets: tuple[str, ...] = (),
+    mid_stream: bool = False,
+    answered: bool = False,
 ) -> LlmFailure:
     """The failure an exception LiteLLM raised describes (rule 4); ``mid_stream``: it came
-    after LiteLLM returned its stream."""
+    after LiteLLM returned its stream; ``answered``: after chunks of the provider's 2xx
+    response, so a status on the exception is not an HTTP status (rule 4)."""
+    failure = _failure_from_exception(exc, provider=provider, secrets=secrets, mid_stream=mid_stream)
+    if answered and failure.status is not None:
+        status = failure.status
+        failure = replace(failure, status=None, message=failure.message.replace(f", HTTP {status})", ")"))
+    return failure
+
+
+def _failure_from_exception(
+    exc: BaseException, *, provider: str, secrets: tuple[str, ...], mid_stream: bool
+) -> LlmFailure:
     original = getattr(exc, "original_exception", None)
     if "MidStreamFallbackError" in _names(exc) and isinstance(original, BaseException):
         exc = original  # LiteLLM's wrapper for "failed after the first chunk"
@@ -709,12 +730,7 @@ class _Call:
             if not self._stop.is_set():
                 self._put((_ERROR, exc))
         finally:
-            close = getattr(wrapper, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - closing never raises
-                    pass
+            close_quietly(wrapper, "LiteLLM's stream")
 
     def stop(self) -> None:
         """Stop the worker from the consumer's thread: a read it is blocked in ends now
@@ -869,6 +885,8 @@ class LiteLLMAdapter(LlmAdapter):
         """Refuse, before anything is sent, media parts :attr:`media` does not take (a
         ``ConfigurationError`` naming the part; rule 2)."""
         check_media_parts(options, lambda: self.media, f"{self.title}: LiteLLMAdapter(media=None)")
+        # prompt caching is not mapped through LiteLLM's many providers: refused, never dropped
+        check_prompt_cache(options, NO_CACHING, f"{self.title} (LiteLLMAdapter)")
 
     def convert_message(self, message: Message) -> list[dict[str, Any]]:
         """One history message in the chat-completions form LiteLLM takes (a user turn with
@@ -1044,6 +1062,7 @@ class _Run:
     ) -> Generator[list[StreamChunk], None, None]:
         """The opened stream's chunks, a list per wake-up; a failure from here on ends it
         in band, partial output and usage kept (rule 5)."""
+        answered = False  # a chunk came: the provider's response was a 2xx (rule 4)
         while True:
             item = self._wait(call)
             if isinstance(item, LlmFailure):  # cancelled or timed out
@@ -1054,6 +1073,7 @@ class _Run:
             while True:
                 tag, value = item
                 if tag == _CHUNK:
+                    answered = True
                     batch += translator.feed_chunk(value)
                     self.last_content = time.monotonic()
                     ended = translator.done
@@ -1077,7 +1097,9 @@ class _Run:
             if call.redirects.status is not None:  # rule 9
                 failure = _redirect_failure(call.redirects, self.provider, secrets)
             else:
-                failure = failure_from_exception(item[1], provider=self.provider, secrets=secrets, mid_stream=True)
+                failure = failure_from_exception(
+                    item[1], provider=self.provider, secrets=secrets, mid_stream=True, answered=answered
+                )
             yield _end(translator, failure, "aborted" if failure.code == "ABORTED" else "error")
             return
 

@@ -34,6 +34,11 @@ Contract: pure (options in, a JSON-ready dict out); no I/O, no credentials.
    max-tokens). Without replay state the turn is rebuilt from its blocks (signed
    reasoning, text, ``tool_use`` with parsed arguments; unsigned reasoning is left out,
    since the API refuses it).
+7. Prompt caching: a cache point is ``cache_control: {type: "ephemeral", ttl}`` on the
+   last block of its message (a cached system prompt goes as text blocks, one per system
+   message), on its tool's definition; ``PromptCache(automatic=True)`` is the top-level
+   ``cache_control`` (where the host serves it: :attr:`MessagesBody.automatic_cache_host`).
+   At most 4 points, ``1h`` ones before ``5m`` ones (:mod:`~dshstream._adapters.prompt_cache`).
 """
 
 from __future__ import annotations
@@ -45,12 +50,14 @@ from typing import Any, Literal, TypedDict
 from .._core.errors import error_for, make_failure
 from .._core.media_support import ANTHROPIC, MediaSupport
 from .._core.parts import MediaPart
+from .._core.prompt_cache import CachePoint
 from .._core.request import GenerateOptions, Message
 from .._core.response_format import JsonMode, JsonSchema
 from .._core.strict_json import parse_json_object
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.validate import invalid
 from .._core.wires.anthropic import WIRE
+from .prompt_cache import NO_CACHING, CacheSupport, anthropic_cache_control, check_prompt_cache
 from .structured_output import (
     STRUCTURED_MODES,
     StructuredMode,
@@ -108,6 +115,10 @@ class MessagesBody:
     native_structured_host = True
     #: what the host takes of media parts (images and documents; no audio)
     media: MediaSupport | None = ANTHROPIC
+    #: whether the host serves the top-level ``cache_control`` (automatic caching; rule 7)
+    automatic_cache_host = True
+    #: whether the host takes ``cache_control`` at all (a compatible server may not; rule 7)
+    caches_prompts = True
 
     def __init__(
         self,
@@ -155,6 +166,12 @@ class MessagesBody:
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
+        support = (
+            CacheSupport(points=True, automatic=self.automatic_cache_host, max_points=4, longest_first=True)
+            if self.caches_prompts
+            else NO_CACHING
+        )
+        check_prompt_cache(options, support, self.label)
         body: dict[str, Any] = {"model": options.model}
         budget = self.thinking_budget(options)
         if options.max_tokens is not None:
@@ -164,16 +181,21 @@ class MessagesBody:
         else:
             max_tokens = self.default_max_tokens
         body["max_tokens"] = max_tokens
-        system = [m.text for m in options.messages if m.role == "system" and m.text]
-        if system:
-            body["system"] = "\n\n".join(system)
+        systems = [m for m in options.messages if m.role == "system" and m.text]
+        if any(m.cache is not None for m in systems):  # rule 7: blocks carry the breakpoints
+            body["system"] = [self._cached({"type": "text", "text": m.text}, m.cache) for m in systems]
+        elif systems:
+            body["system"] = "\n\n".join(m.text for m in systems)
         body["messages"] = self.convert_messages(options.messages)
         body["stream"] = True
         if options.tools:
             body["tools"] = [
-                self.tool_definition(tool.name, tool.description, dict(tool.parameters))
+                self._cached(self.tool_definition(tool.name, tool.description, dict(tool.parameters)), tool.cache)
                 for tool in options.tools
             ]
+        settings = options.prompt_cache
+        if settings is not None and settings.automatic:
+            body["cache_control"] = anthropic_cache_control(CachePoint(settings.ttl))
         if budget is not None:
             if self.adaptive_thinking(options.model):
                 body["thinking"] = {"type": "adaptive"}
@@ -190,6 +212,13 @@ class MessagesBody:
         if options.extra_body:
             body.update(options.extra_body)
         return body
+
+    @staticmethod
+    def _cached(block: dict[str, Any], point: CachePoint | None) -> dict[str, Any]:
+        """``block`` with the ``cache_control`` of ``point`` (rule 7), or as it is."""
+        if point is not None:
+            block["cache_control"] = anthropic_cache_control(point)
+        return block
 
     def tool_definition(self, name: str, description: str | None, schema: dict[str, Any]) -> dict[str, Any]:
         """One client tool of ``tools`` (rule 2): its input streamed as it is written
@@ -256,7 +285,10 @@ class MessagesBody:
             if message.role == "assistant":
                 content = self.assistant_content(message)
                 if content:
+                    self._cache_last(content, message)
                     out.append({"role": "assistant", "content": content})
+                elif message.cache is not None:
+                    raise invalid(f"{self.label}: a cache point on an empty assistant turn caches nothing")
                 continue
             blocks: list[dict[str, Any]] = []
             for block in message.parts:
@@ -274,18 +306,27 @@ class MessagesBody:
                 elif isinstance(block, TextBlock) and block.text:
                     blocks.append({"type": "text", "text": block.text})
             if not blocks:
+                if message.cache is not None:
+                    raise invalid(f"{self.label}: a cache point on an empty {message.role} turn caches nothing")
                 continue
+            self._cache_last(blocks, message)
             previous = out[-1] if out else None
             if previous is not None and previous["role"] == "user":
                 content = previous["content"]
                 if isinstance(content, str):
                     previous["content"] = content = [{"type": "text", "text": content}]
                 content.extend(blocks)
-            elif len(blocks) == 1 and blocks[0]["type"] == "text":
+            elif len(blocks) == 1 and blocks[0]["type"] == "text" and message.cache is None:
                 out.append({"role": "user", "content": blocks[0]["text"]})
             else:
                 out.append({"role": "user", "content": blocks})
         return out
+
+    def _cache_last(self, blocks: list[dict[str, Any]], message: Message) -> None:
+        """The message's cache point on its last block (rule 7; a replayed block is copied
+        first, so the replay state is never changed)."""
+        if message.cache is not None:
+            blocks[-1] = self._cached(dict(blocks[-1]), message.cache)
 
     def media_block(self, part: MediaPart) -> dict[str, Any]:
         """An ``image`` or ``document`` block: a ``base64`` source, a ``url`` source, or

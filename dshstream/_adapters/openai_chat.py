@@ -5,7 +5,7 @@ passed instead of a name, as Azure OpenAI's adapter does).
 
 Contract: :class:`OpenAIChatWire` builds the request body from :class:`GenerateOptions` (messages with tool calls
 and tool results, tools, ``stream_options`` (``include_usage``; ``include_obfuscation``
-as wire rule 8 says: ``false`` on OpenAI's host by default), max tokens, temperature, stop,
+as wire rule 9 says: ``false`` on OpenAI's host by default), max tokens, temperature, stop,
 reasoning effort in the dialect's spelling, ``response_format`` in the dialect's spelling,
 ``extra_body`` last) and decodes the stream
 with :class:`~dshstream._core.wires.openai_chat.OpenAIChatTranslator`. History replay: reasoning
@@ -14,7 +14,12 @@ goes back as ``reasoning_content`` where the dialect needs it, OpenRouter
 state. A user turn with media parts becomes a list of content parts (text, ``image_url``,
 ``input_audio``, ``file``: :func:`chat_content_parts`). A server that rejects ``stream_options`` with a 400 is asked once more without it
 (both of its fields), and the wire remembers that. :class:`OpenAIChatAdapter` is that wire + ``Bearer`` auth +
-the attempt loop (:mod:`~dshstream._adapters.http`).
+the attempt loop (:mod:`~dshstream._adapters.http`). Prompt caching: on OpenAI's own
+dialect (and Azure's) a cache point is ``prompt_cache_breakpoint`` on its turn's last
+content part, with ``prompt_cache_key``/``prompt_cache_retention``
+(:mod:`~dshstream._adapters.prompt_cache` rule 4); on OpenRouter's, ``cache_control`` on
+that part and at the top level for the automatic mode (rule 5); other servers refuse
+caching requests.
 """
 
 from __future__ import annotations
@@ -25,12 +30,23 @@ from .._core.dialects import Dialect, get_dialect
 from .._core.errors import LlmError
 from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_CHAT, MediaSupport
+from .._core.prompt_cache import CachePoint
 from .._core.request import GenerateOptions, Message
 from .._core.validate import check_bool_or_none
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from .._core.validate import invalid
 from .._core.wires.translator import Translator
 from .._core.wires.openai_chat import OpenAIChatTranslator
 from .http import HttpAdapter
+from .prompt_cache import (
+    NO_CACHING,
+    OPENAI_CACHING,
+    OPENROUTER_CACHING,
+    anthropic_cache_control,
+    check_prompt_cache,
+    openai_cache_fields,
+    openai_mark,
+)
 from .settings import HttpSettings
 from .structured_output import chat_fields
 from .wire import Wire, obfuscation_field
@@ -107,7 +123,7 @@ class OpenAIChatWire(Wire):
         self.dialect = dialect
         self.think_tags = think_tags
         self.include_usage = include_usage
-        #: the ``stream_options.include_obfuscation`` sent (``None``: none; wire rule 8)
+        #: the ``stream_options.include_obfuscation`` sent (``None``: none; wire rule 9)
         self.include_obfuscation = obfuscation_field(base_url, include_obfuscation)
 
     def endpoint(self, options: GenerateOptions) -> str:
@@ -115,11 +131,27 @@ class OpenAIChatWire(Wire):
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
-        body: dict[str, Any] = {
-            "model": options.model,
-            "messages": [m for message in options.messages for m in self.convert_message(message)],
-            "stream": True,
-        }
+        own = self.dialect.name == "openai"
+        router = self.dialect.name == "openrouter"
+        check_prompt_cache(
+            options, OPENAI_CACHING if own else OPENROUTER_CACHING if router else NO_CACHING, self.title
+        )
+        messages: list[dict[str, Any]] = []
+        for message in options.messages:
+            converted = self.convert_message(message)
+            if message.cache is not None:
+                if not converted:
+                    raise invalid(f"{self.title}: a cache point on an empty {message.role} turn caches nothing")
+                converted[-1] = dict(converted[-1])
+                marker = ("cache_control", anthropic_cache_control(message.cache)) if router else None
+                openai_mark(converted[-1], "text", self.title, marker)
+            messages.extend(converted)
+        body: dict[str, Any] = {"model": options.model, "messages": messages, "stream": True}
+        if own:
+            body.update(openai_cache_fields(options))
+        settings = options.prompt_cache
+        if router and settings is not None and settings.automatic:
+            body["cache_control"] = anthropic_cache_control(CachePoint(settings.ttl))
         stream_options: dict[str, bool] = {}
         if self.include_usage:
             stream_options["include_usage"] = True

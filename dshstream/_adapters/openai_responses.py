@@ -41,14 +41,24 @@ Contract:
      ``tool_search_output`` for a client-executed ``tool_search_call`` (``execution:
      client``; ``tools``: the content when it is a JSON list of tool definitions, or a
      JSON object's ``tools``; else none);
+   * ``context_management: [{"type": "compaction", "compact_threshold": N}]`` when the
+     wire's ``compact_threshold`` is set (server-side compaction: past N input tokens the
+     server folds the earlier context into a ``compaction`` item, whose
+     ``encrypted_content`` the replay state keeps and sends back verbatim);
    * tools in the flat Responses function format (``strict: false``: dshstream passes the
      caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
      asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
      ``temperature``, ``response_format`` as ``text.format``,
-     ``stream_options.include_obfuscation`` as wire rule 8 says (``false`` on OpenAI's
+     ``stream_options.include_obfuscation`` as wire rule 9 says (``false`` on OpenAI's
      host by default), ``extra_body`` last.
 
    Responses has no ``stop`` parameter; ``options.stop`` is not sent.
+
+   Prompt caching (:mod:`~dshstream._adapters.prompt_cache` rule 4): a cache point on a
+   user or system turn is ``prompt_cache_breakpoint`` on its last content part (a cached
+   leading system prompt is then sent as ``system`` input messages, not ``instructions``,
+   whose plain string has no parts); on an assistant or tool turn it is refused;
+   ``prompt_cache_key`` and ``prompt_cache_retention`` from ``PromptCache``.
 3. **A second form.** A server that rejects ``include`` (``Encrypted content is not
    supported with this model``) with a 400 before streaming is asked once more without
    it, and the wire remembers that (its ``include_encrypted_reasoning``, changed under
@@ -60,12 +70,19 @@ Contract:
    (:mod:`~dshstream._adapters.http`). It overrides no hook: its ``__init__`` resolves the
    settings and builds :attr:`OpenAIResponsesAdapter.wire_class`; the wire's settings read
    back through read-only properties (``include_encrypted_reasoning``...).
+   ``compact_threshold`` (a positive int, else ``ConfigurationError`` naming it) turns on
+   server-side compaction (rule 2).
 5. **Resumable.** With ``GenerateOptions.resumable`` the request is a stored background
    response (``background: true``, ``store: true``): a cut stream is continued with
    ``GET {endpoint}/{id}?stream=true&starting_after=N``, polled at ``GET {endpoint}/{id}``
    past its streaming window and cancelled with ``POST {endpoint}/{id}/cancel``
    (:meth:`OpenAIResponsesWire.response_url`; wire rule 6). Replay items keep their ids
    either way.
+6. **Over a WebSocket.** :meth:`OpenAIResponsesAdapter.connect` gives a
+   :class:`~dshstream._adapters.responses_session.ResponsesSession`: the same wire, auth
+   and attempt loop, its turns sent as ``response.create`` messages on one kept
+   ``wss://{host}/v1/responses`` socket (:mod:`~dshstream._transport.ws_transport`), HTTP
+   when the socket cannot be had.
 """
 
 from __future__ import annotations
@@ -76,12 +93,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from .._core.errors import LlmError
+from .._core.ws_frames import DEFAULT_MAX_MESSAGE_SIZE
+from .._transport.ws_transport import DEFAULT_MAX_AGE
 from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_RESPONSES, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.strict_json import loads_or_none
+from .._core.validate import check_bool_or_none, check_positive_int
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
-from .._core.validate import check_bool_or_none
 from .._core.wires.json_values import first_str
 from .._core.wires.translator import Translator
 from .._core.wires.openai_responses import (
@@ -90,7 +109,10 @@ from .._core.wires.openai_responses import (
     OpenAIResponsesTranslator,
     item_kind,
 )
+from .._core.validate import invalid
 from .http import HttpAdapter
+from .prompt_cache import OPENAI_CACHING, check_prompt_cache, openai_cache_fields, openai_mark
+from .responses_session import ResponsesSession
 from .settings import HttpSettings
 from .structured_output import responses_text_format
 from .wire import Wire, obfuscation_field
@@ -201,10 +223,13 @@ class OpenAIResponsesWire(Wire):
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
         include_obfuscation: bool | None = None,
+        compact_threshold: int | None = None,
     ) -> None:
         super().__init__(base_url, title)
-        #: the ``stream_options.include_obfuscation`` sent (``None``: none; wire rule 8)
+        #: the ``stream_options.include_obfuscation`` sent (``None``: none; wire rule 9)
         self.include_obfuscation = obfuscation_field(base_url, include_obfuscation)
+        #: input tokens past which the server compacts the context (``None``: never; rule 2)
+        self.compact_threshold = compact_threshold
         #: whether ``include: ["reasoning.encrypted_content"]`` is sent (rule 3 turns it off)
         self.include_encrypted_reasoning = include_encrypted_reasoning
         #: the ``reasoning.summary`` asked for with an effort (``None``: none)
@@ -231,17 +256,29 @@ class OpenAIResponsesWire(Wire):
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
+        check_prompt_cache(options, OPENAI_CACHING, self.title)
         instructions: list[str] = []
         items: list[dict[str, Any]] = []
         leading = True
         builtin = self.builtin_calls(options.messages)
-        for message in options.messages:
-            if message.role == "system" and leading:
+        # a cached leading system prompt needs content parts to carry its breakpoint
+        as_items = any(m.cache is not None for m in options.messages if m.role == "system")
+        for index, message in enumerate(options.messages):
+            if message.role == "system" and leading and not as_items:
                 if message.text:
                     instructions.append(message.text)
                 continue
             leading = False
-            items.extend(self.convert_message(message, builtin))
+            converted = self.convert_message(message, builtin)
+            if message.cache is not None:
+                if message.role not in ("user", "system") or not converted:
+                    raise invalid(
+                        f"{self.title}: a cache point goes on a user or system turn "
+                        f"(GenerateOptions.messages[{index}].cache is on a {message.role} turn)"
+                    )
+                converted[-1] = dict(converted[-1])
+                openai_mark(converted[-1], "input_text", self.title)
+            items.extend(converted)
         body: dict[str, Any] = {
             "model": options.model,
             "input": items,
@@ -268,6 +305,8 @@ class OpenAIResponsesWire(Wire):
             body["reasoning"] = reasoning
         if self.include_encrypted_reasoning:
             body["include"] = ["reasoning.encrypted_content"]
+        if self.compact_threshold is not None:
+            body["context_management"] = [{"type": "compaction", "compact_threshold": self.compact_threshold}]
         if options.max_tokens is not None:
             body["max_output_tokens"] = options.max_tokens
         if options.temperature is not None:
@@ -276,9 +315,10 @@ class OpenAIResponsesWire(Wire):
             body["text"] = {"format": responses_text_format(options.response_format)}
         if self.include_obfuscation is not None:
             body["stream_options"] = {"include_obfuscation": self.include_obfuscation}
-        if options.resumable:  # rule 5: a stored background response can be resumed
+        if self.resumable(options):  # rule 5: a stored background response can be resumed
             body["background"] = True
             body["store"] = True
+        body.update(openai_cache_fields(options))
         if options.extra_body:
             body.update(options.extra_body)
         return body
@@ -499,6 +539,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
 
     default_name = "OpenAI Responses"
     default_base_url = DEFAULT_BASE_URL
+    #: the variable read for the provider's own host only (a different ``key_env`` goes anywhere)
+    own_key_env = "OPENAI_API_KEY"
     #: the wire this adapter builds (a subclass of :class:`OpenAIResponsesWire`)
     wire_class: type[OpenAIResponsesWire] = OpenAIResponsesWire
 
@@ -510,13 +552,16 @@ class OpenAIResponsesAdapter(HttpAdapter):
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
         include_obfuscation: bool | None = None,
+        compact_threshold: int | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
         choice = check_bool_or_none(include_obfuscation, f"{type(self).__name__}.include_obfuscation")
+        if compact_threshold is not None:
+            compact_threshold = check_positive_int(compact_threshold, "compact_threshold")
         super().__init__(
             key_env=(key_env,) if key_env else (),
-            # the default variable goes only to OpenAI; one the caller named goes anywhere
-            key_any_host=key_env != "OPENAI_API_KEY",
+            # the default variable goes only to the provider; one the caller named goes anywhere
+            key_any_host=key_env != self.own_key_env,
             **settings,
         )
         self.wire: OpenAIResponsesWire = self.wire_class(
@@ -525,9 +570,31 @@ class OpenAIResponsesAdapter(HttpAdapter):
             include_encrypted_reasoning=include_encrypted_reasoning,
             reasoning_summary=reasoning_summary,
             send_item_ids=send_item_ids,
+            compact_threshold=compact_threshold,
         )
         if choice is not None:  # set after: a wire subclass's __init__ need not take it
             self.wire.include_obfuscation = choice
+
+    def connect(
+        self,
+        *,
+        fallback: bool = True,
+        max_reconnects: int = 5,
+        max_age: float = DEFAULT_MAX_AGE,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        chain: bool = False,
+    ) -> ResponsesSession:
+        """A session whose turns share one WebSocket to ``{base_url}/responses`` (rule 6;
+        :mod:`~dshstream._adapters.responses_session`): use it as a context manager, stream
+        from it or register it with a service. Nothing connects until the first turn."""
+        return ResponsesSession(
+            self,
+            fallback=fallback,
+            max_reconnects=max_reconnects,
+            max_age=max_age,
+            max_message_size=max_message_size,
+            chain=chain,
+        )
 
     @property
     def include_encrypted_reasoning(self) -> bool:
@@ -543,3 +610,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
     def send_item_ids(self) -> bool:
         """Whether replayed items carry their ``id`` (the wire's)."""
         return self.wire.send_item_ids
+
+    @property
+    def compact_threshold(self) -> int | None:
+        """The input tokens past which the server compacts the context (the wire's)."""
+        return self.wire.compact_threshold

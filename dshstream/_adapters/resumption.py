@@ -1,19 +1,22 @@
 """Resumption: a cut stream of a stored response continued instead of re-billed — the
 I/O behind a wire that can resume (wire rule 6; OpenAI and Azure Responses in background
-mode).
+mode, Gemini Interactions in the background).
 
 Contract (only reads: resuming never re-runs anything, it reads what the provider has):
 
 1. **The continuation.** :meth:`Resumption.__call__` is the pump's ``resume`` (pump rule
-   7): after a cut it GETs ``response_url(id, query={stream: true, starting_after: N})``
-   — ``N`` the last sequence number the translator processed — authorized by the
+   7): after a cut it GETs ``response_url(id, query=resume_query(N, E))`` — ``N`` the
+   last sequence number the translator processed, ``E`` its last resume token
+   (``stream=true&starting_after=N`` on Responses, ``stream=true&last_event_id=E`` on
+   Gemini Interactions; translator rule 8, told :meth:`begin_continuation` before the
+   continuation's first byte) — authorized by the
    adapter's auth flow like any attempt, under the stream's deadline and cancel. A failed
    try that may pass (``TRANSPORT``, ``TIMEOUT`` of the open, a retryable status) is tried
    again after a backoff; at most :data:`MAX_TRIES` tries per stream in all. No response
    id yet (a cut before ``response.created``), a cancel, a refusal or the tries spent:
    ``None`` — the stream ends ``STREAM_CLOSED`` with its partial output (pump rule 5).
-2. **Past the streaming window.** A ``400`` saying the response "can no longer be
-   streamed" switches to polling ``GET response_url(id)`` with backoff (0.5 s doubling to
+2. **Past the streaming window** (Responses). A ``400`` saying the response "can no
+   longer be streamed" switches to polling ``GET response_url(id)`` with backoff (0.5 s doubling to
    5 s) within the deadline (or :data:`POLL_LIMIT` without one) until its ``status`` is
    ``completed``, ``failed``, ``cancelled`` or ``incomplete`` (a ``queued`` or
    ``in_progress`` one is waited for); the answer is fed to the same translator as
@@ -22,11 +25,12 @@ Contract (only reads: resuming never re-runs anything, it reads what the provide
    ``response.completed``/``failed``/``incomplete`` (``cancelled``: ``response.failed``
    with a ``cancelled`` error).
 3. **The cursor.** :meth:`Resumption.cursor` — ``{"provider", "response_id",
-   "sequence_number", "wire", "base_url"}`` (the base URL redacted), JSON-safe, no
-   secrets — goes on the failure's ``diagnostics`` (``resume_cursor``) and the finish's
+   "sequence_number", "wire", "base_url"}`` (the translator's wire; the base URL
+   redacted), plus ``"event_id"`` on a wire with resume tokens, JSON-safe, no secrets — goes on the failure's ``diagnostics`` (``resume_cursor``) and the finish's
    ``metadata.resume_cursor`` whenever a resumable stream ends without completing
    (:func:`resumable_batches`); :func:`check_cursor` validates one handed back
-   (``LlmService.resume``), naming the field.
+   (``LlmService.resume``), naming the field; its ``wire`` is one of
+   :data:`RESUMABLE_WIRES`.
 4. **Cancel.** A stream the consumer leaves unfinished (``close()``, a cancel) has its
    response cancelled — ``POST response_url(id, "/cancel")`` — once, best effort, within
    :data:`CANCEL_TIMEOUT` seconds; it never raises.
@@ -58,7 +62,9 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["CANCEL_TIMEOUT", "MAX_TRIES", "POLL_LIMIT", "Resumption", "check_cursor", "resumable_batches"]
+__all__ = [
+    "CANCEL_TIMEOUT", "MAX_TRIES", "POLL_LIMIT", "RESUMABLE_WIRES", "Resumption", "check_cursor", "resumable_batches",
+]
 
 #: resume tries per stream, in all (rule 1)
 MAX_TRIES = 5
@@ -69,7 +75,11 @@ CANCEL_TIMEOUT = 3.0
 _TERMINAL = {"completed": "response.completed", "failed": "response.failed", "incomplete": "response.incomplete"}
 _WAITING = frozenset({"queued", "in_progress"})
 _EXPIRED = "no longer be streamed"
-_CURSOR_KEYS = ("provider", "response_id", "sequence_number", "wire", "base_url")
+_CURSOR_KEYS = ("provider", "response_id", "sequence_number", "wire", "base_url", "event_id")
+#: the wires a cursor may name (rule 3)
+RESUMABLE_WIRES = ("openai-responses", "gemini-interactions")
+#: the wires whose stored answer the poll turns into events (rule 2)
+_POLLED_WIRES = frozenset({"openai-responses"})
 
 
 def check_cursor(cursor: object) -> dict[str, Any]:
@@ -80,12 +90,20 @@ def check_cursor(cursor: object) -> dict[str, Any]:
         value = cursor.get(key)
         if not isinstance(value, str) or not value:
             raise invalid(f"resume cursor['{key}'] must be a non-empty str, got {describe(value)}", wrong_type=True)
-    if cursor["wire"] != "openai-responses":
-        raise invalid(f"resume cursor['wire'] must be 'openai-responses', got {cursor['wire']!r}")
+    if cursor["wire"] not in RESUMABLE_WIRES:
+        known = " or ".join(repr(wire) for wire in RESUMABLE_WIRES)
+        raise invalid(f"resume cursor['wire'] must be {known}, got {cursor['wire']!r}")
     sequence = cursor.get("sequence_number")
     if type(sequence) is not int or sequence < -1:
         raise invalid(f"resume cursor['sequence_number'] must be an int >= -1, got {describe(sequence)}", wrong_type=True)
-    return {key: cursor.get(key) for key in _CURSOR_KEYS}
+    event_id = cursor.get("event_id")
+    if event_id is not None and (not isinstance(event_id, str) or not event_id):
+        raise invalid(f"resume cursor['event_id'] must be a non-empty str or None, got {describe(event_id)}",
+                      wrong_type=True)
+    checked = {key: cursor.get(key) for key in _CURSOR_KEYS}
+    if event_id is None:
+        del checked["event_id"]
+    return checked
 
 
 class _Synthesized:
@@ -154,14 +172,17 @@ class Resumption:
         response_id = self.response_id
         if response_id is None or self.translator is None:
             return None
-        adapter = self.adapter
-        return {
+        adapter, translator = self.adapter, self.translator
+        cursor: dict[str, Any] = {
             "provider": self.options.provider,
             "response_id": response_id,
-            "sequence_number": self.translator.last_sequence,
-            "wire": "openai-responses",
+            "sequence_number": translator.last_sequence,
+            "wire": translator.wire,
             "base_url": redact(adapter.base_url, adapter.secrets),
         }
+        if translator.last_event_id is not None:
+            cursor["event_id"] = translator.last_event_id
+        return cursor
 
     def _remaining(self, limit: float | None = None) -> float | None:
         if self.deadline is None:
@@ -180,16 +201,15 @@ class Resumption:
             return True
         return not cancel.wait(seconds)
 
-    def open(self, after: int) -> ResponseStream:
-        """GET the stream's continuation after sequence number ``after``, or raise (rule 1)."""
+    def open(self, after: int, event_id: str | None = None) -> ResponseStream:
+        """GET the stream's continuation after sequence number ``after`` (resume token
+        ``event_id``), or raise (rule 1)."""
         adapter, options = self.adapter, self.options
         response_id = self.response_id
         assert response_id is not None
-        url = adapter.wire.response_url(
-            options, response_id, query={"stream": "true", "starting_after": str(after)}
-        )
+        url = adapter.wire.response_url(options, response_id, query=adapter.wire.resume_query(after, event_id))
         started = time.monotonic()
-        idle = options.idle_timeout if options.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT
+        idle = options.idle_timeout if options.idle_timeout is not None else adapter.wire.idle_timeout or DEFAULT_IDLE_TIMEOUT
         limits = FetchLimits(self.deadline, options.cancel, idle, started)
         request = HttpRequest(url=url, headers=adapter.request_headers(), body={})
         request = adapter.auth_flow.authorize(request, options.provider, limits)
@@ -208,21 +228,28 @@ class Resumption:
         """The continuation's body after ``after``, or ``None`` (rules 1, 2)."""
         if self.response_id is None or self._cancelled:
             return None
+        translator = self.translator
+        event_id = translator.last_event_id if translator is not None else None
         while self.tries < MAX_TRIES:
             if self.options.cancelled:
                 return None
             self.tries += 1
             try:
-                return self.open(after)
+                body = self.open(after, event_id)
             except LlmError as exc:
                 failure = exc.failure
                 text = f"{failure.detail or ''} {failure.message}".lower()
-                if failure.status == 400 and _EXPIRED in text:
+                polled = translator is None or translator.wire in _POLLED_WIRES
+                if failure.status == 400 and _EXPIRED in text and polled:
                     return self._poll()
                 if failure.code == "ABORTED" or not (failure.retryable or failure.code in ("TRANSPORT", "TIMEOUT")):
                     log.warning("%s: resuming failed: %s", self.options.provider, failure.code)
                     return None
                 log.info("%s: resume try %d failed (%s)", self.options.provider, self.tries, failure.code)
+            else:
+                if translator is not None:
+                    translator.begin_continuation()
+                return body
             if not self._wait(min(0.25 * 2 ** (self.tries - 1), 4.0)):
                 return None
         return None

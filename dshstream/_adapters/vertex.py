@@ -45,6 +45,14 @@ Contract:
    ``output_config.format`` where Vertex serves it).
 6. Neither lists models (``list_models`` is empty): Vertex lists publisher models
    elsewhere, per location.
+7. **Counting tokens.** Gemini: ``POST .../{model resource}:countTokens`` with the
+   stream's ``contents``, ``systemInstruction`` and ``tools`` (Vertex's request takes no
+   ``generateContentRequest``), answered ``totalTokens``. Claude: ``POST .../publishers/
+   anthropic/models/count-tokens:rawPredict`` (the path the Anthropic SDK's Vertex client
+   uses) with the Messages counting fields, ``model`` included, and ``anthropic_version``.
+   Express mode counts too (the same path without the project); a request naming cached
+   content is refused (Vertex's request has no field for it). Prompt caching: Claude
+   takes cache points but not the top-level automatic mode (not documented for Vertex).
 """
 
 from __future__ import annotations
@@ -210,6 +218,8 @@ def _vertex_auth(source: CredentialSource, target: _Target, caller: Mapping[str,
 class VertexGeminiWire(GeminiWire):
     """The Gemini wire with Vertex's resource paths (rules 1-2); no model list (rule 6)."""
 
+    provider_name: str | None = "gcp.vertex_ai"  # telemetry (wire rule 8), private endpoints too
+
     def __init__(
         self,
         base_url: str,
@@ -250,8 +260,21 @@ class VertexGeminiWire(GeminiWire):
             return path
         return f"projects/{quote(self.project or '', safe=':')}/locations/{self.location}/{path}"
 
+    #: the fields of the stream's body Vertex's ``countTokens`` takes (rule 7)
+    COUNT_FIELDS = frozenset({"contents", "systemInstruction", "tools"})
+
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
-        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
+        return f"{self.base_url}/{self.api_version}/{self.model_resource(options.model)}:countTokens"
+
+    def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The stream's contents, system instruction and tools, at the top level (rule 7);
+        Vertex's request takes no cached content, so a count without it is refused."""
+        if options.prompt_cache is not None and options.prompt_cache.cached_content is not None:
+            raise invalid(
+                f"{self.title}: countTokens takes no cached content (GenerateOptions.prompt_cache.cached_content); "
+                "its count would leave the cache out"
+            )
+        return {key: value for key, value in self.build_body(options).items() if key in self.COUNT_FIELDS}
 
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/{self.api_version}/{self.model_resource(options.model)}:streamGenerateContent?alt=sse"
@@ -264,9 +287,14 @@ class VertexAnthropicWire(AnthropicWire):
     """The Anthropic wire for ``streamRawPredict`` (rules 1 and 5); no model list (rule 6)."""
 
     models_path: str | None = None
+    provider_name: str | None = "gcp.vertex_ai"  # telemetry (wire rule 8)
     #: Anthropic documents native structured outputs for the Claude API and Bedrock only:
     #: a response format is a forced tool here unless ``structured_output="native"``
     native_structured_host = False
+    #: the top-level ``cache_control`` is documented for the Claude API only (rule 7)
+    automatic_cache_host = False
+    #: code-execution containers are the Claude API's: none is sent here (anthropic rule 5)
+    replays_container = False
 
     def __init__(
         self,
@@ -285,7 +313,17 @@ class VertexAnthropicWire(AnthropicWire):
         self.location = location
 
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
-        return None  # not wired here: count_tokens is a ConfigurationError (wire rule 7)
+        return (
+            f"{self.base_url}/v1/projects/{quote(self.project or '', safe=':')}/locations/{self.location}"
+            "/publishers/anthropic/models/count-tokens:rawPredict"
+        )
+
+    def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The Messages counting fields with ``model`` (the path names none) and
+        ``anthropic_version`` (rule 7)."""
+        body = AnthropicWire.build_body(self, options)
+        counted = {key: value for key, value in body.items() if key in self.COUNT_FIELDS}
+        return {"anthropic_version": self.anthropic_version, **counted}
 
     def endpoint(self, options: GenerateOptions) -> str:
         model = quote(options.model, safe=_MODEL_SAFE)

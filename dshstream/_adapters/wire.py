@@ -25,14 +25,25 @@ Contract:
    continued after a cut (default: never; ``GenerateOptions.resumable`` then has no
    effect). A wire that can resume names its stored response's URLs,
    :meth:`Wire.response_url` (the stream's continuation, the response itself, its
-   cancel), and its translator numbers its events (translator rule 8); the adapter does
-   the I/O (:mod:`~dshstream._adapters.resumption`).
+   cancel) and the continuation's query, :meth:`Wire.resume_query` (the Responses API's
+   ``starting_after`` by default), and its translator numbers its events or keeps their
+   resume token (translator rule 8); the adapter does the I/O
+   (:mod:`~dshstream._adapters.resumption`).
 7. **Counting tokens.** :meth:`Wire.count_tokens_url` (``None``, the default: the API has
    no counting endpoint, and nothing is estimated locally) is POSTed
    :meth:`Wire.count_tokens_body` — the stream's own :meth:`Wire.build_body`, less the
    fields only a generation takes (``stream``...) — and the answer read by
-   :meth:`Wire.count_tokens_result` (``None``: no count in it).
-8. **Stream obfuscation.** :func:`obfuscation_field` is what an OpenAI wire sends as
+   :meth:`Wire.count_tokens_result` (``None``: no count in it). A wire without one may
+   say why in :attr:`Wire.count_tokens_note`, which the refusal quotes.
+8. **Telemetry facts.** :attr:`Wire.provider_name` is the OpenTelemetry GenAI
+   conventions' well-known ``gen_ai.provider.name`` of the API (``None``: not a well-known
+   one; the adapter then names it by the host of its own API, wherever its ``base_url``
+   points: :func:`~dshstream._core.provider_names.provider_name_for_url`),
+   :attr:`Wire.operation_name` its ``gen_ai.operation.name`` (``chat``; Gemini's
+   ``generate_content``), and :attr:`Wire.idle_timeout` the idle timeout a request gets
+   when it sets none (``None``: the transport's default), for an API whose documentation
+   asks for longer silences (xAI: at least 900 s).
+9. **Stream obfuscation.** :func:`obfuscation_field` is what an OpenAI wire sends as
    ``stream_options.include_obfuscation``: the caller's choice, or by default ``false`` on
    OpenAI's own API host (``api.openai.com``, its regional ``*.api.openai.com``), which
    documents the field and the padding it turns off, and nothing anywhere else — a
@@ -58,7 +69,7 @@ __all__ = ["ModelListFormat", "Wire", "check_media_parts", "obfuscation_field"]
 
 
 def obfuscation_field(base_url: str, include_obfuscation: bool | None) -> bool | None:
-    """The ``stream_options.include_obfuscation`` to send to ``base_url`` (rule 8):
+    """The ``stream_options.include_obfuscation`` to send to ``base_url`` (rule 9):
     ``include_obfuscation`` when the caller chose, else ``False`` on OpenAI's API host;
     ``None``: send nothing."""
     if include_obfuscation is not None:
@@ -107,6 +118,14 @@ class Wire:
     models_path: str | None = None
     #: how to read the model list (rule 4)
     models_format = ModelListFormat()
+    #: the conventions' ``gen_ai.provider.name`` (rule 8; ``None``: named by the host)
+    provider_name: str | None = None
+    #: the conventions' ``gen_ai.operation.name`` (rule 8)
+    operation_name = "chat"
+    #: the idle timeout of a request that sets none (rule 8; ``None``: the default)
+    idle_timeout: float | None = None
+    #: why the API has no counting endpoint, said in the refusal (rule 7; ``""``: nothing to add)
+    count_tokens_note = ""
 
     def __init__(self, base_url: str, title: str) -> None:
         #: the API root requests go to
@@ -154,6 +173,11 @@ class Wire:
         """The URL of stored response ``response_id`` (``suffix``: a path under it, such as
         ``/cancel``; ``query``: parameters), for a wire that can resume (rule 6)."""
         raise NotImplementedError
+
+    def resume_query(self, after: int, event_id: str | None) -> dict[str, str]:
+        """The query of a cut stream's continuation after the last event read — its
+        sequence number ``after``, its resume token ``event_id`` (rule 6)."""
+        return {"stream": "true", "starting_after": str(after)}
 
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
         """The token-counting endpoint for ``options``; ``None``: the API has none (rule 7)."""

@@ -12,6 +12,8 @@ Contract:
    resumed, tokens, cost, time) is printed at the end. The exit code is 0 when every row is
    ok, 1 when a row failed or was skipped, 2 for a usage mistake, 130 on Ctrl-C (the rows
    that finished are in ``OUTPUT``; the ones in flight were cancelled, not written).
+4. ``--provider-batch``, ``--detach``, ``--resume ID``: the same file as provider batches
+   (:mod:`~dshstream._batch.provider.command`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ def _lines(stream: TextIO) -> Iterator[Any]:
 
 
 def run_batch_command(args: argparse.Namespace, service: LlmService, out: TextIO, err: TextIO) -> int:
-    """Rules 1-3."""
+    """Rules 1-4."""
+    if getattr(args, "provider_batch", False) or getattr(args, "resume", None):
+        from .provider.command import run_provider_batch_command
+
+        return run_provider_batch_command(args, service, out, err)
     seen: list[BatchProgress] = []
     started = time.monotonic()
     bad = 0

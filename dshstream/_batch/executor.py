@@ -32,6 +32,12 @@ Contract:
 8. **Progress.** A progress line on stderr when it is a terminal (``progress=None``) or
    when ``progress=True``; none with ``progress=False``. ``on_progress`` gets a
    :class:`~dshstream._batch.progress.BatchProgress` at most every 0.2 s and once at the end.
+9. **Provider batches.** ``mode="batch"`` sends the same requests as the providers' batch
+   APIs instead (:mod:`~dshstream._batch.provider.runner`: submitted when ``run_many`` is called, polled every
+   ``poll_interval`` seconds, one row per request in input order, each with the result its
+   stream would have given); the checkpoint works the same. ``concurrency``, ``ordered``,
+   ``limiter`` and ``max_attempts`` have no effect there, and ``max_cost``/``max_tokens``
+   are refused (the whole batch is sent before any row's cost is known).
 """
 
 from __future__ import annotations
@@ -98,10 +104,24 @@ def run_many(
     price: Price | None = None,
     progress: bool | None = None,
     on_progress: Callable[[BatchProgress], None] | None = None,
+    mode: str = "live",
+    poll_interval: float = 30.0,
 ) -> Generator[BatchResult, None, None]:
     """Send every request, ``concurrency`` at a time; yield one result per request
     (rules 1-8). ``requests`` are ``GenerateOptions`` or dicts (``{"id", "prompt"}``,
-    ``{"id", "messages"}``; ``provider``/``model`` default to the arguments)."""
+    ``{"id", "messages"}``; ``provider``/``model`` default to the arguments).
+    ``mode="batch"``: as provider batches (rule 9)."""
+    if mode not in ("live", "batch"):
+        raise invalid(f"run_many(mode=...) must be 'live' or 'batch', not {mode!r}")
+    if mode == "batch":
+        if max_cost is not None or max_tokens is not None:
+            raise invalid("run_many(max_cost=/max_tokens=) do not apply to mode='batch' (rule 9)")
+        from .provider.runner import submit_batch
+
+        handle = submit_batch(requests, service=service, provider=provider, model=model, checkpoint=checkpoint,
+                              fsync=fsync, price=price)
+        show = sys.stderr.isatty() if progress is None else bool(progress)
+        return handle.results(poll_interval=poll_interval, on_progress=on_progress, progress=show)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise invalid(f"run_many(concurrency=...) must be an int >= 1, not {concurrency!r}")
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
@@ -444,4 +464,5 @@ class _Run:
             prepared.id, prepared.key, job.index, ok=failure is None, text=response.text,
             tool_calls=response.tool_calls, finish=response.finish.kind, failure=failure, usage=usage,
             cost=cost, attempts=attempts, request_id=request_id, duration=duration,
+            response=response,
         )

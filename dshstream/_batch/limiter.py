@@ -24,6 +24,10 @@ Contract (one limiter per provider key, shared by every thread that sends to it)
 5. **Tokens.** When ``remaining_tokens`` is below what the requests in flight are likely
    to use (the mean tokens per request so far), launches wait for ``reset_tokens``.
 6. Times are ``time.monotonic()``; the clock and sleep are injectable for tests.
+7. **Shared.** :meth:`ProviderLimiter.acquire_launch` is ``acquire`` with a timeout that
+   returns the launch's number, and ``observe(launch=...)`` takes it back: a limiter held
+   by one process and asked by others over calls that may land on any of its threads
+   (:mod:`~dshstream._batch.ray_limiter`) needs no thread-local state.
 """
 
 from __future__ import annotations
@@ -111,14 +115,25 @@ class ProviderLimiter:
 
     def acquire(self, stop: threading.Event) -> bool:
         """Block until a request may start (rules 2-5); ``False`` once ``stop`` is set."""
+        return self.acquire_launch(stop) is not None
+
+    def acquire_launch(self, stop: threading.Event, timeout: float | None = None) -> int | None:
+        """:meth:`acquire`, giving the launch's number (rule 7), or ``None`` once ``stop``
+        is set or ``timeout`` seconds (of the real clock) passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
                 if stop.is_set():
-                    return False
+                    return None
                 now = self._clock()
                 wait = self._wait_needed(now)
                 if wait <= 0:
                     break
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return None
+                    wait = min(wait, left)
                 self._cond.wait(min(wait, 0.1))
             self.in_flight += 1
             self.launched += 1
@@ -127,7 +142,7 @@ class ProviderLimiter:
                 self._budget -= 1
                 if self._window_end is not None and self._budget > 0:
                     self._next_paced = now + max(0.0, self._window_end - now) / (self._budget + 1)
-            return True
+            return self.launched
 
     def release(self) -> None:
         """One attempt ended."""
@@ -137,10 +152,10 @@ class ProviderLimiter:
 
     # ------------------------------------------------------------------ what was learned
 
-    def observe(self, limits: RateLimits | None, tokens: int | None = None) -> None:
+    def observe(self, limits: RateLimits | None, tokens: int | None = None, *, launch: int | None = None) -> None:
         """A successful attempt's rate-limit facts (rules 2, 4, 5); call before ``release``
-        on the thread that acquired."""
-        seq = getattr(self._seq, "value", self.launched)
+        on the thread that acquired, or name the launch (rule 7)."""
+        seq = launch if launch is not None else getattr(self._seq, "value", self.launched)
         with self._cond:
             now = self._clock()
             self.allowed = min(float(self.max_concurrency), self.allowed + 1.0 / max(1.0, self.allowed))

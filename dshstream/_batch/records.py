@@ -9,17 +9,20 @@ Contract:
    the caller's ``price`` gave, else ``None``), ``attempts`` (HTTP attempts, the retries
    after a 429 included), ``request_id``, ``duration`` (seconds, the waits for the rate
    limit included). ``skipped`` rows were never sent (their failure says why);
-   ``resumed`` rows were read back from the checkpoint, not sent again.
+   ``resumed`` rows were read back from the checkpoint, not sent again. ``response`` is
+   the row's ``AssembledResponse`` when it was answered in this run (a live stream's, or
+   a provider batch row's read by the same wire translator); ``None`` otherwise.
 2. :func:`result_to_dict` / :func:`result_from_dict` are the checkpoint's JSON line and
-   round-trip every field but ``resumed``; a failure keeps its ``diagnostics`` out (they
+   round-trip every field but ``resumed`` and ``response``; a failure keeps its ``diagnostics`` out (they
    describe one run).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from .._core.assembler import AssembledResponse
 from .._core.types import (
     FinishKind,
     LlmFailure,
@@ -55,6 +58,7 @@ class BatchResult:
     duration: float = 0.0
     skipped: bool = False
     resumed: bool = False
+    response: AssembledResponse | None = field(default=None, repr=False, compare=False)
 
 
 def result_to_dict(result: BatchResult) -> dict[str, Any]:

@@ -34,19 +34,9 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 from .errors import CODE_DEFAULTS
-from .request import REASONING_EFFORTS, GenerateOptions, Message, ReasoningEffort
+from .request import GenerateOptions, Message, ReasoningEffort, check_overridable
 from .types import LlmFailure
-from .validate import (
-    check_choice,
-    check_finite_number,
-    check_mapping,
-    check_nonneg_int,
-    check_positive_int,
-    check_str,
-    check_timeout,
-    describe,
-    invalid,
-)
+from .validate import check_mapping, check_str, describe, invalid
 
 __all__ = [
     "DEFAULT_FALLBACK_CODES",
@@ -97,16 +87,7 @@ class Target:
         check_str(self.provider, f"{name}.provider")
         if self.model is not None:
             check_str(self.model, f"{name}.model")
-        if self.max_tokens is not None:
-            check_positive_int(self.max_tokens, f"{name}.max_tokens")
-        if self.temperature is not None:
-            check_finite_number(self.temperature, f"{name}.temperature", minimum=0.0)
-        if self.reasoning_effort is not None:
-            check_choice(self.reasoning_effort, f"{name}.reasoning_effort", REASONING_EFFORTS)
-        check_timeout(self.idle_timeout, f"{name}.idle_timeout")
-        check_timeout(self.timeout, f"{name}.timeout")
-        if self.max_retries is not None:
-            check_nonneg_int(self.max_retries, f"{name}.max_retries")
+        check_overridable(self, name)
         if self.extra_body is not None:
             object.__setattr__(self, "extra_body", dict(check_mapping(self.extra_body, f"{name}.extra_body")))
 

@@ -4,7 +4,8 @@ Contract: no I/O. :class:`StreamDecoder` joins an :class:`~dshstream._core.sse.S
 wire translator (``feed(bytes) -> chunks``, ``close() -> chunks``); :func:`decode` runs it
 over bytes or an iterable of byte pieces. The output is identical however the bytes are
 split. Wires: ``openai-chat`` and each dialect name (``deepseek``, ``openrouter``, ...),
-``anthropic``, ``gemini``, ``openai-responses``, ``bedrock-converse``, ``bedrock-invoke``.
+``anthropic``, ``gemini``, ``gemini-interactions``, ``openai-responses``, ``bedrock-converse``,
+``bedrock-invoke``.
 A translator whose
 ``framing`` is ``"eventstream"`` (Bedrock) gets an
 :class:`~dshstream._core.eventstream.EventStreamDecoder` instead of the SSE decoder; the
@@ -14,6 +15,7 @@ translator (a resumed body: a partial event of the cut one is dropped).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -49,6 +51,7 @@ WIRES: dict[str, Callable[..., Translator]] = {
     **{name: _openai_chat(name) for name in DIALECTS},
     "anthropic": _lazy(".wires.anthropic", "AnthropicTranslator"),
     "gemini": _lazy(".wires.gemini", "GeminiTranslator"),
+    "gemini-interactions": _lazy(".wires.gemini_interactions", "GeminiInteractionsTranslator"),
     "openai-responses": _lazy(".wires.openai_responses", "OpenAIResponsesTranslator"),
     "bedrock-converse": _lazy(".wires.bedrock", "BedrockConverseTranslator"),
     "bedrock-invoke": _lazy(".wires.bedrock_invoke", "BedrockInvokeTranslator"),
@@ -143,6 +146,10 @@ _DIALECT_HINTS: tuple[tuple[bytes, str], ...] = (
 )
 
 
+#: an Interactions event's own type, however the JSON is spaced
+_INTERACTIONS_TYPE = re.compile(rb'"event_type"\s*:\s*"(?:interaction|step)\.')
+
+
 def _is_prelude(head: bytes) -> bool:
     import zlib
 
@@ -174,7 +181,8 @@ def detect_wire(data: bytes) -> str:
     """Guess the wire of a recorded stream from its first bytes.
 
     ``event: message_start`` is Anthropic; ``response.*`` event types are the Responses
-    API; ``candidates`` objects are Gemini; ``chat.completion.chunk`` is the chat wire,
+    API; an ``event_type`` of ``interaction.*`` or ``step.*`` is Gemini's Interactions API;
+    ``candidates`` objects are Gemini; ``chat.completion.chunk`` is the chat wire,
     with the dialect guessed from provider-specific fields. A body that opens with an AWS
     event-stream prelude (a valid prelude CRC over its first 12 bytes) is
     ``bedrock-invoke`` when the first message's payload is a ``{"bytes": ...}`` object,
@@ -187,6 +195,8 @@ def detect_wire(data: bytes) -> str:
         return "anthropic"
     if b'"type":"response.' in head or b'"type": "response.' in head or b"event: response." in head:
         return "openai-responses"
+    if b"event: interaction." in head or b"event: step." in head or _INTERACTIONS_TYPE.search(head):
+        return "gemini-interactions"
     if b'"candidates"' in head or b'"usageMetadata"' in head:
         return "gemini"
     for hint, dialect in _DIALECT_HINTS:

@@ -293,6 +293,8 @@ def make_failure(
     provider: str | None = None,
     serving_provider: str | None = None,
     detail: str | None = None,
+    context_limit: int | None = None,
+    context_requested: int | None = None,
 ) -> LlmFailure:
     """Build a failure, filling category and retryability from the code's defaults (rule 2).
 
@@ -310,6 +312,8 @@ def make_failure(
         provider=provider,
         serving_provider=serving_provider,
         detail=detail[:2000] if detail is not None else None,
+        context_limit=context_limit,
+        context_requested=context_requested,
     )
 
 

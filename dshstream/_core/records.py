@@ -32,6 +32,10 @@ clock, no I/O (the records are built by :mod:`dshstream._observe`).
    echoes the key into them gets that field dropped (``None``) where the record is built
    (:mod:`dshstream._observe` rule 7), so the log line's ``record.dshstream`` and the
    OpenTelemetry attributes, built from the records, never carry it either.
+7. :class:`StreamStarted` carries what the adapter says of the request before sending it
+   (:class:`Telemetry`, ``LlmAdapter.telemetry``): the conventions' well-known provider
+   name, the operation name, and the server's host and port — so a tracer has them at the
+   span's start. ``None``: the adapter did not say (a fallback chain, whose targets differ).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from .request import GenerateOptions, Message
 from .types import Block, FinishKind, FinishReason, LlmFailure, TargetOutcome, TokenUsage
 
 __all__ = [
+    "MAX_CHUNK_GAPS",
     "AttemptOutcome",
     "AttemptRecord",
     "FirstChunkRecord",
@@ -53,10 +58,26 @@ __all__ = [
     "RequestSettings",
     "StreamFinished",
     "StreamStarted",
+    "Telemetry",
 ]
 
 ObserveLevel: TypeAlias = Literal["service", "adapter"]
+#: the most chunk gaps a :class:`StreamFinished` carries (a long stream keeps its first ones)
+MAX_CHUNK_GAPS = 4096
 AttemptOutcome: TypeAlias = Literal["ok", "failed", "aborted", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Telemetry:
+    """What an adapter says of a request before sending it (rule 7)."""
+
+    #: the OpenTelemetry GenAI conventions' well-known ``gen_ai.provider.name``
+    #: (``anthropic``, ``gcp.vertex_ai``...; ``None``: not a well-known API)
+    provider_name: str | None = None
+    #: ``gen_ai.operation.name``: ``chat``, or Gemini's ``generate_content``
+    operation_name: str = "chat"
+    server_address: str | None = None
+    server_port: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +98,8 @@ class RequestSettings:
     #: the keys of ``extra_body`` (never its values)
     extra_body_keys: tuple[str, ...] = ()
     stop_sequences: tuple[str, ...] | None = None
+    #: ``"json"`` when a JSON schema or JSON mode is asked for, else ``"text"``
+    output_type: str = "text"
 
     @classmethod
     def of(cls, options: GenerateOptions, *, capture_content: bool = False) -> RequestSettings:
@@ -94,6 +117,7 @@ class RequestSettings:
             max_retries=options.max_retries,
             extra_body_keys=tuple(sorted(str(key) for key in options.extra_body or ())),
             stop_sequences=tuple(stop) if capture_content and stop else None,
+            output_type="json" if options.response_format is not None else "text",
         )
 
 
@@ -110,6 +134,8 @@ class StreamStarted:
     level: ObserveLevel = "service"
     #: the request's messages, only for an observer that captures content
     messages: tuple[Message, ...] | None = None
+    #: what the adapter says of the request (rule 7; ``None``: nothing)
+    telemetry: Telemetry | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +224,17 @@ class StreamFinished:
     #: a fallback chain's trail: every target tried, in order, with its outcome (the
     #: finish's ``metadata.fallback``); empty outside a chain
     fallback: tuple[TargetOutcome, ...] = ()
+    #: seconds between consecutive content-bearing reads after the first one (each read
+    #: delivers one or more chunks), in order, at most :data:`MAX_CHUNK_GAPS`; only for an
+    #: observer with a true ``chunk_gaps`` attribute (the ``time_per_output_chunk`` metric)
+    chunk_gaps: tuple[float, ...] = ()
+
+    @property
+    def cached_input_share(self) -> float | None:
+        """The share of the billed input read from the prompt cache (``usage``'s, rounded
+        to 4 places; ``None``: no usage or no cache counts): what prompt caching saved."""
+        share = self.usage.cached_input_share if self.usage is not None else None
+        return round(share, 4) if share is not None else None
 
     @property
     def served_by(self) -> TargetOutcome | None:

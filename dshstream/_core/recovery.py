@@ -114,6 +114,7 @@ _TIPS: dict[str, _Entry] = {
         (
             "Shorten the conversation or start a new one.",
             "Use a model with a larger context window.",
+            "Count the tokens before sending with count_tokens(options) (the provider's own count).",
         ),
         (),
         (),

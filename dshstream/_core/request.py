@@ -1,6 +1,6 @@
 """What a caller asks for: messages, tool specs and generation options.
 
-Contract: stdlib, ``types``, ``validate`` and ``response_format`` only; plain frozen
+Contract: stdlib, ``types``, ``validate``, ``parts``, ``prompt_cache`` and ``response_format`` only; plain frozen
 values. Nothing here knows a provider's wire format; adapters translate these into request
 bodies.
 
@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeAlias
 
 from .response_format import JsonMode, JsonSchema, check_response_format
 from .parts import MediaPart
+from .prompt_cache import CachePoint, PromptCache, check_cache_point
 from .types import Block, FileBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .validate import (
     check_choice,
@@ -64,7 +65,8 @@ class Message:
     only, ``attachments`` the media parts only, ``parts`` everything in order. Assistant
     turns produced by dshstream (``AssembledResponse.message()``) also carry the
     ``provider`` and ``model`` that wrote them and the adapter-owned ``replay_state`` the
-    next request needs.
+    next request needs. ``cache`` (a :class:`~dshstream._core.prompt_cache.CachePoint`)
+    asks the provider to cache the prompt up to and including this turn.
     """
 
     role: Role
@@ -72,6 +74,7 @@ class Message:
     provider: str | None = None
     model: str | None = None
     replay_state: Any = None
+    cache: CachePoint | None = None
 
     def __post_init__(self) -> None:
         role: object = self.role
@@ -98,19 +101,21 @@ class Message:
             check_str_or_none(self.provider, "Message.provider")
         if self.model is not None:
             check_str_or_none(self.model, "Message.model")
+        if self.cache is not None:
+            check_cache_point(self.cache, "Message.cache")
 
     @classmethod
-    def user(cls, text: str, *parts: MediaPart | str) -> Message:
+    def user(cls, text: str, *parts: MediaPart | str, cache: CachePoint | None = None) -> Message:
         """A user turn: ``text``, then any media parts (or more text) in order."""
         if not parts:
-            return cls("user", text)
+            return cls("user", text, cache=cache)
         items = (text, *parts) if text else parts
-        return cls("user", tuple(TextBlock(p) if isinstance(p, str) else p for p in items))
+        return cls("user", tuple(TextBlock(p) if isinstance(p, str) else p for p in items), cache=cache)
 
     @classmethod
-    def system(cls, text: str) -> Message:
-        """A system prompt."""
-        return cls("system", text)
+    def system(cls, text: str, *, cache: CachePoint | None = None) -> Message:
+        """A system prompt (``cache``: cache the prompt up to its end)."""
+        return cls("system", text, cache=cache)
 
     @classmethod
     def assistant(cls, content: str | Sequence[Block]) -> Message:
@@ -162,18 +167,23 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool the model may call; ``parameters`` is a JSON Schema object."""
+    """A tool the model may call; ``parameters`` is a JSON Schema object; ``cache`` (a
+    :class:`~dshstream._core.prompt_cache.CachePoint`) caches the tool list up to and
+    including this tool."""
 
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
+    cache: CachePoint | None = None
 
     def __post_init__(self) -> None:
         check_str(self.name, "ToolSpec.name")
         check_str(self.description, "ToolSpec.description", nonempty=False)
         check_mapping(self.parameters, "ToolSpec.parameters")
+        if self.cache is not None:
+            check_cache_point(self.cache, "ToolSpec.cache")
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this spec."""
@@ -202,6 +212,8 @@ class GenerateOptions:
     ``None`` uses the adapter's setting. ``resumable`` asks a provider that can resume a
     cut stream (OpenAI and Azure Responses: background mode, stored) to do so instead of
     ending it ``STREAM_CLOSED``; on every other wire it is accepted and has no effect.
+    ``prompt_cache`` (:class:`~dshstream._core.prompt_cache.PromptCache`) holds the
+    request-wide caching settings; the cache points themselves sit on messages and tools.
     """
 
     provider: str
@@ -220,6 +232,7 @@ class GenerateOptions:
     response_format: JsonSchema | JsonMode | None = None
     quiet_timeout: float | None = None
     resumable: bool = False
+    prompt_cache: PromptCache | None = None
 
     def __post_init__(self) -> None:
         _check(self, normalize=True)
@@ -237,6 +250,22 @@ def check_options(options: object) -> GenerateOptions:
         raise invalid(f"options must be a GenerateOptions, got {describe(options)}", wrong_type=True)
     _check(options, normalize=False)
     return options
+
+
+def check_overridable(options: Any, name: str) -> None:
+    """Check the fields a fallback target may override as well (``max_tokens``,
+    ``temperature``, ``reasoning_effort``, ``idle_timeout``, ``timeout``,
+    ``max_retries``): one set of rules for :class:`GenerateOptions` and ``Target``."""
+    if options.max_tokens is not None:
+        check_positive_int(options.max_tokens, f"{name}.max_tokens")
+    if options.temperature is not None:
+        check_finite_number(options.temperature, f"{name}.temperature", minimum=0.0)
+    if options.reasoning_effort is not None:
+        check_choice(options.reasoning_effort, f"{name}.reasoning_effort", REASONING_EFFORTS)
+    check_timeout(options.idle_timeout, f"{name}.idle_timeout")
+    check_timeout(options.timeout, f"{name}.timeout")
+    if options.max_retries is not None:
+        check_nonneg_int(options.max_retries, f"{name}.max_retries")
 
 
 def _check(options: GenerateOptions, *, normalize: bool) -> None:
@@ -264,24 +293,19 @@ def _check(options: GenerateOptions, *, normalize: bool) -> None:
                 raise invalid(f"{name}.stop[{i}] must be a str, got {describe(item)}", wrong_type=True)
         stop = stops
 
-    if options.max_tokens is not None:
-        check_positive_int(options.max_tokens, f"{name}.max_tokens")
-    if options.temperature is not None:
-        check_finite_number(options.temperature, f"{name}.temperature", minimum=0.0)
-    if options.reasoning_effort is not None:
-        check_choice(options.reasoning_effort, f"{name}.reasoning_effort", REASONING_EFFORTS)
+    check_overridable(options, name)
     if options.cancel is not None:
         check_event(options.cancel, f"{name}.cancel")
-    check_timeout(options.idle_timeout, f"{name}.idle_timeout")
     check_timeout(options.quiet_timeout, f"{name}.quiet_timeout")
-    check_timeout(options.timeout, f"{name}.timeout")
     if options.extra_body is not None:
         check_mapping(options.extra_body, f"{name}.extra_body")
-    if options.max_retries is not None:
-        check_nonneg_int(options.max_retries, f"{name}.max_retries")
     check_response_format(options.response_format, f"{name}.response_format")
     if type(options.resumable) is not bool:
         raise invalid(f"{name}.resumable must be a bool, got {describe(options.resumable)}", wrong_type=True)
+    if options.prompt_cache is not None and not isinstance(options.prompt_cache, PromptCache):
+        raise invalid(
+            f"{name}.prompt_cache must be a PromptCache or None, got {describe(options.prompt_cache)}", wrong_type=True
+        )
 
     if normalize:
         object.__setattr__(options, "messages", messages)

@@ -204,6 +204,16 @@ class TokenUsage:
         """All billed input plus output."""
         return self.total_input_tokens + self.output_tokens
 
+    @property
+    def cached_input_share(self) -> float | None:
+        """The share of billed input read from the prompt cache (0.0-1.0): the saving
+        prompt caching made, as a fraction of the input; ``None`` when the provider
+        reported no cache counts or there was no input."""
+        if self.cache_read_tokens is None and self.cache_write_tokens is None:
+            return None
+        total = self.total_input_tokens
+        return (self.cache_read_tokens or 0) / total if total else None
+
 
 @final
 @dataclass(frozen=True, slots=True)
@@ -213,7 +223,10 @@ class LlmFailure:
     ``message`` is a headline safe to show an end user: it never contains upstream
     response text. ``detail`` is the upstream text, redacted, at most 2,000 characters.
     ``retry_after`` is in seconds. ``diagnostics`` summarizes the failed request without
-    any prompt text (it takes no part in equality).
+    any prompt text (it takes no part in equality). A ``CONTEXT_WINDOW_EXCEEDED`` failure
+    whose provider gave the figures carries ``context_limit`` (the window, in tokens) and
+    ``context_requested`` (what the request needed); :attr:`context_overflow` is the
+    difference.
     """
 
     code: str
@@ -229,6 +242,18 @@ class LlmFailure:
     #: a bounded, prompt-free summary of the request that failed (model, recent roles,
     #: part counts, chunks received, elapsed time), set by the adapter engine
     diagnostics: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: the context window the provider named, in tokens (``CONTEXT_WINDOW_EXCEEDED`` only)
+    context_limit: int | None = None
+    #: the tokens the request needed, as the provider counted them
+    context_requested: int | None = None
+
+    @property
+    def context_overflow(self) -> int | None:
+        """By how many tokens the request overflowed the context window (``None``: the
+        provider gave no figures)."""
+        if self.context_limit is None or self.context_requested is None:
+            return None
+        return self.context_requested - self.context_limit
 
     def __post_init__(self) -> None:
         if not self.code:
@@ -347,6 +372,16 @@ class ResponseMetadata:
     to a fallback chain (``LlmService.register_chain``): every target the stream tried, in
     order, with its outcome (:class:`TargetOutcome`); :attr:`served_by` is the one that
     served. It is empty for a request sent to one provider.
+    ``server_fallbacks`` are the hops the provider itself made to another model within
+    the response (Anthropic server-side fallback): one dict per hop with ``from`` and
+    ``to`` (model ids), ``trigger`` (``"refusal"``...) and ``category`` when given, in
+    order; ``model`` is then the model that served. ``stop_details`` is the provider's
+    account of why it stopped, as sent (an Anthropic refusal's ``category``,
+    ``explanation``, ``fallback_credit_token``, ``recommended_model``...). ``container``
+    is the code-execution container the response ran in (``id``, ``expires_at``), which
+    the next request of the conversation reuses. ``commentary`` is prose the model wrote
+    besides a structured-output answer given through a forced tool (a sentence before
+    the JSON): never part of the answer's text.
 
     Fields can also be read by name, ``metadata["usage_by_model"]``; a field that is
     ``None`` or empty is absent (``KeyError``, ``in`` is false, ``get`` gives the default).
@@ -371,6 +406,10 @@ class ResponseMetadata:
     #: this run, not of the response
     rate_limits: RateLimits | None = field(default=None, compare=False, hash=False)
     fallback: tuple[TargetOutcome, ...] = field(default=(), hash=False)
+    server_fallbacks: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    stop_details: Mapping[str, Any] | None = field(default=None, hash=False)
+    container: Mapping[str, Any] | None = field(default=None, hash=False)
+    commentary: str | None = None
 
     @property
     def served_by(self) -> TargetOutcome | None:
@@ -581,12 +620,17 @@ _FAILURE_FIELDS = (
     "serving_provider",
     "detail",
     "diagnostics",
+    "context_limit",
+    "context_requested",
 )
 _METADATA_FIELDS = (
     "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms",
-    "longest_silence", "resume_cursor", "fallback", "rate_limits",
+    "longest_silence", "resume_cursor", "fallback", "rate_limits", "server_fallbacks", "stop_details", "container",
+    "commentary",
 )
-_METADATA_IDS = ("response_id", "model", "serving_provider", "request_id", "latency_ms", "longest_silence")
+_METADATA_IDS = (
+    "response_id", "model", "serving_provider", "request_id", "latency_ms", "longest_silence", "commentary",
+)
 _RATE_LIMIT_FIELDS = (
     "limit_requests", "remaining_requests", "reset_requests", "limit_tokens", "remaining_tokens", "reset_tokens",
     "retry_after", "window",
@@ -617,6 +661,12 @@ def metadata_to_dict(metadata: ResponseMetadata) -> dict[str, Any]:
         out["fallback"] = [target_outcome_to_dict(entry) for entry in metadata.fallback]
     if metadata.rate_limits is not None:
         out["rate_limits"] = metadata.rate_limits.to_dict()
+    if metadata.server_fallbacks:
+        out["server_fallbacks"] = [dict(entry) for entry in metadata.server_fallbacks]
+    for name in ("stop_details", "container"):
+        value = getattr(metadata, name)
+        if value:
+            out[name] = dict(value)
     return out
 
 
@@ -630,6 +680,9 @@ def metadata_from_dict(data: dict[str, Any]) -> ResponseMetadata:
         resume_cursor=dict(data["resume_cursor"]) if data.get("resume_cursor") else None,
         rate_limits=_rate_limits_from(data.get("rate_limits")),
         fallback=tuple(target_outcome_from_dict(entry) for entry in data.get("fallback") or ()),
+        server_fallbacks=tuple(dict(entry) for entry in data.get("server_fallbacks") or ()),
+        stop_details=dict(data["stop_details"]) if data.get("stop_details") else None,
+        container=dict(data["container"]) if data.get("container") else None,
     )
 
 

@@ -26,6 +26,13 @@ failures.py     foreign exceptions mapped once, redacted; TLS and proxy failures
 tls.py          TLS trust, client certificates, the system trust store and proxies:
                 requests' environment honoured, sent with every request
 memory.py       MemoryTransport: answers from memory, the same outcomes, no sockets
+websocket.py    WebSocket: one stdlib RFC 6455 client connection — connect, TLS, upgrade,
+                frames, pings, the close handshake
+ws_stream.py    WsStream: one Responses turn on a socket, read by the pump as SSE events
+ws_transport.py WebSocketTransport: Responses turns over one kept socket, the rest over
+                HTTP; reconnects, the connection cap, the fallback
+ws_chain.py     a turn that continues the socket's last response, sent as
+                ``previous_response_id`` plus its new items
 ==============  ==========================================================================
 
 The names below are the ones the rest of the package imports; the protocol is

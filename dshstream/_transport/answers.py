@@ -26,7 +26,8 @@ in-memory answer fails exactly as the same bytes over HTTP would.
    (captive portal, proxy login, wrong path) is a ``MALFORMED_RESPONSE`` failure saying
    so.
 4. **JSON answers.** A JSON answer (``get_json``, ``post_form``) is read to at most its
-   ``limit``: a larger one, or one that is not JSON, is ``MALFORMED_RESPONSE``.
+   ``limit``: a larger one, or one that is not JSON, is ``MALFORMED_RESPONSE``. A byte
+   answer (``get_bytes``) is bounded the same way and handed on as bytes.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ PROXY_AUTH_HEADLINE = (
     "(HTTPS_PROXY / HTTP_PROXY or proxies=)"
 )
 
-__all__ = ["PROXY_AUTH_HEADLINE", "Answer", "json_answer", "refuse_non_stream", "settle"]
+__all__ = ["PROXY_AUTH_HEADLINE", "Answer", "bytes_answer", "json_answer", "refuse_non_stream", "settle"]
 
 
 class Answer(Protocol):
@@ -122,8 +123,8 @@ def refuse_non_stream(stream: Answer, request: HttpRequest, provider: str) -> No
             _refuse_html_body(stream, request, provider)
 
 
-def json_answer(stream: Answer, provider: str, limit: int) -> Any:
-    """The JSON of a 2xx answer read to at most ``limit`` bytes (then closed; rule 4)."""
+def bytes_answer(stream: Answer, provider: str, limit: int) -> bytes:
+    """The body of a 2xx answer read to at most ``limit`` bytes (then closed; rule 4)."""
     try:
         body, more = stream.read_bounded(limit)
     finally:
@@ -137,6 +138,12 @@ def json_answer(stream: Answer, provider: str, limit: int) -> Any:
                 request_id=stream.request_id,
             )
         )
+    return body
+
+
+def json_answer(stream: Answer, provider: str, limit: int) -> Any:
+    """The JSON of a 2xx answer read to at most ``limit`` bytes (then closed; rule 4)."""
+    body = bytes_answer(stream, provider, limit)
     try:
         return json.loads(body)
     except ValueError:

@@ -22,8 +22,12 @@ are given of them:
    already closed (llama.cpp's server closes idle ones after 5 s) — is sent once more at
    once on a fresh connection, within the same total time limit, unless the caller
    cancelled meanwhile. Streams are POSTs: their retries are the adapter's policy, never
-   this layer's; so are form POSTs (``post_form``: an OAuth token refresh) and JSON POSTs
-   (``post_json``: a token count), which are read exactly as ``get_json`` reads an answer.
+   this layer's; so are form POSTs (``post_form``: an OAuth token refresh), JSON POSTs
+   (``post_json``: a token count) and raw-body POSTs (``post_bytes``: a multipart file
+   upload), which are read exactly as ``get_json`` reads an answer. ``get_bytes`` (a
+   provider batch's result file) is a GET like ``get_json``, tried twice the same way, and
+   returns the body's bytes, at most ``limit`` of them (a larger body is
+   ``MALFORMED_RESPONSE``, never cut silently).
 4. **One answer shape.** A transport's stream subclasses :class:`BaseStream` (a
    :class:`~dshstream._transport.watchdog.WatchedStream`) and writes how it waits for the
    answer and reads the body (``__iter__``, :attr:`BaseStream.prefix` first); the base
@@ -46,7 +50,7 @@ from .._core.headers import request_id_from
 from .._core.http_request import HttpRequest
 from .._core.log import get_logger
 from .._core.validate import invalid
-from .answers import json_answer, refuse_non_stream, settle
+from .answers import bytes_answer, json_answer, refuse_non_stream, settle
 from .interface import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, JSON_BODY_LIMIT
 from .watchdog import Limits, WatchedStream
 
@@ -210,6 +214,55 @@ class BaseTransport(ABC, Generic[S]):
         limits = _json_limits(provider, timeout, cancel)
         stream = self._send("POST", request, request.body_bytes(), limits)
         return json_answer(stream, provider, limit)
+
+    def post_bytes(
+        self,
+        url: str,
+        data: bytes,
+        content_type: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        provider: str,
+        secrets: tuple[str, ...] = (),
+        timeout: float | None = DEFAULT_JSON_TIMEOUT,
+        cancel: threading.Event | None = None,
+        limit: int = JSON_BODY_LIMIT,
+    ) -> Any:
+        """POST ``data`` (already encoded, labelled ``content_type``: a multipart upload) to
+        ``url`` and return the JSON answer, read as :meth:`post_form` reads one (rule 3)."""
+        request = HttpRequest(
+            url=url,
+            headers={"accept": "application/json", **(headers or {}), "content-type": content_type},
+            body={},
+            secrets=secrets,
+        )
+        limits = _json_limits(provider, timeout, cancel)
+        return json_answer(self._send("POST", request, data, limits), provider, limit)
+
+    def get_bytes(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        provider: str,
+        secrets: tuple[str, ...] = (),
+        timeout: float | None = DEFAULT_JSON_TIMEOUT,
+        cancel: threading.Event | None = None,
+        limit: int = JSON_BODY_LIMIT,
+    ) -> bytes:
+        """GET ``url`` and return its body, at most ``limit`` bytes within ``timeout``
+        seconds in all, tried twice as :meth:`get_json` is (rule 3) — or raise."""
+        request = HttpRequest(url=url, headers=dict(headers), body={}, secrets=secrets)
+        limits = _json_limits(provider, timeout, cancel)
+        for last in (False, True):
+            try:
+                return bytes_answer(self._send("GET", request, None, limits), provider, limit)
+            except LlmError as exc:
+                now = time.monotonic()
+                if last or exc.failure.code != "TRANSPORT" or limits.reached(now, now) is not None:
+                    raise
+                log.info("%s: GET failed (%s); trying once more", provider, exc.failure.code)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _send(
         self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float | None = None

@@ -29,6 +29,7 @@ URL).
 from __future__ import annotations
 
 import socket
+import ssl
 
 import requests
 
@@ -61,11 +62,11 @@ def send_failure(exc: BaseException, request: HttpRequest, provider: str) -> Llm
         code, what = "INVALID_OPTIONS", "the base URL is not valid"
     elif isinstance(exc, requests.exceptions.ConnectTimeout):
         code, what = "TIMEOUT", "connect timed out"
-    elif isinstance(exc, requests.exceptions.Timeout):
+    elif isinstance(exc, (requests.exceptions.Timeout, TimeoutError)):
         code, what = "TIMEOUT", "no response before the timeout"
     elif isinstance(exc, requests.exceptions.ProxyError) and "407" in str(exc):
         code, what = "PROXY_AUTH", PROXY_AUTH_HEADLINE  # rule 3
-    elif isinstance(exc, requests.exceptions.SSLError):
+    elif isinstance(exc, (requests.exceptions.SSLError, ssl.SSLError)):  # ssl's own: a WebSocket
         code = "TLS"  # rule 4
         what = TLS_VERIFY_HEADLINE if _is_verify_failure(exc) else _TLS_HANDSHAKE_HEADLINE
     elif isinstance(exc, (requests.exceptions.RequestException, OSError, ValueError)):

@@ -3,7 +3,9 @@
 Contract: stdlib and the core only (no ``requests``, no sockets); declarations and the
 defaults they share, no behaviour. :class:`Transport` is what an adapter calls —
 :class:`~dshstream._transport.client.HttpTransport` over ``requests``,
-:class:`~dshstream._transport.memory.MemoryTransport` in memory — and
+:class:`~dshstream._transport.memory.MemoryTransport` in memory,
+:class:`~dshstream._transport.ws_transport.WebSocketTransport` with Responses turns on a
+kept WebSocket — and
 :class:`ResponseStream` is what :meth:`Transport.open` returns: the byte pump's
 :class:`~dshstream._core.pump.Body` plus the answer's status, headers and request id.
 Every transport keeps these rules (both built-in ones get them from

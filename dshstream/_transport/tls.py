@@ -32,6 +32,13 @@ environment is read as ``requests`` reads it, at every send, never cached.
    transport makes — streams, model lists, token endpoints — and on a caller's
    ``session=`` too. Streams are read as they arrive through a proxy too (``CONNECT``
    tunnels for HTTPS; ``stream=True`` always).
+6. **Outside requests.** A connection ``requests`` does not make (a WebSocket,
+   :mod:`~dshstream._transport.websocket`) gets the same trust from
+   :meth:`ConnectionSettings.ssl_context` — the CA bundle of rule 1 (requests' own,
+   ``certifi``, when nothing names another), a path as given, ``False`` verifying nothing,
+   the client certificate of rule 2, the system trust store of rule 3 — and asks
+   :meth:`ConnectionSettings.proxy_for` whether a proxy applies to its URL, as requests
+   would decide (rule 4, ``NO_PROXY`` included).
 """
 
 from __future__ import annotations
@@ -92,6 +99,46 @@ class ConnectionSettings:
         if self.proxies:
             kwargs["proxies"] = dict(self.proxies)
         return kwargs
+
+    def ssl_context(self, trust_env: bool = True) -> ssl.SSLContext:
+        """The TLS context of a connection made outside requests, with the trust every send
+        of this transport has (rule 6; ``trust_env``: the session's)."""
+        if self.trust_store == "system":
+            context = _system_context()
+        else:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            verify = self.verify
+            if verify is True:
+                bundle: str | None = None
+                if trust_env:
+                    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"):
+                        value = os.environ.get(name)
+                        if value and os.path.exists(value):
+                            bundle = value
+                            break
+                verify = bundle or requests.utils.DEFAULT_CA_BUNDLE_PATH  # certifi's, as requests sends
+            if verify is False:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            elif os.path.isdir(verify):
+                context.load_verify_locations(capath=verify)
+            else:
+                context.load_verify_locations(cafile=verify)
+        if self.client_cert is not None:
+            if isinstance(self.client_cert, tuple):
+                context.load_cert_chain(self.client_cert[0], self.client_cert[1])
+            else:
+                context.load_cert_chain(self.client_cert)
+        return context
+
+    def proxy_for(self, url: str, trust_env: bool = True) -> str | None:
+        """The proxy URL a request to ``url`` goes through, as requests decides (rules 4, 6)."""
+        proxies: dict[str, str] = {}
+        if trust_env:
+            proxies.update(requests.utils.get_environ_proxies(url))
+        proxies.update(self.proxies)
+        chosen: str | None = requests.utils.select_proxy(url, proxies)
+        return chosen
 
     def prepare(self, session: requests.Session) -> None:
         """Register proxy credentials (rule 4), mount the system trust store (rule 3)."""

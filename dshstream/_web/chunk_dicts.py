@@ -10,7 +10,8 @@ Contract: stdlib and the core only, no I/O; a generator of dicts.
    redacted once more), category, retryability, status, ``retry_after``, request id and
    provider — never its ``detail`` (the provider's own words) or its diagnostics; the
    finish's ``replay_state`` (thinking signatures, encrypted reasoning: the server's to
-   send back) is left out.
+   send back) is left out, and so are its metadata's ``container`` and a refusal's
+   ``fallback_credit_token`` (the server's to reuse and to redeem).
 3. **Always a finish.** A source that raises ends the dicts with a finish of kind
    ``error`` (or ``aborted``) carrying the failure's headline — an
    :class:`~dshstream._core.errors.LlmError`'s own, anything else ``the answer could not be
@@ -27,7 +28,8 @@ from .._core.errors import LlmError, make_failure
 from .._core.log import get_logger
 from .._core.types import Finish, FinishKind, FinishReason, LlmFailure, StreamChunk, chunk_to_dict
 from .._core.validate import invalid
-from .ui_stream import FAILED, close_source, headline
+from .._core.closing import close_quietly
+from .ui_stream import FAILED, headline
 
 __all__ = ["browser_dicts", "safe_chunk_dict"]
 
@@ -42,6 +44,12 @@ def safe_chunk_dict(chunk: StreamChunk) -> dict[str, Any]:
     out = chunk_to_dict(chunk)
     if type(chunk) is Finish:
         out.pop("replay_state", None)
+        metadata = out.get("metadata")
+        if metadata is not None:
+            metadata.pop("container", None)
+            details = metadata.get("stop_details")
+            if details is not None:
+                details.pop("fallback_credit_token", None)
         failure = chunk.reason.failure
         if failure is not None:
             kept = {name: getattr(failure, name) for name in _FAILURE_FIELDS if getattr(failure, name) is not None}
@@ -79,4 +87,4 @@ def _dicts(chunks: Iterable[StreamChunk]) -> Iterator[dict[str, Any]]:
             if not finished:
                 yield _failed(None)
     finally:
-        close_source(chunks)
+        close_quietly(chunks)

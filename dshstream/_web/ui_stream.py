@@ -53,6 +53,7 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._core.closing import close_quietly
 from .._core.errors import LlmError
 from .._core.log import get_logger
 from .._core.redact import known_secrets, redact
@@ -378,14 +379,5 @@ def _parts(
             return
         yield from message.end()
     finally:
-        close_source(chunks)
+        close_quietly(chunks)
 
-
-def close_source(source: object) -> None:
-    """``source.close()`` when it has one; never raises (rule 6)."""
-    close = getattr(source, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:  # noqa: BLE001 - closing never raises
-            log.error("closing the chunk source raised")

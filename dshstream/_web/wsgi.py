@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from .ui_stream import close_source
+from .._core.closing import close_quietly
 
 __all__ = ["WsgiStream"]
 
@@ -81,12 +81,5 @@ class WsgiStream:
             if self._closed:
                 return
             self._closed = True
-        close_source(self._source)
-        close = getattr(self._pieces, "close", None)
-        if callable(close):
-            try:
-                close()
-            except ValueError:  # the generator is running in another thread: the source is closed
-                pass
-            except Exception:  # noqa: BLE001 - closing never raises
-                pass
+        close_quietly(self._source)
+        close_quietly(self._pieces, "the response's pieces")

@@ -384,8 +384,30 @@ def test_cli_chat_with_azure_from_the_environment(server: ReplayServer) -> None:
     assert KEY not in proc.stdout + proc.stderr
 
 
+def test_cli_azure_rejected_key_tips_name_azure_openai_api_key(server: ReplayServer) -> None:
+    body = json.dumps({"error": {"code": "401", "message": "Access denied due to invalid subscription key or wrong "
+                                 "API endpoint. Make sure to provide a valid key for an active subscription and use "
+                                 "a correct regional API endpoint for your resource."}}).encode()
+    server.add("/openai/", Route(body=body, status=401))
+    env = {"AZURE_OPENAI_ENDPOINT": server.url, "AZURE_OPENAI_API_KEY": KEY}
+    proc = _cli("chat", "-p", "azure", "-m", "gpt-4o-mini", "hi", env=env)
+    assert proc.returncode == 1 and "(AUTH, HTTP 401)" in proc.stderr
+    tips = [line for line in proc.stderr.splitlines() if line.startswith("tip: ")]
+    assert tips and "AZURE_OPENAI_API_KEY" in tips[0], proc.stderr
+    assert KEY not in proc.stdout + proc.stderr
+
+
 def test_cli_azure_names_what_is_missing() -> None:
     proc = _cli("chat", "-p", "azure", "-m", "d", "hi", env={})
     assert proc.returncode == 2 and "AZURE_OPENAI_ENDPOINT" in proc.stderr
     proc = _cli("chat", "-p", "azure", "-m", "d", "hi", env={"AZURE_OPENAI_ENDPOINT": RESOURCE})
     assert proc.returncode == 2 and "AZURE_OPENAI_API_KEY" in proc.stderr
+
+
+def test_azure_responses_takes_the_compaction_option() -> None:
+    options = GenerateOptions(provider="azure-responses", model="gpt-5", messages=(Message.user("hi"),))
+    plain = AzureOpenAIResponsesAdapter(endpoint=RESOURCE, api_key=KEY)
+    assert "context_management" not in plain.wire.build_body(options)
+    compacting = AzureOpenAIResponsesAdapter(endpoint=RESOURCE, api_key=KEY, compact_threshold=50_000)
+    assert compacting.wire.build_body(options)["context_management"] == [{"type": "compaction", "compact_threshold": 50_000}]
+    assert compacting.wire.endpoint(options).startswith(f"{RESOURCE}/openai/v1/responses")

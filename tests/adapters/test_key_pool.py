@@ -42,6 +42,7 @@ from dshstream import (
 )
 from dshstream.adapters import CustomAdapter, HttpAdapter, KeyPool, KeyState
 from dshstream.errors import ConfigurationTypeError, recovery_tips
+from dshstream._adapters.gemini_interactions import GeminiInteractionsAdapter
 from dshstream._adapters.credentials import CredentialSource
 from dshstream._core.classify import classify_http_error
 from dshstream._core.headers import parse_rate_limit_reset, parse_retry_after
@@ -54,6 +55,7 @@ OK_BODIES = {
     "/v1/messages": fixture_bytes("anthropic/text.sse"),
     "/v1/responses": fixture_bytes("openai-responses/text.sse"),
     "/v1beta/models/": fixture_bytes("gemini/text.sse"),
+    "/v1beta/interactions": fixture_bytes("gemini-interactions/text_thought_signature.sse"),
     "/v1/publishers/google/": fixture_bytes("vertex/gemini25_flash_text_b.sse"),
 }
 CHAT_TEXT = "".join(c.text for c in decode_all(OK_CHAT, "openai-chat") if isinstance(c, TextDelta))
@@ -475,6 +477,7 @@ ADAPTERS: dict[str, Callable[[str, KeyPool], HttpAdapter]] = {
     "openai-responses": lambda url, pool: OpenAIResponsesAdapter(api_key=pool, base_url=f"{url}/v1"),
     "anthropic": lambda url, pool: AnthropicAdapter(api_key=pool, base_url=url),
     "gemini": lambda url, pool: GeminiAdapter(api_key=pool, base_url=url),
+    "gemini-interactions": lambda url, pool: GeminiInteractionsAdapter(api_key=pool, base_url=url),
 }
 
 

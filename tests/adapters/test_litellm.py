@@ -356,7 +356,7 @@ KNOWN: dict[str, str] = {
 }
 #: not chat completions: the legacy /completions wire is LiteLLM's text-completion-openai provider
 EXCLUDED = {"openai/legacy_completions_text.sse"}
-_OTHER_WIRES = ("anthropic", "gemini", "openai-responses", "bedrock-converse", "bedrock-invoke")
+_OTHER_WIRES = ("anthropic", "gemini", "openai-responses", "bedrock-converse", "bedrock-invoke", "gemini-interactions")
 CHAT_CORPUS = [n for n in all_fixtures() if fixture_wire(n) not in _OTHER_WIRES and n not in EXCLUDED]
 ANTHROPIC_CORPUS = [n for n in all_fixtures() if fixture_wire(n) == "anthropic"]
 
@@ -681,6 +681,30 @@ def test_litellms_cut_stream_reported_as_stop_is_stream_closed(lit: Any, server:
 def test_an_in_band_error_is_classified_and_keeps_partial_output(lit: Any, server: ReplayServer) -> None:
     result = run(server, fixture_bytes("llamacpp/llamaserver_qwen_midstream_error.sse"))
     assert (result.finish.kind, result.failure and result.failure.code) == ("error", "SERVER")
+
+
+#: Anthropic's in-band overload after a 200 (the error event's shape as Anthropic's streaming
+#: docs give it; no public recording of one was found: tests/fixtures/real/PROVENANCE.md)
+ANTHROPIC_OVERLOADED_MID_STREAM = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+    b'"model":"claude-sonnet-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}\n\n'
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n'
+    b'event: error\ndata: {"type":"error","error":{"details":null,"type":"overloaded_error","message":"Overloaded"}}\n\n'
+)
+
+
+def test_an_in_band_overload_after_a_200_has_no_http_status_as_the_native_adapter_says(lit: Any) -> None:
+    failures = []
+    for make in (lambda url: AnthropicAdapter(api_key=KEY, base_url=url, max_retries=0),
+                 lambda url: adapter_for(url, "anthropic/", max_retries=0)):
+        with ReplayServer({"/": Route(body=ANTHROPIC_OVERLOADED_MID_STREAM)}) as srv:
+            result = service_with(make(srv.url)).stream(ask(ANTHROPIC_MODEL)).result()
+        assert result.text == "Hel" and result.failure is not None
+        failures.append(result.failure)
+    native, mine = failures
+    assert (mine.code, mine.status, mine.retryable) == (native.code, native.status, native.retryable) == ("OVERLOADED", None, True)
+    assert mine.message == native.message == "lit: overloaded (OVERLOADED)"  # no invented "HTTP 500"
 
 
 def test_a_connection_reset_mid_stream_is_transport(lit: Any) -> None:

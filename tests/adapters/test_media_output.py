@@ -185,6 +185,22 @@ def test_a_generated_image_gets_its_media_type(data: bytes, output_format: str |
     assert result.files == (FileBlock(media_type, data),)
 
 
+def test_a_generated_image_whose_data_does_not_decode_is_flagged_not_dropped() -> None:
+    lost = {**image_call(None), "status": "completed", "result": "%%% not base64 %%%", "output_format": "png"}
+    data = responses_image_stream(lost)
+    for pieces in ([data], [data[i:i + 1] for i in range(len(data))]):  # whole, and byte by byte
+        result = assemble(list(check_contract(decode(pieces, wire="openai-responses"))))
+        assert result.files == () and result.text == "Here it is." and result.finish.kind == "stop"
+        assert result.metadata is not None
+        (tool,) = result.metadata.server_tools
+        assert tool["type"] == "image_generation_call" and tool["id"] == "ig_1"
+        assert tool["image_lost"] == "the result is not base64 image data"
+    # one that decodes is not flagged; one still in progress (no result) is not lost
+    for item in (image_call(PNG), image_call(None)):
+        _, result = run(responses_image_stream(item), "openai-responses")
+        assert result.metadata is not None and "image_lost" not in result.metadata.server_tools[0]
+
+
 # --------------------------------------------------------------------------- the block
 
 

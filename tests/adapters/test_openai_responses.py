@@ -19,6 +19,7 @@ from dshstream._adapters.base import ModelInfo
 from dshstream._adapters.openai_responses import OpenAIResponsesAdapter
 from dshstream._core.assembler import assemble
 from dshstream._replay_server import ReplayServer, Route
+from dshstream._core.errors import ConfigurationError
 from dshstream._core.request import GenerateOptions, Message, ToolSpec
 from dshstream._service import LlmService
 from dshstream._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
@@ -30,7 +31,7 @@ TEXT_BODY = (
     b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
     b"data: [DONE]\n\n"
 )
-#: every recorded transcript of the Responses wire (OpenAI, DeepSeek, OpenRouter)
+#: every recorded transcript of the Responses wire (OpenAI, DeepSeek, OpenRouter, xAI)
 RESPONSES_FIXTURES = [rel for rel in all_fixtures() if fixture_wire(rel) == "openai-responses"]
 INCLUDE = ["reasoning.encrypted_content"]
 
@@ -139,6 +140,25 @@ def test_reasoning_summary_setting() -> None:
 
 def test_encrypted_reasoning_include_can_be_turned_off() -> None:
     assert "include" not in adapter(include_encrypted_reasoning=False).wire.build_body(request(Message.user("hi")))
+
+
+def test_compaction_is_an_option_and_its_item_goes_back_verbatim() -> None:
+    """``compact_threshold`` asks for server-side compaction (``context_management``); the
+    ``compaction`` item it yields (shape from the API reference: its ``encrypted_content``
+    carries the earlier context) is replayed as it came, in output order."""
+    assert "context_management" not in adapter().wire.build_body(request(Message.user("hi")))
+    compacting = adapter(compact_threshold=200_000)
+    assert compacting.compact_threshold == 200_000
+    compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-earlier-context"}
+    state = {"wire": "openai-responses", "items": [compaction, {"type": "message", "id": "msg_1", "text_parts": 1}]}
+    turn = Message("assistant", (TextBlock("Done."),), provider=PROVIDER, replay_state=state)
+    body = compacting.wire.build_body(request(Message.user("hi"), turn, Message.user("next")))
+    assert body["context_management"] == [{"type": "compaction", "compact_threshold": 200_000}]
+    assert body["input"][1] == compaction
+    assert body["input"][2]["type"] == "message" and body["input"][2]["content"] == [{"type": "output_text", "text": "Done."}]
+    for wrong in (0, -5, True, "1000"):
+        with pytest.raises(ConfigurationError, match="compact_threshold"):
+            adapter(compact_threshold=wrong)
 
 
 def test_limits_temperature_and_extra_body_but_no_stop() -> None:
@@ -298,7 +318,9 @@ def _replayed(item: dict[str, Any]) -> list[dict[str, Any]]:
             out["encrypted_content"] = item["encrypted_content"]
         return [out]
     if kind == "message":
-        parts = [{"type": "output_text", "text": p["text"]} for p in item["content"] if p["type"] == "output_text"]
+        parts = [{"type": "output_text", "text": p["text"]} for p in item["content"] if p["type"] == "output_text" and p["text"]]
+        if not parts:
+            return []  # an empty message (the image recording's) has nothing to send back
         message = {"type": "message", "role": "assistant", "content": parts}
         if item.get("phase"):  # commentary / final_answer goes back with the message
             message["phase"] = item["phase"]
@@ -318,6 +340,7 @@ _RESULT_ITEM = {
     "shell_call": "shell_call_output",
     "apply_patch_call": "apply_patch_call_output",
     "mcp_approval_request": "mcp_approval_response",
+    "tool_search_call": "tool_search_output",
 }
 
 

@@ -163,3 +163,14 @@ def test_responses_sends_it_and_a_refusal_is_retried_without_stream_options(serv
     assert "stream_options" not in sent[1]
     assert adapter.wire.include_obfuscation is None
     assert adapter.wire.include_encrypted_reasoning is True  # the other second form untouched
+
+
+def test_the_websocket_turn_carries_no_stream_options() -> None:
+    """``response.create`` over a socket: the HTTP stream's transport fields stay behind."""
+    from dshstream._core.http_request import HttpRequest
+    from dshstream._transport.ws_transport import _create_body
+
+    body = OpenAIResponsesAdapter(api_key=fake_key("sk-", 24)).wire.build_body(request())
+    assert body["stream_options"] == {"include_obfuscation": False}
+    sent = _create_body(HttpRequest(url="https://api.openai.com/v1/responses", headers={}, body=body))
+    assert "stream_options" not in sent and "stream" not in sent and sent["model"] == "m"

@@ -438,3 +438,29 @@ def test_the_google_and_anthropic_adapters_compose_a_wire_and_an_auth_flow(tmp_p
     assert mine.request_headers()["X-Goog-User-Project"] == "mine"  # the caller's wins
     assert AnthropicAdapter(api_key=TOKEN).wire.protocol_headers() == {"anthropic-version": "2023-06-01"}
     assert VertexAnthropicAdapter(project="p", api_key=TOKEN).wire.protocol_headers() == {}
+
+
+def test_a_per_minute_quota_429_is_a_rate_limit_retried_and_a_daily_one_is_not(
+    google: tuple[ReplayServer, requests.Session]
+) -> None:
+    """Vertex's per-minute ``RESOURCE_EXHAUSTED`` (its message as users quote it; Google
+    documents it as retry-with-backoff) is RATE_LIMIT: retried, then the stream goes on.
+    The same quota per day is QUOTA: not retried."""
+    server, session = google
+    message = ("Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_base_model "
+               "with base model: gemini-1.5-flash-002. Please submit a quota increase request. "
+               "https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.")
+
+    def exhausted(text: str) -> Route:
+        body = json.dumps({"error": {"code": 429, "message": text, "status": "RESOURCE_EXHAUSTED"}}).encode()
+        return Route(body=body, status=429, content_type="application/json", headers={"retry-after-ms": "1"})
+
+    server.add("/v1/projects/", [exhausted(message), Route(body=fixture_bytes("vertex/gemini15_flash002_text_a.sse"))])
+    adapter = VertexGeminiAdapter(project="test-project", api_key=Tokens(), session=session, max_retries=1)
+    result = stream(adapter, model="gemini-1.5-flash-002")
+    assert result.finish.kind == "stop" and len(server.requests) == 2, result.failure
+
+    server.add("/v1/projects/", exhausted(message.replace("per_minute", "per_day")))
+    daily = stream(adapter, model="gemini-1.5-flash-002")
+    assert daily.failure is not None and (daily.failure.code, daily.failure.retryable) == ("QUOTA", False)
+    assert len(server.requests) == 3  # not retried

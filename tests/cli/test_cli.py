@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from helpers import FIXTURES, KNOWN_FINISH, REPOSITORY
+from helpers import FIXTURES, KNOWN_FINISH, REPOSITORY, fake_key
 
 ENV = {**os.environ, "NO_COLOR": "1"}
 
@@ -59,6 +59,14 @@ def test_replay_text_from_stdin() -> None:
     assert "[reasoning]" in proc.stdout
     assert proc.stdout.endswith("usage: in 6 · out 212 (198 reasoning)\nfinish: stop (stop)\n")
     assert "\x1b[" not in proc.stdout  # NO_COLOR
+
+
+def test_replay_summary_shows_the_prompt_cache_saving() -> None:
+    """The usage line says what share of the input the prompt cache served (issue 33):
+    DeepSeek read 320 of 339 input tokens from its cache."""
+    proc = run("replay", str(FIXTURES / "deepseek/reasoner_tool_call_cache_hit.sse"))
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: in 19 (+320 cache read, 94% of input cached) · out 83 (39 reasoning)\n" in proc.stdout
 
 
 def test_replay_of_an_error_stream_exits_1_with_the_headline() -> None:
@@ -175,6 +183,7 @@ PROVIDER_KEYS = {
     "groq": "GROQ_API_KEY",
     "mistral": "MISTRAL_API_KEY",
     "xai": "XAI_API_KEY",
+    "xai-chat": "XAI_API_KEY",
     "together": "TOGETHER_API_KEY",
 }
 ALL_KEYS = {*PROVIDER_KEYS.values(), "GOOGLE_API_KEY", "VLLM_API_KEY"}
@@ -624,3 +633,40 @@ def test_https_to_a_plain_http_server_says_to_use_http(
     _, cause, tips = failure_lines(proc)
     assert cause == f"{where} does not speak TLS (https://)"
     assert tips == ["Use http:// in --base-url."]
+
+
+def test_an_anthropic_compatible_route_streams_with_its_own_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dshstream._replay_server import ReplayServer
+
+    body = (FIXTURES / "anthropic/thinking_then_tool_use.sse").read_bytes()
+    with ReplayServer({"/v1/": body}) as server:
+        proc = run_here(monkeypatch, capsys, "chat", "-p", "deepseek-anthropic", "-m", "deepseek-chat",
+                        "--base-url", server.url, "--json", "Hi", env={"DEEPSEEK_API_KEY": "ds-key-1234567890"})
+        assert proc.returncode == 0, proc.stderr
+        sent = server.requests[-1]
+    assert sent.path == "/v1/messages" and sent.headers["x-api-key"] == "ds-key-1234567890"
+    assert json.loads(proc.stdout.splitlines()[-1])["reason"]["kind"] == "tool-calls"
+
+
+@pytest.mark.parametrize(
+    ("provider", "named"), [("deepseek-anthropic", "DEEPSEEK_API_KEY"), ("claude-aws", "ANTHROPIC_AWS_WORKSPACE_ID")]
+)
+def test_the_messages_routes_name_what_to_set(
+    provider: str, named: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("DEEPSEEK_API_KEY", "ANTHROPIC_AWS_WORKSPACE_ID", "ANTHROPIC_AWS_API_KEY", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    line = one_error_line(run_here(monkeypatch, capsys, "chat", "-p", provider, "-m", "m", "x"))
+    assert named in line
+def test_xai_is_the_responses_api_and_xai_chat_the_deprecated_chat_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dshstream._adapters.openai_chat import OpenAIChatAdapter
+    from dshstream._adapters.xai import XAIAdapter
+    from dshstream._cli import _service_for
+
+    monkeypatch.setenv("XAI_API_KEY", fake_key("xai-", 80))
+    responses = _service_for("xai").adapter_for("xai")
+    chat = _service_for("xai-chat").adapter_for("xai-chat")
+    assert isinstance(responses, XAIAdapter) and responses.base_url == "https://api.x.ai/v1"
+    assert isinstance(chat, OpenAIChatAdapter) and chat.dialect.name == "xai"

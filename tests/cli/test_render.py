@@ -97,10 +97,10 @@ def tool_call(index: int, call: ToolCallBlock) -> list[StreamChunk]:
     [
         (TokenUsage(27, 69), "in 27 · out 69"),
         (TokenUsage(0, 0), "in 0 · out 0"),
-        (TokenUsage(27, 69, cache_read_tokens=256), "in 27 (+256 cache read) · out 69"),
+        (TokenUsage(27, 69, cache_read_tokens=256), "in 27 (+256 cache read, 90% of input cached) · out 69"),
         (TokenUsage(27, 69, cache_write_tokens=12), "in 27 (+12 cache write) · out 69"),
         (TokenUsage(27, 69, cache_read_tokens=256, cache_write_tokens=12, reasoning_tokens=24, cost=0.0012),
-         "in 27 (+256 cache read, +12 cache write) · out 69 (24 reasoning) · $0.001200"),
+         "in 27 (+256 cache read, +12 cache write, 87% of input cached) · out 69 (24 reasoning) · $0.001200"),
         (TokenUsage(27, 69, cache_read_tokens=0, reasoning_tokens=0, cost=0.0), "in 27 · out 69 · $0.000000"),
     ],
 )

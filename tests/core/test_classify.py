@@ -34,7 +34,10 @@ from dshstream._core.errors import (
 from dshstream._core.redact import register_secret, unregister_secret
 from dshstream._core.types import LlmFailure
 
-HEADLINE = re.compile(r"^(?:[a-z][a-z0-9._\-]*: )?[a-zA-Z ]+ \([A-Z_0-9]+(?:, HTTP \d{3})?\)$")
+# a phrase, an overflow's figures when the provider gave them, the code and status
+HEADLINE = re.compile(
+    r"^(?:[a-z][a-z0-9._\-]*: )?[a-zA-Z ]+(?: by \d+ tokens \(\d+ > \d+\))? \([A-Z_0-9]+(?:, HTTP \d{3})?\)$"
+)
 
 # --------------------------------------------------------------------------- real bodies
 # Bodies as the providers publish/return them (keys and ids shortened or faked).
@@ -154,6 +157,60 @@ GEMINI_PER_MINUTE = {
                 ],
             },
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "27s"},
+        ],
+    }
+}
+# Vertex AI's 429 as its users quote it (GoogleCloudPlatform/Open_Data_QnA#61,
+# felixbinder/introspection_self_prediction#66), in Google's error envelope: per minute,
+# retry with backoff (Vertex's error-code-429 page) -> RATE_LIMIT, not QUOTA.
+VERTEX_PER_MINUTE_MESSAGE = (
+    "Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_base_model "
+    "with base model: gemini-pro. Please submit a quota increase request. "
+    "https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai."
+)
+VERTEX_PER_MINUTE = {"error": {"code": 429, "message": VERTEX_PER_MINUTE_MESSAGE, "status": "RESOURCE_EXHAUSTED"}}
+VERTEX_PER_DAY = {
+    "error": {"code": 429, "message": VERTEX_PER_MINUTE_MESSAGE.replace("per_minute", "per_day"), "status": "RESOURCE_EXHAUSTED"}
+}
+# The Gemini API's per-minute 429 (google/generative-ai-docs#236): the period is in the
+# message and in the ErrorInfo's quota_limit.
+GEMINI_PER_MINUTE_ERROR_INFO = {
+    "error": {
+        "code": 429,
+        "message": "Quota exceeded for quota metric 'Generate Content API requests per minute' and limit "
+        "'GenerateContent request limit per minute for a region' of service 'generativelanguage.googleapis.com' "
+        "for consumer 'project_number:696498078762'.",
+        "status": "RESOURCE_EXHAUSTED",
+        "details": [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "RATE_LIMIT_EXCEEDED",
+                "domain": "googleapis.com",
+                "metadata": {
+                    "service": "generativelanguage.googleapis.com",
+                    "quota_metric": "generativelanguage.googleapis.com/generate_content_requests",
+                    "quota_limit": "GenerateContentRequestsPerMinutePerProjectPerRegion",
+                },
+            }
+        ],
+    }
+}
+# The free tier's daily cap: a RetryInfo is there, but the quota is per day -> QUOTA.
+GEMINI_PER_DAY = {
+    "error": {
+        **GEMINI_PER_MINUTE["error"],
+        "details": [
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [
+                    {
+                        "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                        "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                        "quotaValue": "20",
+                    }
+                ],
+            },
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "38s"},
         ],
     }
 }
@@ -298,6 +355,8 @@ class Case:
     request_id: str | None = None
     serving_provider: str | None = None
     detail_has: str | None = None
+    #: (limit, requested) of a context overflow whose message gives them
+    figures: tuple[int, int] | None = None
 
 
 HTTP_CASES = [
@@ -314,7 +373,10 @@ HTTP_CASES = [
     ),
     Case("openai rate limit from text", 429, OPENAI_RATE_LIMIT, "RATE_LIMIT", retry_after=2.0),
     Case("openai rate limit ms header", 429, OPENAI_RATE_LIMIT, "RATE_LIMIT", {"retry-after-ms": "1500"}, retry_after=1.5),
-    Case("openai context_length_exceeded", 400, OPENAI_CONTEXT, "CONTEXT_WINDOW_EXCEEDED", detail_has="128000"),
+    Case(
+        "openai context_length_exceeded", 400, OPENAI_CONTEXT, "CONTEXT_WINDOW_EXCEEDED", detail_has="128000",
+        figures=(128000, 130012),
+    ),
     Case("openai model_not_found", 404, OPENAI_MODEL_NOT_FOUND, "MODEL_NOT_FOUND", detail_has="gpt-5-turbo"),
     Case(
         "anthropic authentication_error",
@@ -327,13 +389,20 @@ HTTP_CASES = [
     Case("anthropic request_id from body", 401, ANTHROPIC_AUTH, "AUTH", request_id="req_011CSHoEeqs5C35K2UUqR7Fy"),
     Case("anthropic overloaded_error 529", 529, ANTHROPIC_OVERLOADED, "OVERLOADED"),
     Case("anthropic rate_limit_error", 429, ANTHROPIC_RATE_LIMIT, "RATE_LIMIT", {"retry-after": "17"}, retry_after=17.0),
-    Case("anthropic prompt too long", 400, ANTHROPIC_TOO_LONG, "CONTEXT_WINDOW_EXCEEDED", detail_has="213462"),
+    Case(
+        "anthropic prompt too long", 400, ANTHROPIC_TOO_LONG, "CONTEXT_WINDOW_EXCEEDED", detail_has="213462",
+        figures=(200000, 213462),
+    ),
     Case("anthropic not_found_error model", 404, ANTHROPIC_MODEL, "MODEL_NOT_FOUND", detail_has="claude-3-opus-latest"),
     Case("anthropic credit balance too low", 400, ANTHROPIC_CREDIT_BALANCE, "QUOTA"),
     Case("gemini API_KEY_INVALID 400", 400, GEMINI_KEY_INVALID, "AUTH", detail_has="API_KEY_INVALID"),
     Case("gemini RESOURCE_EXHAUSTED quota wording", 429, GEMINI_QUOTA, "QUOTA"),
     Case("gemini per-minute quota is a rate limit", 429, GEMINI_PER_MINUTE, "RATE_LIMIT", retry_after=27.0),
     Case("gemini RESOURCE_EXHAUSTED plain", 429, GEMINI_RESOURCE_EXHAUSTED, "RATE_LIMIT"),
+    Case("vertex per-minute quota wording is a rate limit", 429, VERTEX_PER_MINUTE, "RATE_LIMIT"),
+    Case("vertex per-day quota wording is a quota", 429, VERTEX_PER_DAY, "QUOTA"),
+    Case("gemini per-minute ErrorInfo quota_limit is a rate limit", 429, GEMINI_PER_MINUTE_ERROR_INFO, "RATE_LIMIT"),
+    Case("gemini per-day QuotaFailure is a quota despite RetryInfo", 429, GEMINI_PER_DAY, "QUOTA", retry_after=38.0),
     Case("gemini UNAVAILABLE overloaded", 503, GEMINI_OVERLOADED, "OVERLOADED"),
     Case("gemini double-encoded", 400, GEMINI_DOUBLE_ENCODED, "INVALID_REQUEST", detail_has="contents is not specified"),
     Case("gemini double-encoded key invalid", 400, GEMINI_DOUBLE_ENCODED_KEY, "AUTH"),
@@ -354,7 +423,7 @@ HTTP_CASES = [
     Case("groq tool_use_failed", 400, GROQ_TOOL_USE_FAILED, "INVALID_REQUEST", detail_has="tool_use_failed"),
     Case("groq reduce the length", 400, GROQ_CONTEXT, "CONTEXT_WINDOW_EXCEEDED"),
     Case("groq decommissioned", 400, GROQ_DECOMMISSIONED, "MODEL_NOT_FOUND"),
-    Case("mistral context", 400, MISTRAL_CONTEXT, "CONTEXT_WINDOW_EXCEEDED"),
+    Case("mistral context", 400, MISTRAL_CONTEXT, "CONTEXT_WINDOW_EXCEEDED", figures=(32768, 40005)),
     Case("mistral unauthorized", 401, MISTRAL_UNAUTHORIZED, "AUTH", request_id="7f0e0a0b1c2d"),
     Case("mistral rate limit", 429, MISTRAL_RATE, "RATE_LIMIT"),
     Case("mistral 422 validation", 422, MISTRAL_422, "INVALID_REQUEST", detail_has="Field required"),
@@ -418,8 +487,13 @@ def test_http_real_bodies(case: Case) -> None:
     assert failure.serving_provider == case.serving_provider
     if case.detail_has is not None:
         assert failure.detail is not None and case.detail_has in failure.detail
-    # The headline is built from facts only: never upstream text.
-    assert failure.message == f"prov: {PHRASES[case.code]} ({case.code}, HTTP {case.status})"
+    # The headline is built from facts only: never upstream text (an overflow's figures are facts).
+    by = ""
+    if case.figures is not None:
+        limit, requested = case.figures
+        by = f" by {requested - limit} tokens ({requested} > {limit})"
+    assert (failure.context_limit, failure.context_requested) == (case.figures or (None, None))
+    assert failure.message == f"prov: {PHRASES[case.code]}{by} ({case.code}, HTTP {case.status})"
 
 
 @pytest.mark.parametrize("case", HTTP_CASES, ids=lambda c: c.name)

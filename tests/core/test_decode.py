@@ -24,12 +24,14 @@ from dshstream._core.wires.bedrock import BedrockConverseTranslator
 from dshstream._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from dshstream._core.wires.translator import Translator
 from dshstream._core.wires.gemini import GeminiTranslator
+from dshstream._core.wires.gemini_interactions import GeminiInteractionsTranslator
 from dshstream._core.wires.openai_chat import OpenAIChatTranslator
 from dshstream._core.wires.openai_responses import OpenAIResponsesTranslator
 
 NATIVE = {
     "anthropic": AnthropicTranslator,
     "gemini": GeminiTranslator,
+    "gemini-interactions": GeminiInteractionsTranslator,
     "openai-responses": OpenAIResponsesTranslator,
     "bedrock-converse": BedrockConverseTranslator,
     "bedrock-invoke": BedrockInvokeTranslator,
@@ -259,6 +261,10 @@ def test_detect_wire_of_every_recording(rel: str) -> None:
         (b'data: {"type": "response.output_text.delta"}\n\n', "openai-responses"),
         (b'data: {"candidates": [{"content": {}}]}\r\n\r\n', "gemini"),
         (b'data: {"usageMetadata": {"promptTokenCount": 1}}\r\n\r\n', "gemini"),
+        (b"event: interaction.created\ndata: {}\n\n", "gemini-interactions"),
+        (b'data: {"index":0,"step":{"type":"thought"},"event_type":"step.start"}\n\n', "gemini-interactions"),
+        (b'data: {"event_type": "interaction.created", "interaction": {}}\n\n', "gemini-interactions"),
+        (b'data: {"event_type":"note","choices":[]}\n\n', "openai-chat"),
         (b'data: {"choices":[],"x_groq":{"id":"r"}}\n\n', "groq"),
         (b'data: {"provider":"OpenAI","choices":[]}\n\n', "openrouter"),
         (b'data: {"provider": "OpenAI", "choices": []}\n\n', "openrouter"),

@@ -55,7 +55,9 @@ from helpers import all_fixtures, fixture_bytes, fixture_wire, split_at
 CHAT_FAMILY = frozenset({"openai-chat", *DIALECTS})
 #: every non-chat wire, and chat dialects that differ in behaviour: plain OpenAI, a
 #: think-tag dialect (llamacpp), OpenRouter (reasoning_details), Mistral (content parts)
-FUZZ_WIRES = ["anthropic", "gemini", "openai-responses", "openai-chat", "llamacpp", "openrouter", "mistral"]
+FUZZ_WIRES = [
+    "anthropic", "gemini", "gemini-interactions", "openai-responses", "openai-chat", "llamacpp", "openrouter", "mistral",
+]
 assert all(w in WIRES for w in FUZZ_WIRES)
 # the Bedrock wires are binary (AWS event-stream), not SSE: their framing is fuzzed in
 # tests/core/test_eventstream.py and their payloads in tests/wires/test_bedrock*.py
@@ -435,6 +437,7 @@ ENVELOPES: dict[str, Callable[[str], list[Event]]] = {
     "anthropic": lambda v: [("message_start", '{"type":"message_start","message":{"id":"m","model":"x","usage":{"input_tokens":1,"output_tokens":1}}}'), ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":' + v + "}}"), ("content_block_stop", '{"type":"content_block_stop","index":0}'), ("message_stop", '{"type":"message_stop"}')],
     "gemini": lambda v: [("message", '{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":' + v + '}}]},"finishReason":"STOP"}]}')],
     "openai-responses": lambda v: [("response.output_item.added", '{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc","call_id":"c","name":"f","arguments":' + v + "}}"), ("response.completed", '{"type":"response.completed","response":{"id":"r","status":"completed","output":[{"type":"function_call","id":"fc","call_id":"c","name":"f","arguments":' + v + "}]}}")],
+    "gemini-interactions": lambda v: [("step.start", '{"event_type":"step.start","index":0,"step":{"type":"function_call","id":"c","name":"f","arguments":' + v + "}}"), ("step.stop", '{"event_type":"step.stop","index":0}'), ("interaction.completed", '{"event_type":"interaction.completed","interaction":{"id":"i","status":"requires_action","usage":' + v + "}}")],
 }
 
 
@@ -448,6 +451,7 @@ ERROR_ENVELOPES: dict[str, Callable[[str], list[Event]]] = {
     "anthropic": lambda v: [("error", '{"type":"error","error":' + v + "}")],
     "gemini": lambda v: [("message", '{"error":' + v + "}")],
     "openai-responses": lambda v: [("error", '{"type":"error","code":"x","message":' + v + "}")],
+    "gemini-interactions": lambda v: [("error", '{"event_type":"error","error":' + v + "}")],
 }
 
 

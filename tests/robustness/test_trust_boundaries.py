@@ -32,6 +32,7 @@ from dshstream import (
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
 )
+from dshstream._adapters.gemini_interactions import GeminiInteractionsAdapter
 from dshstream._adapters.http import HttpAdapter
 from dshstream._core.assembler import AssembledResponse
 from dshstream._replay_server import ReplayServer, Route
@@ -47,6 +48,7 @@ ADAPTERS: dict[str, Callable[[str], HttpAdapter]] = {
     "openai-responses": lambda url: OpenAIResponsesAdapter(api_key=KEY, base_url=f"{url}/v1", max_retries=0),
     "anthropic": lambda url: AnthropicAdapter(api_key=KEY, base_url=url, max_retries=0),
     "gemini": lambda url: GeminiAdapter(api_key=KEY, base_url=url, max_retries=0),
+    "gemini-interactions": lambda url: GeminiInteractionsAdapter(api_key=KEY, base_url=url, max_retries=0),
 }
 
 

@@ -30,11 +30,42 @@ def test_default_service_registers_keyed_and_local_providers(monkeypatch: pytest
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-deepseek-000000000000")
     service = default_service()
     providers = {p.id: p.name for p in service.list_providers()}
-    assert set(providers) == {"anthropic", "gemini", "deepseek", *LOCAL}
+    assert set(providers) == {"anthropic", "gemini", "gemini-interactions", "deepseek", "deepseek-anthropic", *LOCAL}
     assert type(service.adapter_for("anthropic")).__name__ == "AnthropicAdapter"
     assert type(service.adapter_for("gemini")).__name__ == "GeminiAdapter"
+    assert type(service.adapter_for("gemini-interactions")).__name__ == "GeminiInteractionsAdapter"
     assert providers["deepseek"] == "DeepSeek"
     assert "sk-test-deepseek" not in repr(service.adapter_for("deepseek"))
+    # DeepSeek's Anthropic-compatible endpoint, with the same key
+    messages = service.adapter_for("deepseek-anthropic")
+    assert type(messages).__name__ == "AnthropicAdapter"
+    assert getattr(messages, "base_url") == "https://api.deepseek.com/anthropic"
+    assert providers["deepseek-anthropic"] == "DeepSeek (Anthropic API)"
+
+
+def test_claude_platform_on_aws_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from helpers import fake_key
+
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("ANTHROPIC_AWS_API_KEY", fake_key("sk-ant-api03-", 40, seed=7))
+    assert "claude-aws" not in [p.id for p in default_service().list_providers()]  # no workspace
+    monkeypatch.setenv("ANTHROPIC_AWS_WORKSPACE_ID", "wrkspc_env")
+    adapter = default_service().adapter_for("claude-aws")
+    assert type(adapter).__name__ == "ClaudePlatformAwsAdapter"
+    assert getattr(adapter, "base_url") == "https://aws-external-anthropic.eu-west-1.api.aws"
+    assert getattr(adapter, "workspace_id") == "wrkspc_env"
+
+
+def test_setup_hints_name_the_new_routes() -> None:
+    from dshstream._defaults import setup_hint
+
+    assert "ANTHROPIC_AWS_WORKSPACE_ID" in (setup_hint("claude-aws") or "")
+    assert "ClaudePlatformAwsAdapter" in (setup_hint("claude-aws") or "")
+    assert 'AnthropicAdapter(dialect="deepseek"' in (setup_hint("deepseek-anthropic") or "")
+    assert "DEEPSEEK_API_KEY" in (setup_hint("deepseek-anthropic") or "")
+    assert 'AnthropicAdapter(dialect="ollama")' in (setup_hint("ollama-anthropic") or "")
 
 
 def test_stream_one_liner_with_an_explicit_service() -> None:

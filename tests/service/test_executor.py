@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from dshstream import ConfigurationError, GenerateOptions, LlmService, Message, OpenAIChatAdapter
 from dshstream._core.rate_limits import parse_rate_limits
 from dshstream.batch import BatchProgress, BatchResult, ProviderLimiter, run_many
-from service.rate_limited_server import RateLimitedServer
+from dshstream._rate_limited_server import RateLimitedServer
 
 
 def _service(server: RateLimitedServer) -> LlmService:
@@ -223,3 +224,22 @@ def test_the_limiter_halves_on_a_429_and_grows_back() -> None:
     limiter.observe(None)
     limiter.release()
     assert limiter.allowed == pytest.approx(4.25)
+
+
+def test_a_shared_limiter_takes_launch_numbers_and_gives_back_a_dead_workers_slot() -> None:
+    from dshstream._batch.ray_limiter import _Holder  # the Ray actor's state, without Ray
+
+    holder = _Holder(2, lease=0.2)
+    first = holder.acquire("p", 0.05)
+    second = holder.acquire("p", 0.05)
+    assert (first, second) == (1, 2)
+    assert holder.acquire("p", 0.05) is None  # two in flight: the third waits, then gives up
+    holder.finish("p", 2, ("observe", parse_rate_limits({"x-ratelimit-remaining-requests": "10"}), 15))
+    assert holder.stats()["p"]["in_flight"] == 1
+    time.sleep(0.25)  # launch 1's worker died: its lease runs out
+    assert holder.acquire("p", 0.05) == 3
+    assert holder.stats()["p"]["in_flight"] == 1
+    holder.finish("p", 1, ("rate_limited", 0.1))  # the late report of the expired launch
+    assert holder.stats()["p"] == {"in_flight": 1, "launched": 3, "rate_limited": 0, "allowed": 2.0}
+    holder.finish("p", 3, ("rate_limited", 0.01))
+    assert holder.stats()["p"]["rate_limited"] == 1 and holder.stats()["p"]["in_flight"] == 0

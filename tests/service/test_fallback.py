@@ -729,3 +729,21 @@ def test_fallback_chain_example() -> None:
         "failed after content; not falling back",
     ]
 
+
+
+def test_a_target_that_cannot_cache_as_asked_is_skipped_before_sending(clouds: Clouds) -> None:
+    """Prompt caching (issue 33): Gemini has no cache points, so a chain whose request marks
+    the system prompt skips it, naming the field, and Anthropic gets the breakpoint."""
+    from dshstream import CachePoint
+
+    clouds.answer("anthropic", ANTHROPIC_TEXT)
+    clouds.service.register_chain("cached", [Target("gemini", "gemini-2.5-flash"), Target("anthropic", "claude-sonnet-4-5")])
+    options = ask(Message.system("The handbook.", cache=CachePoint()), Message.user("Chapter 2?"), provider="cached")
+    result = clouds.service.stream(options).result()
+    assert result.ok and result.text == "Hello"
+    skipped, served = trail(result)
+    assert (skipped.outcome, served.outcome) == ("skipped", "served")
+    assert skipped.failure is not None and "GenerateOptions.messages[0].cache" in skipped.failure.message
+    assert clouds.bodies("gemini") == []
+    (body,) = clouds.bodies("anthropic")
+    assert body["system"] == [{"type": "text", "text": "The handbook.", "cache_control": {"type": "ephemeral"}}]

@@ -48,8 +48,10 @@ from dshstream.observe import (
     ObserverRecord,
     StreamFinished,
     StreamStarted,
+    Telemetry,
 )
 from dshstream._chunk_stream import ChunkStream
+from dshstream._core.records import MAX_CHUNK_GAPS
 from dshstream._observe import StreamWatch, open_watch, server_of
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService, Next
@@ -991,3 +993,60 @@ def test_an_observer_may_close_the_stream_from_inside_a_record() -> None:
     threading.Thread(target=consume, daemon=True).start()
     assert done.wait(SLOW)
     assert recorder.one_stream().kind == "aborted"
+
+
+# --------------------------------------------------------------------------- telemetry facts and chunk gaps
+
+
+def test_stream_started_carries_what_the_adapter_says_of_the_request(server: ReplayServer) -> None:
+    server.add(PATH, BODY)
+    recorder = Recorder()
+    service, adapter = make_service(server, recorder)
+    service.stream(options()).result()
+    [started] = recorder.of(StreamStarted)
+    host, port = server.url.removeprefix("http://").split(":")
+    assert started.telemetry == Telemetry(None, "chat", host, int(port))  # openrouter: no well-known name
+    assert started.telemetry == adapter.telemetry(options())
+    assert started.settings.output_type == "text"
+    # an adapter observed directly says the same
+    direct = Recorder()
+    list(make_adapter(server, observer=direct).stream(options()))
+    assert [s.telemetry for s in direct.of(StreamStarted)] == [started.telemetry]
+
+
+def test_chunk_gaps_are_timed_only_for_an_observer_that_asks(server: ReplayServer) -> None:
+    class Gaps(Recorder):
+        chunk_gaps = True
+
+    for recorder, wanted in ((Recorder(), False), (Gaps(), True)):
+        server.add(PATH, paused(0.15))
+        service, _ = make_service(server, recorder)
+        service.stream(options()).result()
+        [finished] = recorder.finished
+        if wanted:
+            assert finished.chunk_gaps and max(finished.chunk_gaps) >= 0.1 and min(finished.chunk_gaps) >= 0
+            assert len(finished.chunk_gaps) <= MAX_CHUNK_GAPS
+        else:
+            assert finished.chunk_gaps == ()
+def test_the_prompt_cache_saving_is_in_the_record_and_the_line(
+    server: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A recorded Anthropic stream that read 6,289 tokens from the prompt cache: the record
+    and the INFO line say what share of the input that was (issue 33)."""
+    from dshstream import AnthropicAdapter
+
+    server.add("/v1/messages", Route(body=fixture_bytes("anthropic/cache_creation_and_read_code_execution.sse")))
+    recorder = Recorder()
+    adapter = AnthropicAdapter(api_key=fake_key("test-", 24), base_url=server.url, observer=recorder)
+    caplog.set_level(logging.INFO, logger="dshstream")
+
+    list(adapter.stream(options()))
+
+    [finished] = recorder.of(StreamFinished)
+    usage = finished.usage
+    assert usage is not None and usage.cache_read_tokens == 6289
+    expected = round(6289 / usage.total_input_tokens, 4)
+    assert finished.cached_input_share == expected
+    [line] = _observe_lines(caplog)
+    assert f"cached={6289 / usage.total_input_tokens:.0%}" in line.getMessage()
+    assert line.dshstream["cached_input_share"] == expected  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ Skipped without ``opentelemetry-sdk``.
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 import subprocess
@@ -24,10 +25,10 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from helpers import fixture_bytes
+from helpers import fake_key, fixture_bytes
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -49,14 +50,19 @@ from service.test_observer import (
     server_error,
 )
 
+from core.test_parts import PNG
 from dshstream import (
     AnthropicAdapter,
+    GeminiAdapter,
+    ImagePart,
+    JsonMode,
     FinishReason,
     GenerateOptions,
     Message,
     OpenAIChatAdapter,
     StreamChunk,
 )
+from dshstream.adapters import VertexGeminiAdapter
 from dshstream.observe import FirstChunkRecord, StreamFinished
 from dshstream._core.errors import make_failure
 from dshstream._replay_server import ReplayServer
@@ -513,6 +519,129 @@ def test_tool_calls_are_captured_as_tool_call_parts(
             "arguments": json.loads(call.arguments),
         }
     ]
+
+
+# --------------------------------------------------------------------------- the conventions' newer attributes
+
+
+class StartAttributes(SpanProcessor):
+    """A span processor that keeps each span's attributes as they were at its start (what
+    a sampler sees)."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.seen.append(dict(span.attributes or {}))
+
+
+def test_stream_output_type_server_and_provider_are_set_at_the_span_start(
+    server: ReplayServer, telemetry: Telemetry
+) -> None:
+    started = StartAttributes()
+    telemetry.tracer_provider.add_span_processor(started)
+    server.add(PATH, BODY)
+    service, _ = make_service(server, telemetry.observer())
+
+    service.stream(options()).result()
+    service.stream(options(response_format=JsonMode())).result()
+
+    host, port = server.url.removeprefix("http://").split(":")
+    text, json_mode = started.seen
+    for at_start in (text, json_mode):
+        assert at_start["gen_ai.request.stream"] is True
+        assert (at_start["server.address"], at_start["server.port"]) == (host, int(port))
+        assert (at_start["gen_ai.operation.name"], at_start["gen_ai.provider.name"]) == ("chat", PROVIDER)
+    assert (text["gen_ai.output.type"], json_mode["gen_ai.output.type"]) == ("text", "json")
+    assert [attrs(s)["gen_ai.output.type"] for s in telemetry.spans()] == ["text", "json"]
+
+
+def test_the_provider_name_is_the_adapters_not_the_routes(server: ReplayServer, telemetry: Telemetry) -> None:
+    """An AnthropicAdapter registered as "claude" (pointed at a loopback proxy) is anthropic."""
+    server.add("/", fixture_bytes("anthropic/text.sse"))
+    service = LlmService(observer=telemetry.observer())
+    service.register_adapter(["claude"], AnthropicAdapter(api_key="k", base_url=server.url, max_retries=0))
+
+    service.stream(options(provider="claude", model="claude-haiku-4-5")).result()
+
+    a = attrs(telemetry.one_span())
+    assert (a["gen_ai.provider.name"], a["dshstream.provider"]) == ("anthropic", "claude")
+    [(duration, _)] = telemetry.points("gen_ai.client.operation.duration")
+    assert dict(duration.attributes or {})["gen_ai.provider.name"] == "anthropic"
+
+
+#: a bearer token for Vertex (long and random: every key an adapter sends is redacted everywhere)
+VERTEX_TOKEN = fake_key("ya29.", 60)
+
+
+@pytest.mark.parametrize(
+    ("make", "provider_name"),
+    [
+        (lambda url: GeminiAdapter(api_key="k", base_url=url, max_retries=0), "gcp.gemini"),
+        (lambda url: VertexGeminiAdapter(api_key=lambda: VERTEX_TOKEN, base_url=url, project="p", location="global", max_retries=0),
+         "gcp.vertex_ai"),
+    ],
+    ids=["gemini", "vertex"],
+)
+def test_gemini_is_generate_content(server: ReplayServer, telemetry: Telemetry, make: Any, provider_name: str) -> None:
+    server.add("/", fixture_bytes("gemini/text.sse"))
+    service = LlmService(observer=telemetry.observer())
+    service.register_adapter(["g"], make(server.url))
+
+    assert service.stream(options(provider="g", model="gemini-2.5-flash")).result().ok
+
+    [span] = telemetry.spans()
+    a = attrs(span)
+    assert span.name == "generate_content gemini-2.5-flash"
+    assert (a["gen_ai.operation.name"], a["gen_ai.provider.name"]) == ("generate_content", provider_name)
+    [(duration, _)] = telemetry.points("gen_ai.client.operation.duration")
+    assert dict(duration.attributes or {})["gen_ai.operation.name"] == "generate_content"
+
+
+def test_time_per_output_chunk_is_a_point_per_content_read_after_the_first(
+    server: ReplayServer, telemetry: Telemetry
+) -> None:
+    server.add(PATH, paused(0.2))
+    service, _ = make_service(server, telemetry.observer())
+
+    service.stream(options()).result()
+
+    points = telemetry.points("gen_ai.client.operation.time_per_output_chunk")
+    [(point, unit)] = points  # one series: the stream's attributes
+    assert unit == "s" and tuple(point.explicit_bounds) == DURATION_BUCKETS
+    assert point.count >= 1 and point.max >= 0.15  # the pause is one of the gaps
+    assert dict(point.attributes or {})["gen_ai.provider.name"] == PROVIDER
+    # a stream whose content came in one read has no gap to report
+    fresh = Telemetry()
+    try:
+        server.add(PATH, BODY)
+        service, _ = make_service(server, fresh.observer())
+        service.stream(options()).result()
+        assert fresh.points("gen_ai.client.operation.time_per_output_chunk") == []
+    finally:
+        fresh.shutdown()
+
+
+def test_captured_media_parts_use_the_conventions_uri_and_blob_parts(
+    server: ReplayServer, telemetry: Telemetry
+) -> None:
+    server.add(PATH, BODY)
+    url_part = ImagePart.from_url("https://example.com/cat.png")
+    inline = ImagePart.from_bytes(PNG)
+    message = Message.user("What is in these?", url_part, inline)
+    for observer, with_bytes in ((telemetry.observer(capture_content=True), False),
+                                 (telemetry.observer(capture_content=True, capture_media=True), True)):
+        service, _ = make_service(server, observer)
+        service.stream(options(messages=(message,))).result()
+        [captured] = json.loads(attrs(telemetry.spans()[-1])["gen_ai.input.messages"])
+        blob: dict[str, Any] = {"type": "blob", "modality": "image", "mime_type": "image/png"}
+        if with_bytes:
+            blob["content"] = base64.b64encode(PNG).decode("ascii")
+        assert captured["parts"] == [
+            {"type": "text", "content": "What is in these?"},
+            {"type": "uri", "modality": "image", "mime_type": "image/png", "uri": "https://example.com/cat.png"},
+            blob,
+        ]
 
 
 # --------------------------------------------------------------------------- packaging

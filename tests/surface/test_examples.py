@@ -56,6 +56,7 @@ def _runs(scratch: Path) -> dict[str, tuple[tuple[str, ...], dict[str, str] | No
         "attach_image": (("examples/attach_image.py",), None, 60),
         "attach_image_own": (("examples/attach_image.py", str(scratch / "tiny.png")), None, 60),
         "quickstart_without_a_key": (("examples/quickstart.py", "hi"), no_keys, 60),
+        "provider_batch": (("examples/provider_batch.py",), None, 60),
     }
     if HAS_LITELLM:
         runs["litellm_any_provider"] = (("examples/litellm_any_provider.py",), None, 60)
@@ -72,6 +73,21 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Futu
 
 def finished(example: dict[str, Future[subprocess.CompletedProcess[str]]], name: str) -> subprocess.CompletedProcess[str]:
     return example[name].result()
+
+
+def test_provider_batch_example(example: dict[str, Future[subprocess.CompletedProcess[str]]]) -> None:
+    proc = finished(example, "provider_batch")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "submitted dsb1:anthropic=msgbatch_1",
+        "  poll: 0 done, 0 failed, 4 running",
+        "  poll: 2 done, 2 failed, 0 running",
+        "a: 'HELLO!' (stop, 16 tokens)",
+        "b: CONTEXT_WINDOW_EXCEEDED: anthropic: context window exceeded by 50000 tokens (250000 > 200000) "
+        "(CONTEXT_WINDOW_EXCEEDED, HTTP 400)",
+        "c: TIMEOUT: anthropic: the batch's 24 hours ended before this row ran (TIMEOUT)",
+        "d: 'WORLD!' (stop, 16 tokens)",
+    ]
 
 
 def test_cancel_from_thread_example(example: dict[str, Future[subprocess.CompletedProcess[str]]]) -> None:

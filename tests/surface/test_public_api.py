@@ -25,12 +25,14 @@ PACKAGE = Path(dshstream.__file__).parent
 # Imports only point down this list (same level allowed). DESIGN §1. A unit is a module
 # or subpackage of ``_core`` (``_core/wires`` is ``wires``), or a top-level private module.
 LAYERS: dict[str, int] = {
-    "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1,
-    "sse": 2, "chunked": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "filters": 2, "http_request": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
+    "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1, "provider_names": 1,
+    "sse": 2, "chunked": 2, "ws_frames": 2, "ws_handshake": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "closing": 2, "filters": 2, "http_request": 2, "multipart": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
+    "prompt_cache": 2,
     "headers": 2, "recovery": 2, "rate_limits": 2,
+    "messages_dialects": 1,
     "classify": 3, "assembler": 3, "contract": 3, "wires": 3, "decode": 3, "pump": 3, "retry": 3,
     "partial_json": 3, "partial_json_reader": 2,
-    "_render": 3, "_replay_server": 3,
+    "_render": 3, "_replay_server": 3, "_rate_limited_server": 3,
     "_transport": 4,
     "_adapters": 5, "_service": 5, "_chunk_stream": 5, "_defaults": 5, "_cli": 5, "_demo": 5,
     "_notebook": 5, "_tool_loop": 5, "__main__": 5, "__init__": 6, "_core": 6,
@@ -352,7 +354,8 @@ def test_the_moved_names_resolve_in_a_from_import_and_in_old_pickles() -> None:
 
 def test_every_former_root_name_is_still_reachable() -> None:
     assert len(_exports.FORMER_ROOT) == 128, "the flat layout's root names: a record, never edited"
-    new_root = {"Target"}  # root names added after the flat layout: fallback chains (issue 30)
+    # root names added after the flat layout: fallback chains (issue 30), prompt caching (issue 33)
+    new_root = {"Target", "CachePoint"}
     assert set(dshstream.__all__) - _exports.FORMER_ROOT == new_root, "a new root name? then add it here"
     assert set(_exports.RENAMED) <= _exports.FORMER_ROOT
     assert not set(_exports.RENAMED.values()) & _exports.FORMER_ROOT

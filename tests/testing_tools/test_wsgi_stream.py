@@ -224,6 +224,21 @@ def test_our_chunk_dicts_as_sse_and_ndjson_read_back_without_detail_or_replay_st
     assert "replay_state" not in json.loads(lines[-1])
 
 
+def test_the_container_and_a_credit_token_stay_on_the_server() -> None:
+    from dshstream._core.types import ResponseMetadata
+    from dshstream._web.chunk_dicts import safe_chunk_dict
+
+    metadata = ResponseMetadata(
+        model="claude-fable-5",
+        stop_details={"type": "refusal", "category": "cyber", "fallback_credit_token": "tok_x"},
+        container={"id": "container_1", "expires_at": "2026-07-30T18:54:08Z"},
+    )
+    sent = safe_chunk_dict(Finish(FinishReason("stop"), metadata=metadata))
+    assert sent["metadata"]["stop_details"] == {"type": "refusal", "category": "cyber"}
+    assert "container" not in sent["metadata"] and "tok_x" not in json.dumps(sent)
+    assert metadata.stop_details is not None and metadata.stop_details["fallback_credit_token"] == "tok_x"  # untouched
+
+
 def test_a_failure_reaches_the_browser_as_its_headline_only() -> None:
     key = fake_key("sk-ant-api03-", 60)
     failure = make_failure("AUTH", "anthropic: authentication failed (AUTH, HTTP 401)", status=401,

@@ -296,3 +296,31 @@ def test_fuzz_mutated_payloads_keep_the_contract(name: str) -> None:
         for chunk in chunks:
             assembler.push(chunk)
             json.dumps(chunk_to_dict(chunk))
+
+
+def _forced(pieces: list[bytes], tool: str) -> list[StreamChunk]:
+    from dshstream._core.wires.bedrock import BedrockConverseTranslator
+
+    translator = BedrockConverseTranslator()
+    translator.unwrap_tool_call(tool)
+    decoder = StreamDecoder(translator)
+    chunks: list[StreamChunk] = []
+    for piece in pieces:
+        chunks.extend(decoder.feed(piece))
+    chunks.extend(decoder.close())
+    return list(check_contract(chunks))
+
+
+def test_a_sentence_before_a_forced_tool_is_commentary_not_part_of_the_json() -> None:
+    # a real recording: Claude writes a sentence, then calls fetch_concept; as the forced
+    # structured-output tool its arguments are the answer, and the sentence stays apart
+    data = fixture_bytes("bedrock/claude3_sonnet_text_then_tool_use.eventstream")
+    chunks = _forced([data], "fetch_concept")
+    finish = _finish(chunks)
+    (block,) = _blocks(chunks)
+    assert isinstance(block, TextBlock) and json.loads(block.text) == {"concept": "distributed tracing"}
+    assert finish.reason.kind == "stop"
+    sentence = "Okay, let me use the tool to fetch an expert explanation for the concept of distributed tracing."
+    assert finish.metadata is not None and finish.metadata.commentary == sentence
+    assert finish.replay_state["content"] == [{"text": sentence}, {"text": block.text}]
+    assert _forced([data[i : i + 1] for i in range(len(data))], "fetch_concept") == chunks

@@ -31,6 +31,7 @@ RESPONSES_FIXTURES = sorted(
     [f"openai-responses/{p.name}" for p in (FIXTURES / "openai-responses").glob("*.sse")]
     + [f"deepseek/{p.name}" for p in (FIXTURES / "deepseek").glob("responses_api_*.sse")]
     + ["openrouter/responses_api_reasoning_text_gpt_oss.sse"]
+    + [f"xai/{p.name}" for p in (FIXTURES / "xai").glob("responses_api_*.sse")]
 )
 
 
@@ -421,3 +422,67 @@ def test_client_tool_search_call_is_a_call_and_server_one_is_not() -> None:
     for result in _split_checked(_items_stream([SERVER_SEARCH, SERVER_SEARCH_OUTPUT, XAI_ANSWER])):
         assert result.finish.kind == "stop" and not result.tool_calls
         assert result.replay_state["items"][:2] == [SERVER_SEARCH, SERVER_SEARCH_OUTPUT]
+
+
+# --------------------------------------------------------------------------- the same, on real recordings
+
+PROGRAM_RECORDING = "openai-responses/builtin-tools/program_then_function_call_with_caller.sse"
+CLIENT_SEARCH_RECORDING = "openai-responses/builtin-tools/tool_search_call_client_execution.sse"
+SERVER_SEARCH_RECORDING = "openai-responses/builtin-tools/tool_search_server_then_function_call.sse"
+XAI_RECORDING = "xai/responses_api_reasoning_encrypted_store_false.sse"
+
+
+def _output(rel: str) -> list[dict[str, Any]]:
+    output: list[dict[str, Any]] = terminal(fixture_bytes(rel))["response"]["output"]
+    return output
+
+
+def test_recorded_program_is_replayed_verbatim_and_its_call_keeps_the_caller() -> None:
+    """gpt-5.6 programmatic tool calling: a ``program`` item (its ``fingerprint`` must go
+    back) and a function call whose ``caller`` names the program."""
+    reasoning, program, call = _output(PROGRAM_RECORDING)
+    for result in _split_checked(fixture_bytes(PROGRAM_RECORDING)):
+        assert result.finish.kind == "tool-calls"
+        (tool_call,) = result.tool_calls
+        assert (tool_call.id, tool_call.name, json.loads(tool_call.arguments)) == (call["call_id"], "getInventory", {"sku": "sku_123"})
+        items = result.replay_state["items"]
+        assert [i["type"] for i in items] == ["reasoning", "program", "function_call"]
+        assert items[1] == program and items[1]["fingerprint"].startswith("gAAAAA")
+        assert items[2]["caller"] == call["caller"] == {"type": "program", "caller_id": program["call_id"]}
+        assert items[0]["encrypted_content"] == reasoning["encrypted_content"]
+        assert result.usage is not None and result.usage.cache_write_tokens == 0
+
+
+def test_recorded_client_tool_search_is_a_call_for_the_client() -> None:
+    (search,) = _output(CLIENT_SEARCH_RECORDING)
+    assert search["execution"] == "client"
+    for result in _split_checked(fixture_bytes(CLIENT_SEARCH_RECORDING)):
+        assert result.failure is None and result.finish.kind == "tool-calls"  # never EMPTY_RESPONSE
+        (call,) = result.tool_calls
+        assert (call.id, call.name) == (search["call_id"], "tool_search")
+        assert json.loads(call.arguments) == {"arguments": search["arguments"]}
+        assert result.replay_state["items"] == [search]
+
+
+def test_recorded_hosted_tool_search_is_a_server_tool_and_the_function_call_after_it_a_call() -> None:
+    search, found, weather = _output(SERVER_SEARCH_RECORDING)
+    assert (search["execution"], found["type"]) == ("server", "tool_search_output")
+    for result in _split_checked(fixture_bytes(SERVER_SEARCH_RECORDING)):
+        assert result.finish.kind == "tool-calls" and [c.name for c in result.tool_calls] == ["get_weather"]
+        assert result.metadata is not None
+        assert [(t["type"], t["id"]) for t in result.metadata.server_tools] == [("tool_search_call", search["id"])]
+        items = result.replay_state["items"]
+        assert items[:2] == [search, found]  # the loaded tools go back: the next call may use them
+        assert items[2]["call_id"] == weather["call_id"]
+
+
+def test_recorded_xai_reasoning_keeps_its_encrypted_content_for_every_later_turn() -> None:
+    """xAI's Responses API (grok-code-fast-1, ``store: false``): the reasoning item's
+    ``encrypted_content`` is kept for replay; its summary is reasoning text."""
+    reasoning, message = _output(XAI_RECORDING)
+    result = assemble(decode_checked(fixture_bytes(XAI_RECORDING)))
+    assert result.finish.kind == "stop" and result.text == message["content"][0]["text"]
+    assert result.reasoning == reasoning["summary"][0]["text"]
+    items = result.replay_state["items"]
+    assert items[0]["encrypted_content"] == reasoning["encrypted_content"] and items[0]["id"] == reasoning["id"]
+    assert result.usage == TokenUsage(input_tokens=216 - 192, output_tokens=831, cache_read_tokens=192, reasoning_tokens=253)

@@ -101,7 +101,6 @@ def test_entries_of_one_other_model_are_summed_and_the_own_model_is_own() -> Non
         "input_tokens": 3,
         "output_tokens": 30,
         "iterations": [
-            iteration("fallback_message", 40, 4, model="claude-opus-4-1"),  # declined, then fallen back
             iteration("advisor_message", 100, 10, model=OPUS),
             iteration("message", 1, 10, model=SONNET),  # names the responding model: own
             iteration("advisor_message", 50, 5, model=OPUS),
@@ -112,8 +111,31 @@ def test_entries_of_one_other_model_are_summed_and_the_own_model_is_own() -> Non
     assert result.usage == TokenUsage(input_tokens=3, output_tokens=30, cache_read_tokens=0, cache_write_tokens=0)
     assert result.metadata is not None
     assert result.metadata.usage_by_model == {
-        "claude-opus-4-1": TokenUsage(input_tokens=40, output_tokens=4, cache_read_tokens=0, cache_write_tokens=0),
         OPUS: TokenUsage(input_tokens=150, output_tokens=15, cache_read_tokens=0, cache_write_tokens=0),
+    }
+
+
+def test_a_fallback_message_entry_is_the_serving_models_and_the_declined_one_is_apart() -> None:
+    # server-side fallback (BetaFallbackMessageIterationUsage): message_start names the
+    # requested model, which declined (its ``message`` entry); the ``fallback_message``
+    # entry is the model that served, billed as the response's usage
+    usage = {
+        "input_tokens": 3,
+        "output_tokens": 30,
+        "iterations": [
+            iteration("message", 1, 10, model=SONNET),  # declined
+            iteration("advisor_message", 100, 10, model=OPUS),
+            iteration("fallback_message", 40, 4, model="claude-opus-4-1"),  # served
+            iteration("message", 2, 20),  # names no model: the serving model's
+        ],
+    }
+    result = run(anthropic_stream(usage), "anthropic")
+    assert result.usage == TokenUsage(input_tokens=42, output_tokens=24, cache_read_tokens=0, cache_write_tokens=0)
+    assert result.metadata is not None
+    assert result.metadata.model == "claude-opus-4-1"
+    assert result.metadata.usage_by_model == {
+        SONNET: TokenUsage(input_tokens=1, output_tokens=10, cache_read_tokens=0, cache_write_tokens=0),
+        OPUS: TokenUsage(input_tokens=100, output_tokens=10, cache_read_tokens=0, cache_write_tokens=0),
     }
 
 

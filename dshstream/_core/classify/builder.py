@@ -20,6 +20,10 @@ text may be shown:
    plain id that redaction with ``secrets`` leaves unchanged.
 6. **Serving provider.** Redacted, control characters blanked, lone surrogates
    replaced, stripped, at most 100 characters; blank gives ``None``.
+7. **Overflow figures.** A ``CONTEXT_WINDOW_EXCEEDED`` failure whose upstream text gives
+   the window and the tokens needed (:func:`~.context_figures.context_figures`) carries
+   them as ``context_limit``/``context_requested``, and its headline says by how much:
+   ``"context window exceeded by 8473 tokens (208473 > 200000)"`` — figures, not text.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from ..headers import is_plain_id
 from ..redact import redact, truncate
 from ..strict_json import fix_surrogates
 from ..types import LlmFailure
+from .context_figures import context_figures
 from .decision import decide
 from .lexicon import retry_after_in_text
 from .payload import Reading
@@ -57,8 +62,11 @@ _SAFE_PROVIDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/ ]{0,63}")
 _CONTROL_CHARS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
-def _headline(provider: str | None, code: str, status: int | None) -> str:
+def _headline(provider: str | None, code: str, status: int | None, figures: tuple[int, int] | None = None) -> str:
     phrase = _PHRASES.get(code, "HTTP error" if code.startswith("HTTP_") else "error")
+    if figures is not None:  # rule 7
+        limit, requested = figures
+        phrase = f"{phrase} by {requested - limit} tokens ({requested} > {limit})"
     facts = code if status is None else f"{code}, HTTP {status}"
     head = f"{phrase} ({facts})"
     if provider and _SAFE_PROVIDER.fullmatch(provider) and redact(provider) == provider:
@@ -105,13 +113,16 @@ def build_failure(
         request_id = facts.request_id
     if request_id is not None and not is_plain_id(request_id, secrets):
         request_id = None
+    figures = context_figures(reading.detail or reading.wording) if code == "CONTEXT_WINDOW_EXCEEDED" else None
     return make_failure(
         code,
-        _headline(provider, code, status),
+        _headline(provider, code, status, figures),
         status=status,
         retry_after=retry_after,
         request_id=request_id,
         provider=provider,
         serving_provider=_serving_provider(facts.serving_provider if facts is not None else None, secrets),
         detail=_detail(reading.detail, secrets),
+        context_limit=figures[0] if figures is not None else None,
+        context_requested=figures[1] if figures is not None else None,
     )

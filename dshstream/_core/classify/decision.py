@@ -16,7 +16,9 @@ is the :mod:`.lexicon` match. First match wins:
 3. A ``model_not_found`` hint (also Azure's ``DeploymentNotFound``) or model wording (any
    status), or a 404/``not_found`` hint with wording that mentions a model →
    ``MODEL_NOT_FOUND``.
-4. Quota wording → ``QUOTA``, unless a Gemini quota is per minute/second (then rule 7).
+4. Quota wording → ``QUOTA``, unless a Google (Gemini API or Vertex AI) quota is per
+   minute/second and nowhere per day (then rule 7: Google documents a per-minute
+   ``RESOURCE_EXHAUSTED`` as retry-with-backoff).
 5. Affordability wording → ``CREDIT_LIMIT``.
 6. 402 → ``QUOTA``.
 7. 429, a rate-limit hint or a per-minute quota → ``RATE_LIMIT``; so is rate-limit

@@ -62,6 +62,7 @@ __all__ = [
 MAX_PARSE = 1_000_000
 
 _PER_MINUTE = re.compile(r"per[\s_\-]*(?:minute|second)", re.IGNORECASE)
+_PER_DAY = re.compile(r"per[\s_\-]*day", re.IGNORECASE)
 _DELAY = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
 _GOOGLE_STATUS = re.compile(r"[A-Z][A-Z_]{2,60}")
 _THREE_DIGITS = re.compile(r"\s*\d{3}\s*")
@@ -98,10 +99,17 @@ class ErrorFacts:
         return collapse(" ".join(p for p in parts if p))
 
     def per_minute_quota(self) -> bool:
-        """A Gemini ``RESOURCE_EXHAUSTED`` whose quota is per minute or per second."""
+        """A Google ``RESOURCE_EXHAUSTED`` (Gemini API or Vertex AI) whose quota is per
+        minute or per second — by its quota ids (``QuotaFailure`` violations, an
+        ``ErrorInfo``'s ``quota_limit``) or its message (Vertex: *Quota exceeded for
+        aiplatform.googleapis.com/generate_content_requests_per_minute_...*) — and
+        nowhere per day: Google documents it as retry-with-backoff, a rate limit."""
         if (self.gstatus or "").upper() != "RESOURCE_EXHAUSTED":
             return False
-        return any(_PER_MINUTE.search(q) for q in self.quota_ids)
+        said = [*self.quota_ids, self.message or ""]
+        if any(_PER_DAY.search(text) for text in said):
+            return False  # a daily quota waits for tomorrow, not for a backoff
+        return any(_PER_MINUTE.search(text) for text in said)
 
     def detail(self) -> str | None:
         """The message tagged with the type/code/status/reasons it does not already
@@ -202,6 +210,12 @@ def _read_details(facts: ErrorFacts, details: list[object]) -> None:
                         value = violation.get(key)
                         if isinstance(value, str):
                             facts.quota_ids.append(value)
+        metadata = item.get("metadata")
+        if isinstance(metadata, Mapping):  # an ErrorInfo names the quota too
+            for key in ("quota_limit", "quota_metric"):
+                value = metadata.get(key)
+                if isinstance(value, str):
+                    facts.quota_ids.append(value[:200])
 
 
 def facts_from(payload: object, depth: int = 0) -> ErrorFacts | None:

@@ -16,27 +16,42 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
    the finish's ``metadata.server_tools``. A text block's citations (its start's
    ``citations`` and every ``citations_delta``) are kept for replay and become the
    :class:`~dshstream._core.types.Citation` s of its ``TextBlock``; ``compaction_delta``
-   is kept for replay.
+   is kept for replay. A ``fallback`` block (server-side fallback: the ``from`` model
+   declined, the ``to`` model writes what follows; no deltas) is a fact, not text: it is
+   kept for replay in its place and becomes an entry of ``metadata.server_fallbacks``
+   (``from``, ``to``, ``trigger``, ``category``), and its ``to`` model is the response's
+   ``model`` from there on (the model that served).
 3. ``message_delta`` carries the stop reason and **cumulative** usage: each field present
    replaces the earlier value. With ``usage.iterations`` the billed usage is the sum over
-   the responding model's iterations (``message``, ``compaction``: entries that name no
-   model, or the response's model); an entry naming another model (an
-   ``advisor_message``, a declined fallback) is that model's usage, reported in
-   ``metadata.usage_by_model`` and never added to the response's.
+   the serving model's iterations (``message``, ``compaction``: entries that name no
+   model, or the serving model); an entry naming another model (an ``advisor_message``,
+   the ``message`` of a model that declined) is that model's usage, reported in
+   ``metadata.usage_by_model`` and never added to the response's. The serving model is
+   the one a ``fallback_message`` entry names — the fallback model that answered, even
+   when ``message_start`` named the requested one — else the response's model (rule 2).
+   The delta's ``stop_details`` (a refusal's ``category``, ``explanation``,
+   ``fallback_credit_token``, ``recommended_model``...) is kept as sent in
+   ``metadata.stop_details``, and its ``container`` (``id``, ``expires_at``: the
+   code-execution container) in ``metadata.container`` and in the replay state.
 4. ``message_stop`` is the terminal marker; the finish is decided there (EOF before it is
    ``STREAM_CLOSED``, even after a ``message_delta``). end_turn/stop_sequence/pause_turn
    and unknown reasons are ``stop``, tool_use ``tool-calls``, max_tokens and
    model_context_window_exceeded ``max-tokens``, refusal an ``error`` finish with
-   ``CONTENT_FILTER``; ``raw`` keeps the provider's word.
+   ``CONTENT_FILTER`` (its message names the ``recommended_model`` when one is given, never
+   the credit token); ``raw`` keeps the provider's word.
 5. ``ping`` is liveness only. An ``error`` event ends the stream with a classified
    failure (overloaded_error: ``OVERLOADED``, retryable; rate_limit_error: ``RATE_LIMIT``),
    keeping partial output.
 6. Replay state: ``{"wire": "anthropic", "content": [...]}`` — the assistant content
    blocks exactly as received (thinking with its signature, redacted_thinking with its
-   data, tool_use with its parsed input, text with its citations, server tool blocks),
-   in wire order; empty text blocks, which the API refuses in a request, are left out.
-   A tool call written as text (a forced tool's structured-output answer,
-   :meth:`~dshstream._core.wires.translator.Translator.unwrap_tool_call`) is a text block.
+   data, tool_use with its parsed input, text with its citations, server tool blocks,
+   ``fallback`` blocks verbatim in their place: the API needs them to validate the thinking
+   around them), in wire order; empty text blocks, which the API refuses in a request, are
+   left out. A container the response ran in adds ``"container": <id>`` (rule 3), which
+   the wire sends as the next request's ``container``. A tool call written as text (a
+   forced tool's structured-output answer,
+   :meth:`~dshstream._core.wires.translator.Translator.unwrap_tool_call`) is a text block,
+   and prose held beside it (writer rule 5) keeps its own text block.
 """
 
 from __future__ import annotations
@@ -186,6 +201,12 @@ class AnthropicTranslator(BlockReplayTranslator):
             reason = delta.get("stop_reason")
             if isinstance(reason, str) and reason:
                 self._stop_reason = reason
+            details = delta.get("stop_details")
+            if type(details) is dict:
+                self.writer.stop_details = details  # rule 3: as sent
+            container = delta.get("container")
+            if type(container) is dict and first_str(container.get("id")):
+                self.writer.container = container  # rule 3: metadata, and replayed (rule 6)
             usage = payload.get("usage")
             if type(usage) is dict:
                 self._merge_usage(usage)
@@ -197,6 +218,9 @@ class AnthropicTranslator(BlockReplayTranslator):
 
     def _on_message_start(self, message: dict[str, Any]) -> None:
         self.writer.identify(message.get("id"), message.get("model"))
+        details = message.get("stop_details")
+        if type(details) is dict:
+            self.writer.stop_details = details
         usage = message.get("usage")
         if type(usage) is dict:
             self._merge_usage(usage)
@@ -233,6 +257,22 @@ class AnthropicTranslator(BlockReplayTranslator):
                 call_id=call_id if isinstance(call_id, str) else None,
                 name=name if isinstance(name, str) else None,
             )
+        elif kind == "fallback":
+            self._on_fallback(block)
+
+    def _on_fallback(self, block: dict[str, Any]) -> None:
+        """A server-side fallback hop (rule 2): a metadata fact; the ``to`` model serves."""
+        trigger = dict_or_empty(block.get("trigger"))
+        hop: dict[str, Any] = {
+            "from": first_str(dict_or_empty(block.get("from")).get("model")),
+            "to": first_str(dict_or_empty(block.get("to")).get("model")),
+            "trigger": first_str(trigger.get("type")),
+        }
+        category = first_str(trigger.get("category"))
+        if category is not None:
+            hop["category"] = category
+        self.writer.server_fallbacks.append(hop)
+        self.writer.identify(model=hop["to"])
 
     def _on_delta(self, index: Any, delta: Any) -> None:
         if not isinstance(index, int) or type(delta) is not dict:
@@ -292,7 +332,8 @@ class AnthropicTranslator(BlockReplayTranslator):
                 cited = [anthropic_citation(raw) for raw in pending.citations]
                 writer.cite(key, [c for c in cited if c is not None])
             done = writer.end(key, cut=cut)
-            text = done.text if isinstance(done, TextBlock) else ""
+            # prose held beside a structured answer (writer rule 5) is still replayed
+            text = done.text if isinstance(done, TextBlock) else writer.held_text(key) or ""
             entry["text"] = text
             if pending.citations:
                 entry["citations"] = pending.citations
@@ -357,6 +398,9 @@ class AnthropicTranslator(BlockReplayTranslator):
     def _billed_usage(self) -> TokenUsage | None:
         fields = self._usage
         if self._iterations is not None:
+            served = _fallback_model(self._iterations)
+            if served is not None:
+                self.writer.identify(model=served)  # the fallback model answered (rule 3)
             own, others = split_iterations(self._iterations, self.writer.model, anthropic_usage)
             self.writer.usage_by_model = others or None
             totals = dict.fromkeys(_USAGE_FIELDS, 0)
@@ -382,6 +426,15 @@ class AnthropicTranslator(BlockReplayTranslator):
 
     # ------------------------------------------------------------------ end
 
+    def replay_state(self) -> Any:
+        state = self._blocks.state()
+        container = self.writer.container
+        container_id = first_str(container.get("id")) if container is not None else None
+        if container_id is not None:  # rule 6: the next request reuses the container
+            state = state or {"wire": WIRE, "content": []}
+            state["container"] = container_id
+        return state
+
     def token_counts(self) -> tuple[int | None, int | None]:
         return (self._usage.get("input_tokens"), self._usage.get("output_tokens"))
 
@@ -391,8 +444,11 @@ class AnthropicTranslator(BlockReplayTranslator):
         if reason is not None:
             kind = _FINISH_KINDS.get(reason)
             if reason == "refusal":
+                details = writer.stop_details or {}
+                recommended = first_str(details.get("recommended_model"))
+                hint = f"; recommended model: {recommended[:80]}" if recommended else ""
                 failure = writer.failure(
-                    "CONTENT_FILTER", f"{writer.provider}: the model refused to answer (refusal)"
+                    "CONTENT_FILTER", f"{writer.provider}: the model refused to answer (refusal){hint}"
                 )
                 writer.set_finish("error", reason, failure)
             elif kind == "tool-calls" and not writer.tool_call_count:
@@ -400,6 +456,16 @@ class AnthropicTranslator(BlockReplayTranslator):
             else:
                 writer.set_finish(kind or "stop", reason)
         self.complete()
+
+
+def _fallback_model(iterations: list[Any]) -> str | None:
+    """The model a ``fallback_message`` entry names (the last one): the fallback model
+    that served the response (rule 3); ``None`` when no fallback served."""
+    served = None
+    for entry in iterations:
+        if type(entry) is dict and entry.get("type") == "fallback_message":
+            served = first_str(entry.get("model")) or served
+    return served
 
 
 __all__ = ["AnthropicTranslator"]

@@ -324,7 +324,8 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
                 cited = [bedrock_citation(raw) for raw in pending.citations]
                 writer.cite(key, [c for c in cited if c is not None])
             done = writer.end(key, cut=cut)
-            text = done.text if isinstance(done, TextBlock) else ""
+            # prose held beside a structured answer (writer rule 5) is still replayed
+            text = done.text if isinstance(done, TextBlock) else writer.held_text(key) or ""
             entry = {"text": text} if text else None
         elif kind == "reasoning":
             done = writer.end(key, cut=cut)

@@ -31,7 +31,10 @@ data-only framings work too):
    blocks a ``stop``, never ``EMPTY_RESPONSE``. The image an ``image_generation_call``
    carries (``result``, base64) is delivered as a file block
    (:class:`~dshstream._core.types.FileBlock`: the media type from the bytes, else from
-   ``output_format``) once, when its item is done or in the terminal output.
+   ``output_format``) once, when its item is done or in the terminal output. An image
+   whose ``result`` is there but does not decode is not dropped silently: its entry in
+   ``metadata.server_tools`` (which names the item ``id``) carries ``image_lost`` saying
+   why, so the caller knows an image was produced and lost.
    **Who ran it** is decided by what the response says, not by item type alone: an item of a
    client kind is server-run (a server tool, not a call) when the response holds its output
    item (an item whose type ends in ``_output`` with the same ``call_id``: a hosted shell's
@@ -274,6 +277,7 @@ class OpenAIResponsesTranslator(Translator):
         #: the names of the client tools the request declared (``None``: unknown; rule 3)
         self.client_tools = frozenset(client_tools) if client_tools is not None else None
         self._held: _Slot | None = None  # a client-kind call waiting to be known client-run
+        self._lost_images: set[str] = set()  # ids of generated images whose data did not decode (rule 3)
         self._server_slots: set[int] = set()  # slots of client-kind items the server ran
         #: the last sequence number processed (rule 7)
         self.last_sequence = after
@@ -472,9 +476,13 @@ class OpenAIResponsesTranslator(Translator):
         key = (slot.number, "file", 0)
         if key in self._opened:
             return
-        data = decode_base64(item.get("result"))
+        result = item.get("result")
+        data = decode_base64(result)
         if data is None:
+            if result not in (None, ""):  # produced, but unreadable: flagged, not dropped
+                self._lost_images.add(first_str(item.get("id")) or f"#{slot.number}")
             return
+        self._lost_images.discard(first_str(item.get("id")) or f"#{slot.number}")
         self._opened.add(key)
         output_format = item.get("output_format")
         media_type = sniff_media_type(data) or _IMAGE_FORMATS.get(output_format if isinstance(output_format, str) else "")
@@ -711,10 +719,21 @@ class OpenAIResponsesTranslator(Translator):
         for item in items:
             kind = item_kind(item)
             if kind in SERVER_TOOLS or (kind in CLIENT_CALLS and self._ran_on_server(item)):
-                writer.server_tools.append(_server_tool_summary(item))
+                summary = _server_tool_summary(item)
+                if kind == "image_generation_call" and self._image_lost(item):
+                    summary["image_lost"] = "the result is not base64 image data"
+                writer.server_tools.append(summary)
         if self._usage is not None and "iterations" in self._usage:
             _, others = split_iterations(self._usage["iterations"], writer.model, responses_usage)
             writer.usage_by_model = others or None
+
+    def _image_lost(self, item: dict[str, Any]) -> bool:
+        """Whether the generated image of ``item`` did not decode (rule 3)."""
+        item_id = first_str(item.get("id"))
+        if item_id is not None:
+            return item_id in self._lost_images
+        return bool(self._lost_images) and any(slot.item is item and f"#{slot.number}" in self._lost_images
+                                               for slot in self._slots)
 
     def _ran_on_server(self, item: dict[str, Any]) -> bool:
         """Whether the client-kind ``item`` (a streamed or terminal one) was server-run."""

@@ -40,6 +40,10 @@ Contract (sans-IO: no sockets, time, threads or environment):
    event processed, for wires whose events carry one (Responses); ``-1`` before any, and
    on every other wire. Such a wire drops an event whose number is not above it (a replay
    of a resumed stream), so one translator can be fed a cut stream and its continuation.
+   A wire whose events carry an opaque resume token instead (Gemini Interactions'
+   ``event_id``) keeps the latest in :attr:`Translator.last_event_id` (``None``: none, and
+   on every other wire) and counts its events in ``last_sequence``;
+   :meth:`Translator.begin_continuation` is called before a continuation's first byte.
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ class Translator:
     quiet = False
     #: the sequence number of the last event processed (rule 8; -1: none, or not numbered)
     last_sequence = -1
+    #: the resume token of the last event that carried one (rule 8; ``None``: none)
+    last_event_id: str | None = None
 
     def __init__(
         self, *, provider: str | None = None, request_id: str | None = None, max_tokens: int | None = None
@@ -147,6 +153,10 @@ class Translator:
         if self.writer.state != "finished":
             self.end_input()
         return self.writer.take()
+
+    def begin_continuation(self) -> None:
+        """The next bytes are a resumed stream's continuation (rule 8): a wire that must
+        drop what it replays gets ready (subclasses; the default does nothing)."""
 
     # ------------------------------------------------------------------ subclass hooks
 

@@ -32,8 +32,9 @@ writer):
 4. **Riders.** Citations for a text block are attached with :meth:`ChunkWriter.cite`
    while the block is open and ride in its ``BlockEnd`` (``TextBlock.citations``); other
    models' usage (``usage_by_model``), the tools the provider ran itself
-   (``server_tools``), the response's identifiers (:meth:`ChunkWriter.identify`) and the
-   provider's latency ride in the finish's metadata. None of them costs anything per
+   (``server_tools``), the provider's own model fallbacks (``server_fallbacks``), its
+   ``stop_details``, the code-execution ``container``, the response's identifiers
+   (:meth:`ChunkWriter.identify`) and the provider's latency ride in the finish's metadata. None of them costs anything per
    delta.
 5. **Unwrapped tool call** (structured output through a forced tool): with
    :attr:`ChunkWriter.unwrap_tool` set (``Translator.unwrap_tool_call``), a tool call of
@@ -43,7 +44,12 @@ writer):
    ``"{}"`` (as a tool call's arguments would be). The wire's replay state records it as
    text (:meth:`ChunkWriter.is_unwrapped` tells the translator). Only the first such call
    is the answer: a model that calls the forced tool again gets that call as an ordinary
-   tool call (so the text stays one JSON document and nothing is dropped).
+   tool call (so the text stays one JSON document and nothing is dropped). Prose the model
+   writes around the answer is never glued to it: text before the answer is held (not
+   written) until the answer starts, and then becomes, with any text after it, the
+   finish's ``metadata.commentary``; a stream that ends without the answer writes the
+   held text as its text blocks after all (a prose reply, or a refusal's explanation, is
+   not lost). :meth:`ChunkWriter.held_text` gives a held block's text to the wire's replay.
 6. **Echoed credentials.** A finish word that contains a registered credential (a proxy
    echoing the key) is dropped from ``FinishReason.raw`` and never becomes a failure code
    (which is upper-cased, so no redaction of the exact key would find it): ``UNKNOWN``.
@@ -139,6 +145,12 @@ class ChunkWriter:
         self.usage_by_model: dict[str, TokenUsage] | None = None
         #: summaries of the tools the provider ran itself, in output order
         self.server_tools: list[dict[str, Any]] = []
+        #: the provider's own hops to another model, in order (rule 4)
+        self.server_fallbacks: list[dict[str, Any]] = []
+        #: the provider's stop details, as sent (rule 4)
+        self.stop_details: dict[str, Any] | None = None
+        #: the code-execution container the response ran in (rule 4)
+        self.container: dict[str, Any] | None = None
         self._raw_usage: tuple[Callable[[dict[str, Any]], TokenUsage | None], dict[str, Any]] | None = None
         #: the last usage record handed to :meth:`defer_usage`, kept after it is parsed
         self.raw_usage: dict[str, Any] | None = None
@@ -158,6 +170,10 @@ class ChunkWriter:
         #: the name of the tool call written as text (rule 5); ``None``: none
         self.unwrap_tool: str | None = None
         self._unwrapped: set[Hashable] = set()
+        #: text held before the unwrapped answer started, by key, in arrival order (rule 5)
+        self._held: dict[Hashable, list[str]] = {}
+        #: prose written around the unwrapped answer (rule 5)
+        self._commentary: list[str] = []
 
     # ------------------------------------------------------------------ blocks
 
@@ -181,6 +197,9 @@ class ChunkWriter:
             return
         block = self._open.get(key)
         if block is None:
+            if self.unwrap_tool is not None and key not in self._unwrapped:
+                self._hold(key, text)  # rule 5: prose beside a structured answer
+                return
             block = self._start(key, "text")
         block.pieces.append(text)
         self.out.append(text_delta(block.index, text))
@@ -211,6 +230,11 @@ class ChunkWriter:
         if self.unwrap_tool is not None and (
             key in self._unwrapped or (block is None and name == self.unwrap_tool and not self._unwrapped)
         ):
+            if not self._unwrapped and self._held:
+                # the answer starts: the prose before it is commentary (rule 5)
+                for pieces in self._held.values():
+                    self._commentary.extend(pieces)
+                self._held = {}
             self._unwrapped.add(key)  # rule 5: the arguments are the answer's text
             self.text(key, arguments)
             return
@@ -229,6 +253,32 @@ class ChunkWriter:
         if arguments:
             block.pieces.append(arguments)
         self.out.append(tool_call_delta(block.index, block.call_id, block.name or None, arguments))
+
+    def _hold(self, key: Hashable, text: str) -> None:
+        """Prose outside the unwrapped answer (rule 5): held before it starts, commentary
+        after."""
+        if self._unwrapped:
+            self._commentary.append(text)
+        else:
+            self._held.setdefault(key, []).append(text)
+
+    def held_text(self, key: Hashable) -> str | None:
+        """The text held under ``key`` (rule 5; ``None``: none)."""
+        pieces = self._held.get(key)
+        return "".join(pieces) if pieces else None
+
+    def _release_held(self) -> None:
+        """At the end (rule 5): held text is commentary once the answer started, else it is
+        written as the text blocks it was."""
+        held, self._held = self._held, {}
+        if self._unwrapped:
+            return
+        answer, self.unwrap_tool = self.unwrap_tool, None  # written as plain text now
+        for key, pieces in held.items():
+            for piece in pieces:
+                self.text(key, piece)
+            self.end(key)
+        self.unwrap_tool = answer
 
     def is_unwrapped(self, key: Hashable) -> bool:
         """Whether the tool call under ``key`` was written as text (rule 5)."""
@@ -344,6 +394,10 @@ class ChunkWriter:
             or self.usage_by_model
             or self.server_tools
             or self.latency_ms is not None
+            or self.server_fallbacks
+            or self.stop_details
+            or self.container
+            or self._commentary
         ):
             return None
         return ResponseMetadata(
@@ -354,6 +408,10 @@ class ChunkWriter:
             usage_by_model=dict(self.usage_by_model) if self.usage_by_model else None,
             server_tools=tuple(self.server_tools),
             latency_ms=self.latency_ms,
+            server_fallbacks=tuple(self.server_fallbacks),
+            stop_details=self.stop_details,
+            container=self.container,
+            commentary="".join(self._commentary) or None,
         )
 
     def defer_usage(
@@ -407,6 +465,8 @@ class ChunkWriter:
         """The wire's terminal marker arrived: close blocks, emit usage and finish (rule 3)."""
         if self.state == "finished":
             return
+        if self._held:
+            self._release_held()
         kind = self.finish_kind or ("tool-calls" if self.tool_call_count else "stop")
         failure = self.finish_failure
         self.end_all(cut=kind == "max-tokens")
@@ -450,6 +510,8 @@ class ChunkWriter:
         """An in-band provider error ends the stream; partial output is kept (rule 3)."""
         if self.state == "finished":
             return
+        if self._held:
+            self._release_held()
         self.end_all(cut=True)
         self._emit_finish(FinishReason(kind="error", failure=failure, raw=self.finish_raw))
 
@@ -462,6 +524,8 @@ class ChunkWriter:
         if state == "finishing":
             self.complete()
             return
+        if self._held:
+            self._release_held()
         self.end_all(cut=True)
         who = self.provider or "provider"
         self._emit_finish(

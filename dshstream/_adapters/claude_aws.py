@@ -1,0 +1,206 @@
+"""Claude Platform on AWS: the Anthropic Messages API that Anthropic runs inside AWS
+(``POST https://aws-external-anthropic.{region}.api.aws/v1/messages``), billed through an
+AWS account and scoped to a workspace. :class:`ClaudePlatformAwsAdapter` is the Anthropic
+wire (:class:`~dshstream._adapters.anthropic.AnthropicWire`, its every rule: body,
+server-side fallback, containers, replay, translator) + an auth flow (SigV4 or a key) +
+the attempt loop; it overrides no hook.
+
+Contract (checked against anthropic-sdk-python's ``lib/aws`` client):
+
+1. **Where.** ``region=`` (default ``AWS_REGION``, else ``AWS_DEFAULT_REGION``; required
+   unless a base URL is given) names ``https://aws-external-anthropic.{region}.api.aws``;
+   ``base_url=`` (or ``ANTHROPIC_AWS_BASE_URL``) replaces it.
+2. **Workspace.** ``workspace_id=`` (default ``ANTHROPIC_AWS_WORKSPACE_ID``) is sent as
+   ``anthropic-workspace-id`` on every request (the wire's protocol header, so SigV4
+   signs it); without one the adapter is a ``ConfigurationError`` naming
+   ``ClaudePlatformAwsAdapter.workspace_id``, before anything is sent.
+3. **Auth.** In the SDK's order: ``api_key=`` (a workspace API key, or a callable) is
+   sent as ``x-api-key``; else ``credentials=`` (as Bedrock takes them: credentials, a
+   tuple, or a callable asked before every attempt) sign each attempt with SigV4, service
+   ``aws-external-anthropic``; else ``ANTHROPIC_AWS_API_KEY``, else
+   ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` — environment
+   values only for the real host. ``api_key=`` with ``credentials=`` is refused; with
+   none at all on the real host, the adapter is a ``ConfigurationError`` naming what to
+   set (a proxy at another ``base_url`` may sign itself: no auth then).
+4. Secrets are registered for redaction as the SigV4 and header flows do; ``auth_mode``
+   says ``sigv4``, ``api-key`` or ``none``; ``repr`` shows no secret.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._core.log import get_logger
+from .._core.redact import redact
+from .._core.sigv4 import AwsCredentials
+from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
+from .anthropic import DEFAULT_VERSION, AnthropicWire, Fallbacks, check_fallbacks, split_betas
+from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
+from .bedrock import ACCESS_ENV, REGION_ENV, REGION_PATTERN, AwsCredentialsLike, as_aws_credentials
+from .http import HttpAdapter
+from .messages_body import DEFAULT_MAX_TOKENS, MessagesSettings
+from .settings import HttpSettings, checked_base_url, same_host
+from .structured_output import StructuredMode
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["ClaudePlatformAwsAdapter", "ClaudePlatformAwsWire", "claude_aws_host"]
+
+#: the SigV4 service name (rule 3)
+SERVICE = "aws-external-anthropic"
+KEY_ENV = "ANTHROPIC_AWS_API_KEY"
+WORKSPACE_ENV = "ANTHROPIC_AWS_WORKSPACE_ID"
+BASE_URL_ENV = "ANTHROPIC_AWS_BASE_URL"
+
+
+def claude_aws_host(region: str) -> str:
+    """The Claude Platform on AWS API root for ``region`` (rule 1)."""
+    return f"https://aws-external-anthropic.{region}.api.aws"
+
+
+class ClaudePlatformAwsWire(AnthropicWire):
+    """The Anthropic wire with the workspace header (rule 2)."""
+
+    def __init__(self, base_url: str, title: str, *, workspace_id: str, **wire: Any) -> None:
+        super().__init__(base_url, title, **wire)
+        #: the ``anthropic-workspace-id`` every request carries (rule 2)
+        self.workspace_id = workspace_id
+
+    def protocol_headers(self) -> dict[str, str]:
+        return {**super().protocol_headers(), "anthropic-workspace-id": self.workspace_id}
+
+
+def _workspace(value: object, field: str) -> str:
+    chosen = check_str_or_none(value, field)
+    chosen = (chosen if chosen is not None else os.environ.get(WORKSPACE_ENV, "")).strip()
+    if not chosen:
+        raise invalid(f"{field} is required: pass workspace_id= or set {WORKSPACE_ENV} (the anthropic-workspace-id header)")
+    if any(c.isspace() or not c.isprintable() for c in chosen) or len(chosen) > 200:
+        raise invalid(f"{field} must be a workspace id such as 'wrkspc_...', got {chosen[:40]!r}")
+    return chosen
+
+
+class ClaudePlatformAwsAdapter(HttpAdapter):
+    """Stream Claude through Claude Platform on AWS: the Anthropic wire + SigV4 or a key +
+    the attempt loop (module rules)."""
+
+    default_name = "Claude Platform on AWS"
+    default_base_url = ""
+    key_env = ()
+
+    def __init__(
+        self,
+        *,
+        workspace_id: str | None = None,
+        region: str | None = None,
+        credentials: AwsCredentialsLike | None = None,
+        anthropic_version: str = DEFAULT_VERSION,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budgets: Mapping[str, int] | None = None,
+        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
+        structured_output: StructuredMode = "auto",
+        eager_input_streaming: bool = True,
+        fallbacks: Fallbacks | None = None,
+        **settings: Unpack[HttpSettings],
+    ) -> None:
+        name = type(self).__name__
+        workspace = _workspace(workspace_id, f"{name}.workspace_id")
+        chain = check_fallbacks(fallbacks, f"{name}.fallbacks")
+        chosen = check_str_or_none(region, f"{name}.region") or next(
+            (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
+        )
+        if chosen and not REGION_PATTERN.fullmatch(chosen):
+            raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
+        given_url = settings.pop("base_url", None) or os.environ.get(BASE_URL_ENV, "").strip() or None
+        if not chosen and given_url is None:
+            raise invalid(f"{name} needs region= (or {'/'.join(REGION_ENV)}) or base_url=")
+        #: the AWS region requests are signed for (rule 1; ``""`` with only a base URL)
+        self.region = chosen
+        home = claude_aws_host(chosen) if chosen else ""
+        base_url = checked_base_url(given_url or home)
+        own_host = bool(home) and same_host(base_url, home)
+        api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
+        if api_key is not None and credentials is not None:
+            raise invalid(f"{name}: pass api_key= (a workspace API key) or credentials= (SigV4), not both")
+        sigv4: SigV4Auth | None = None
+        if credentials is not None:
+            if not chosen:
+                raise invalid(f"{name}.region is required to sign with credentials=")
+            if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
+                sigv4 = self._sigv4(credentials)  # asked anew each attempt (rule 3)
+            else:
+                sigv4 = self._sigv4(as_aws_credentials(credentials, f"{name}.credentials"))
+        elif api_key is None:
+            key = os.environ.get(KEY_ENV, "").strip()
+            key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
+            if not own_host:
+                if key or key_id:
+                    log.info(
+                        "%s: not sending environment credentials to %s (not %s); pass api_key= or credentials=",
+                        name, redact(base_url), home or "the regional host",
+                    )
+            elif key:
+                api_key = check_api_key(key, KEY_ENV)
+            elif key_id and secret:
+                sigv4 = self._sigv4(as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment")
+            else:
+                raise invalid(
+                    f"{name} needs credentials: api_key= or {KEY_ENV} (a workspace API key), or credentials= "
+                    f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (SigV4)"
+                )
+        settings.setdefault("title", self.default_name)
+        settings["base_url"] = base_url
+        settings["api_key"] = api_key
+        super().__init__(default_base_url=home or base_url, key_env=(), **settings)
+        claude = MessagesSettings(
+            default_max_tokens=default_max_tokens,
+            thinking_budgets=thinking_budgets,
+            thinking_mode=thinking_mode,
+            structured_output=structured_output,
+            eager_input_streaming=eager_input_streaming,
+        )
+        self.wire: ClaudePlatformAwsWire = ClaudePlatformAwsWire(
+            self.base_url,
+            self.title,
+            workspace_id=workspace,
+            anthropic_version=anthropic_version,
+            fallbacks=chain,
+            betas=split_betas(self.extra_headers),
+            **claude,
+        )
+        flow: AuthFlow = sigv4 or (
+            HeaderAuth(self.credential, "x-api-key", "") if self.credential.value is not None else NoAuth()
+        )
+        self.auth_flow = flow
+
+    def _sigv4(self, source: AwsCredentials | Callable[[], Any], origin: str = "set") -> SigV4Auth:
+        return SigV4Auth(
+            source,
+            region=self.region,
+            service=SERVICE,
+            check=lambda value: as_aws_credentials(value, "credentials()"),
+            origin=origin,
+        )
+
+    @property
+    def workspace_id(self) -> str:
+        """The workspace every request names (the wire's; rule 2)."""
+        return self.wire.workspace_id
+
+    @property
+    def auth_mode(self) -> str:
+        """``sigv4``, ``api-key`` or ``none`` (rule 4)."""
+        flow = self.auth_flow
+        if isinstance(flow, SigV4Auth):
+            return "sigv4"
+        return "api-key" if isinstance(flow, HeaderAuth) else "none"
+
+    def __repr__(self) -> str:
+        flow = self.auth_flow
+        auth = flow.describe() if isinstance(flow, SigV4Auth) else f"{self.auth_mode} <{flow.describe()}>"
+        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, region={self.region!r}, auth={auth})"
