@@ -91,7 +91,8 @@ from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from .._core.response_format import JsonMode
 from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
-from .aws_signing import AwsCredentialsLike, AwsSigning, REGION_ENV, REGION_PATTERN, aws_region, environment_access_keys
+from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
+from .aws_signing import environment_access_keys
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host

@@ -37,7 +37,8 @@ from .._core.redact import redact
 from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
 from .anthropic import DEFAULT_VERSION, AnthropicWire, Fallbacks, check_fallbacks, split_betas
 from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
-from .aws_signing import AwsCredentialsLike, AwsSigning, REGION_ENV, REGION_PATTERN, aws_region, environment_access_keys
+from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
+from .aws_signing import environment_access_keys
 from .http import HttpAdapter
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesSettings
 from .settings import HttpSettings, checked_base_url, same_host

@@ -59,6 +59,7 @@ from .._core.wires.translator import Translator
 from .._core.wires.gemini import WIRE, GeminiTranslator
 from .._core.validate import invalid
 from .auth import HeaderAuth
+from .google_body import function_declaration, kept_replay, sampling_config
 from .http import HttpAdapter
 from .prompt_cache import CacheSupport, check_prompt_cache
 from .settings import HttpSettings
@@ -167,25 +168,9 @@ class GeminiWire(Wire):
         if system:
             body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
         if options.tools:
-            body["tools"] = [
-                {
-                    "functionDeclarations": [
-                        {
-                            "name": tool.name,
-                            **({"description": tool.description} if tool.description else {}),
-                            "parameters": dict(tool.parameters),
-                        }
-                        for tool in options.tools
-                    ]
-                }
-            ]
-        config: dict[str, Any] = {}
-        if options.max_tokens is not None:
-            config["maxOutputTokens"] = options.max_tokens
-        if options.temperature is not None:
-            config["temperature"] = options.temperature
-        if options.stop:
-            config["stopSequences"] = list(options.stop)
+            declarations = [function_declaration(tool) for tool in options.tools]
+            body["tools"] = [{"functionDeclarations": declarations}]
+        config = sampling_config(options, snake=False)
         effort = options.reasoning_effort
         if effort is not None and _thinking_levels(options.model):
             level = "low" if effort in ("off", "minimal", "low") else "high"
@@ -237,19 +222,10 @@ class GeminiWire(Wire):
         replay = message.replay_state
         kept = {call.id for call in message.tool_calls}
         if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("parts"), list):
-            call_ids = replay.get("call_ids")
-            call_ids = call_ids if isinstance(call_ids, list) else []
             parts: list[dict[str, Any]] = []
-            position = 0
-            for part in replay["parts"]:
-                if not isinstance(part, dict):
-                    continue
-                function_call = part.get("functionCall")
-                if isinstance(function_call, dict):
-                    call_id = call_ids[position] if position < len(call_ids) else None
-                    position += 1
-                    if not isinstance(call_id, str) or call_id not in kept:
-                        continue  # dropped by the assembler (max-tokens)
+            for part, call_id in kept_replay(replay, "parts", kept, _is_function_call):
+                if call_id is not None:
+                    function_call = part["functionCall"]
                     wire_id = function_call.get("id")
                     calls[call_id] = (
                         str(function_call.get("name") or ""),
@@ -368,6 +344,10 @@ class GeminiAdapter(HttpAdapter):
     def api_version(self) -> str:
         """The API version in every path (the wire's)."""
         return self.wire.api_version
+
+
+def _is_function_call(part: Mapping[str, Any]) -> bool:
+    return isinstance(part.get("functionCall"), dict)
 
 
 def _part_kind(part: Mapping[str, Any]) -> str:

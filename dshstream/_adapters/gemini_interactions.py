@@ -62,6 +62,7 @@ from .._core.types import FileBlock, ReasoningBlock, TextBlock, ToolCallBlock, T
 from .._core.wires.gemini_interactions import WIRE, GeminiInteractionsTranslator
 from .._core.wires.translator import Translator
 from .auth import HeaderAuth
+from .google_body import function_declaration, kept_replay, sampling_config
 from .gemini import DEFAULT_BASE_URL
 from .http import HttpAdapter
 from .prompt_cache import NO_CACHING, check_prompt_cache
@@ -137,21 +138,9 @@ class GeminiInteractionsWire(Wire):
             body["system_instruction"] = "\n\n".join(system)
         if options.tools:
             body["tools"] = [
-                {
-                    "type": "function",
-                    "name": tool.name,
-                    **({"description": tool.description} if tool.description else {}),
-                    "parameters": dict(tool.parameters),
-                }
-                for tool in options.tools
+                {"type": "function", **function_declaration(tool)} for tool in options.tools
             ]
-        config: dict[str, Any] = {}
-        if options.max_tokens is not None:
-            config["max_output_tokens"] = options.max_tokens
-        if options.temperature is not None:
-            config["temperature"] = options.temperature
-        if options.stop:
-            config["stop_sequences"] = list(options.stop)
+        config = sampling_config(options, snake=True)
         effort = options.reasoning_effort
         if effort is not None:
             config["thinking_level"] = THINKING_LEVELS.get(effort, "medium")
@@ -222,18 +211,9 @@ class GeminiInteractionsWire(Wire):
         replay = message.replay_state
         kept = {call.id for call in message.tool_calls}
         if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("steps"), list):
-            call_ids = replay.get("call_ids")
-            call_ids = call_ids if isinstance(call_ids, list) else []
             steps: list[dict[str, Any]] = []
-            position = 0
-            for step in replay["steps"]:
-                if not isinstance(step, dict):
-                    continue
-                if step.get("type") == "function_call":
-                    call_id = call_ids[position] if position < len(call_ids) else None
-                    position += 1
-                    if not isinstance(call_id, str) or call_id not in kept:
-                        continue  # dropped by the assembler (max-tokens)
+            for step, call_id in kept_replay(replay, "steps", kept, _is_function_call):
+                if call_id is not None:
                     calls[call_id] = (str(step.get("name") or ""), str(step.get("id") or call_id))
                 steps.append(dict(step))
             return steps
@@ -322,6 +302,10 @@ class GeminiInteractionsWire(Wire):
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         return GeminiInteractionsTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
+
+
+def _is_function_call(step: Mapping[str, Any]) -> bool:
+    return step.get("type") == "function_call"
 
 
 def _content_kind(media_type: str) -> str:
