@@ -105,6 +105,7 @@ from .structured_output import (
     converse_output_config,
     forced_tool,
     refuse,
+    unwrapped,
 )
 
 if TYPE_CHECKING:
@@ -404,19 +405,9 @@ class BedrockWire(Wire):
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
-        translator: Translator
-        if self.api == "invoke":
-            translator = BedrockInvokeTranslator(
-                provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
-            )
-        else:
-            translator = BedrockConverseTranslator(
-                provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
-            )
-        forced = self.forced_tool_name(options)
-        if forced is not None:
-            translator.unwrap_tool_call(forced)
-        return translator
+        kind: type[Translator] = BedrockInvokeTranslator if self.api == "invoke" else BedrockConverseTranslator
+        translator = kind(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
+        return unwrapped(translator, self.forced_tool_name(options))
 
 
 class BedrockAdapter(AwsSigning, HttpAdapter):
