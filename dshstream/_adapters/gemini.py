@@ -58,18 +58,15 @@ from .._core.strict_json import parse_json_object
 from .._core.wires.translator import Translator
 from .._core.wires.gemini import WIRE, GeminiTranslator
 from .._core.validate import invalid
-from .auth import HeaderAuth
-from .google_body import function_declaration, kept_replay, sampling_config
-from .http import HttpAdapter
+from .gemini_common import MODELS_FORMAT, GeminiKeyAdapter, function_declaration, kept_replay, sampling_config
 from .prompt_cache import CacheSupport, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import gemini_generation_config
-from .wire import ModelListFormat, Wire
+from .wire import Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 FOREIGN_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
 #: what Gemini takes of prompt caching (rule 6)
 GEMINI_CACHING = CacheSupport(
@@ -110,7 +107,7 @@ class GeminiWire(Wire):
     #: telemetry (wire rule 8): the Gemini API's operation is ``generate_content``
     provider_name: str | None = "gcp.gemini"
     operation_name = "generate_content"
-    models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
+    models_format = MODELS_FORMAT
 
     def __init__(
         self,
@@ -219,11 +216,10 @@ class GeminiWire(Wire):
 
     def model_parts(self, message: Message, calls: dict[str, tuple[str, str | None]]) -> list[dict[str, Any]]:
         """A model turn's parts: replay state if it has ours, else rebuilt from its blocks."""
-        replay = message.replay_state
-        kept = {call.id for call in message.tool_calls}
-        if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("parts"), list):
+        replayed = kept_replay(message, WIRE, "parts", _is_function_call)
+        if replayed is not None:
             parts: list[dict[str, Any]] = []
-            for part, call_id in kept_replay(replay, "parts", kept, _is_function_call):
+            for part, call_id in replayed:
                 if call_id is not None:
                     function_call = part["functionCall"]
                     wire_id = function_call.get("id")
@@ -315,12 +311,10 @@ class GeminiWire(Wire):
         return GeminiTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
 
 
-class GeminiAdapter(HttpAdapter):
+class GeminiAdapter(GeminiKeyAdapter):
     """Stream Gemini models through the Gemini API (or a compatible endpoint; rule 2)."""
 
     default_name = "Google Gemini"
-    default_base_url = DEFAULT_BASE_URL
-    key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def __init__(
         self,
@@ -338,7 +332,6 @@ class GeminiAdapter(HttpAdapter):
             thinking_budgets=thinking_budgets,
             foreign_thought_signature=foreign_thought_signature,
         )
-        self.auth_flow = HeaderAuth(self.credential, "x-goog-api-key", "")
 
     @property
     def api_version(self) -> str:

@@ -61,14 +61,11 @@ from .._core.validate import describe, invalid
 from .._core.types import FileBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.wires.gemini_interactions import WIRE, GeminiInteractionsTranslator
 from .._core.wires.translator import Translator
-from .auth import HeaderAuth
-from .google_body import function_declaration, kept_replay, sampling_config
-from .gemini import DEFAULT_BASE_URL
-from .http import HttpAdapter
+from .gemini_common import MODELS_FORMAT, GeminiKeyAdapter, function_declaration, kept_replay, sampling_config
 from .prompt_cache import NO_CACHING, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import schema_of
-from .wire import ModelListFormat, Wire
+from .wire import Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -93,7 +90,7 @@ class GeminiInteractionsWire(Wire):
     """The Interactions API request and translator (rule 1)."""
 
     media: MediaSupport | None = GEMINI
-    models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
+    models_format = MODELS_FORMAT
 
     def __init__(
         self,
@@ -208,11 +205,10 @@ class GeminiInteractionsWire(Wire):
 
     def model_steps(self, message: Message, calls: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
         """A model turn's steps: its replay state if it has ours, else rebuilt (rule 3)."""
-        replay = message.replay_state
-        kept = {call.id for call in message.tool_calls}
-        if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("steps"), list):
+        replayed = kept_replay(message, WIRE, "steps", _is_function_call)
+        if replayed is not None:
             steps: list[dict[str, Any]] = []
-            for step, call_id in kept_replay(replay, "steps", kept, _is_function_call):
+            for step, call_id in replayed:
                 if call_id is not None:
                     calls[call_id] = (str(step.get("name") or ""), str(step.get("id") or call_id))
                 steps.append(dict(step))
@@ -313,12 +309,10 @@ def _content_kind(media_type: str) -> str:
     return head if head in ("image", "audio", "video") else "document"
 
 
-class GeminiInteractionsAdapter(HttpAdapter):
+class GeminiInteractionsAdapter(GeminiKeyAdapter):
     """Stream Gemini models through the Interactions API (rule 2)."""
 
     default_name = "Google Gemini Interactions"
-    default_base_url = DEFAULT_BASE_URL
-    key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def __init__(
         self,
@@ -340,7 +334,6 @@ class GeminiInteractionsAdapter(HttpAdapter):
             api_revision=api_revision,
             previous_interaction=previous_interaction,
         )
-        self.auth_flow = HeaderAuth(self.credential, "x-goog-api-key", "")
 
     @property
     def api_version(self) -> str:
