@@ -51,18 +51,17 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .._core.parts import MediaPart
-from .._core.media_support import GEMINI, MediaSupport, media_summary
+from .._core.media_support import GEMINI, media_summary
 from .._core.request import GenerateOptions, Message
 from .._core.types import FileBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.strict_json import parse_json_object
 from .._core.wires.translator import Translator
 from .._core.wires.gemini import WIRE, GeminiTranslator
 from .._core.validate import invalid
-from .gemini_common import MODELS_FORMAT, GeminiKeyAdapter, function_declaration, kept_replay, sampling_config
+from .gemini_common import GeminiApiWire, GeminiKeyAdapter, function_declaration, kept_replay, sampling_config
 from .prompt_cache import CacheSupport, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import gemini_generation_config
-from .wire import Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -100,14 +99,12 @@ def _thinking_levels(model: str) -> bool:
     return generation is not None and generation >= 3
 
 
-class GeminiWire(Wire):
+class GeminiWire(GeminiApiWire):
     """The Gemini API request and translator (rule 1)."""
 
-    media: MediaSupport | None = GEMINI
     #: telemetry (wire rule 8): the Gemini API's operation is ``generate_content``
     provider_name: str | None = "gcp.gemini"
     operation_name = "generate_content"
-    models_format = MODELS_FORMAT
 
     def __init__(
         self,
@@ -118,9 +115,7 @@ class GeminiWire(Wire):
         thinking_budgets: Mapping[str, int] | None = None,
         foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
     ) -> None:
-        super().__init__(base_url, title)
-        #: the API version in every path (``v1beta``)
-        self.api_version = api_version.strip("/")
+        super().__init__(base_url, title, api_version=api_version)
         self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
         self.foreign_thought_signature = foreign_thought_signature
 
@@ -133,9 +128,6 @@ class GeminiWire(Wire):
 
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}:streamGenerateContent?alt=sse"
-
-    def models_url(self) -> str | None:
-        return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
         return f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}:countTokens"
@@ -332,11 +324,6 @@ class GeminiAdapter(GeminiKeyAdapter):
             thinking_budgets=thinking_budgets,
             foreign_thought_signature=foreign_thought_signature,
         )
-
-    @property
-    def api_version(self) -> str:
-        """The API version in every path (the wire's)."""
-        return self.wire.api_version
 
 
 def _is_function_call(part: Mapping[str, Any]) -> bool:

@@ -5,10 +5,12 @@ the mapping from :class:`~dshstream._core.request.GenerateOptions` does not.
 
 Contract:
 
-1. **Host and key.** Both serve at :data:`DEFAULT_BASE_URL`, take a key from
-   ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``, sent bare in ``x-goog-api-key``
-   (:class:`GeminiKeyAdapter`), and list models alike (:data:`MODELS_FORMAT`: ``models``,
-   ids without their ``models/`` prefix).
+1. **Host, key, version, models.** Both serve at :data:`DEFAULT_BASE_URL`, take a key
+   from ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``, sent bare in ``x-goog-api-key``
+   (:class:`GeminiKeyAdapter`), put the API version (``v1beta``; slashes stripped) first
+   in every path, take the same media, and list models alike (:class:`GeminiApiWire`:
+   ``GET /{api_version}/models?pageSize=1000``, ``models``, ids without their ``models/``
+   prefix).
 2. **Function declarations.** Each tool, in order, as ``{"name", "description",
    "parameters"}``; ``description`` only when the tool has one, ``parameters`` a copy.
 3. **Sampling.** ``max_tokens``, ``temperature`` and ``stop`` become the max output
@@ -26,23 +28,37 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._core.media_support import GEMINI, MediaSupport
 from .._core.request import GenerateOptions, Message, ToolSpec
 from .auth import HeaderAuth
 from .http import HttpAdapter
 from .settings import HttpSettings
-from .wire import ModelListFormat
+from .wire import ModelListFormat, Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = [
-    "DEFAULT_BASE_URL", "GeminiKeyAdapter", "MODELS_FORMAT", "function_declaration", "kept_replay",
+    "DEFAULT_BASE_URL", "GeminiApiWire", "GeminiKeyAdapter", "function_declaration", "kept_replay",
     "sampling_config",
 ]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
-#: the model list of both APIs (rule 1)
-MODELS_FORMAT = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
+
+
+class GeminiApiWire(Wire):
+    """A wire of the Gemini API: its version, media and model list (rule 1)."""
+
+    media: MediaSupport | None = GEMINI
+    models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
+
+    def __init__(self, base_url: str, title: str, *, api_version: str = "v1beta") -> None:
+        super().__init__(base_url, title)
+        #: the API version in every path (``v1beta``)
+        self.api_version = api_version.strip("/")
+
+    def models_url(self) -> str | None:
+        return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
 
 class GeminiKeyAdapter(HttpAdapter):
@@ -51,10 +67,16 @@ class GeminiKeyAdapter(HttpAdapter):
 
     default_base_url = DEFAULT_BASE_URL
     key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    wire: GeminiApiWire
 
     def __init__(self, **settings: Unpack[HttpSettings]) -> None:
         super().__init__(**settings)
         self.auth_flow = HeaderAuth(self.credential, "x-goog-api-key", "")
+
+    @property
+    def api_version(self) -> str:
+        """The API version in every path (the wire's)."""
+        return self.wire.api_version
 
 
 def function_declaration(tool: ToolSpec) -> dict[str, Any]:

@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from .._core.media_support import GEMINI, MediaSupport, media_summary
+from .._core.media_support import GEMINI, media_summary
 from .._core.parts import MediaPart
 from .._core.request import GenerateOptions, Message
 from .._core.response_format import JsonSchema
@@ -61,11 +61,10 @@ from .._core.validate import describe, invalid
 from .._core.types import FileBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.wires.gemini_interactions import WIRE, GeminiInteractionsTranslator
 from .._core.wires.translator import Translator
-from .gemini_common import MODELS_FORMAT, GeminiKeyAdapter, function_declaration, kept_replay, sampling_config
+from .gemini_common import GeminiApiWire, GeminiKeyAdapter, function_declaration, kept_replay, sampling_config
 from .prompt_cache import NO_CACHING, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import schema_of
-from .wire import Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -86,11 +85,8 @@ THINKING_LEVELS: dict[str, str] = {
 _MEDIA_KINDS = {"image": "image", "document": "document", "audio": "audio"}
 
 
-class GeminiInteractionsWire(Wire):
+class GeminiInteractionsWire(GeminiApiWire):
     """The Interactions API request and translator (rule 1)."""
-
-    media: MediaSupport | None = GEMINI
-    models_format = MODELS_FORMAT
 
     def __init__(
         self,
@@ -101,9 +97,7 @@ class GeminiInteractionsWire(Wire):
         api_revision: str | None = API_REVISION,
         previous_interaction: bool = False,
     ) -> None:
-        super().__init__(base_url, title)
-        #: the API version in every path (``v1beta``)
-        self.api_version = api_version.strip("/")
+        super().__init__(base_url, title, api_version=api_version)
         #: the ``Api-Revision`` header (``None``: not sent, the API's default revision)
         self.api_revision = api_revision
         #: continue the stored interaction instead of resending the history (rule 3)
@@ -116,9 +110,6 @@ class GeminiInteractionsWire(Wire):
 
     def protocol_headers(self) -> dict[str, str]:
         return {"Api-Revision": self.api_revision} if self.api_revision else {}
-
-    def models_url(self) -> str | None:
-        return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         # prompt caching: nothing of it is documented for this API; refused, never dropped
@@ -334,8 +325,3 @@ class GeminiInteractionsAdapter(GeminiKeyAdapter):
             api_revision=api_revision,
             previous_interaction=previous_interaction,
         )
-
-    @property
-    def api_version(self) -> str:
-        """The API version in every path (the wire's)."""
-        return self.wire.api_version
