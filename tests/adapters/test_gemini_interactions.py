@@ -153,6 +153,17 @@ def test_a_replayed_call_the_assembler_dropped_is_not_sent_and_a_kept_one_names_
     ]  # c2 was dropped (max-tokens); c1's result goes to its wire id
 
 
+def test_list_models_and_the_api_version_in_its_path(server: ReplayServer) -> None:
+    payload = {"models": [{"name": "models/gemini-3-flash-preview", "displayName": "Gemini 3 Flash"}]}
+    server.add("/v1alpha/models", Route(body=json.dumps(payload).encode(), content_type="application/json", chunked=False))
+    service, adapter = setup(server, api_version="/v1alpha/")
+    assert adapter.api_version == "v1alpha"
+    assert [(m.id, m.name) for m in service.list_models(PROVIDER)] == [("gemini-3-flash-preview", "Gemini 3 Flash")]
+    recorded = server.requests[-1]
+    assert recorded.method == "GET" and recorded.path == "/v1alpha/models?pageSize=1000"
+    assert recorded.headers["x-goog-api-key"] == KEY
+
+
 def test_second_turn_sends_every_signature_back_on_its_step(server: ReplayServer) -> None:
     serve(server, "google_search_then_function_call.sse", "text_thought_signature.sse")
     service, _ = setup(server)
