@@ -28,6 +28,15 @@ Layers, each including the ones before it except the floor:
   transport hands out the pieces: service, adapter attempts, pump, ``ChunkStream``.
 
 ``--profile`` adds a cProfile of the ``service`` layer (top functions by self time).
+
+``--instructions`` counts CPU instructions instead of timing (``valgrind
+--tool=cachegrind``, which the machine's load does not move): each layer runs once and
+three times in two processes under cachegrind, and the difference over two runs is its
+cost per event (about 30 s per layer and workload).
+
+With the ``fastjson`` extra installed, every layer past ``sse`` runs twice in each round:
+with the standard library's JSON and, as ``NAME+fj``, with the fast parser
+(``strict_json`` rule 6); ``--json stdlib`` or ``--json fast`` runs one of them only.
 """
 
 from __future__ import annotations
@@ -66,6 +75,9 @@ class _Body:
         pass
 
     def touch(self) -> None:
+        pass
+
+    def quiet(self, working: bool) -> None:
         pass
 
     def release(self) -> None:
@@ -180,8 +192,36 @@ def layers(w: bench.Workload, pieces: list[bytes]) -> list[tuple[str, Callable[[
     ]
 
 
-def measure(w: bench.Workload, pieces: list[bytes], repeats: int) -> dict[str, float]:
-    rows = layers(w, pieces)
+def _json_variants(rows: list[tuple[str, Callable[[], None]]], which: str) -> list[tuple[str, Callable[[], None]]]:
+    """Each layer past ``sse`` with the stdlib JSON path and/or the fast parser (``+fj``)."""
+    from dshstream._core import strict_json
+
+    fast = getattr(strict_json, "fast_decoder", lambda: None)()  # None before the fastjson extra
+    if fast is None and which != "stdlib":
+        print("  (fast JSON: not installed or DSHSTREAM_FAST_JSON=0; stdlib only)")
+        which = "stdlib"
+
+    def using(decoder: Callable[[str], Any] | None, fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            strict_json._fast_decode = decoder
+            fn()
+
+        return run
+
+    out: list[tuple[str, Callable[[], None]]] = []
+    for name, fn in rows:
+        if name in ("floor", "sse"):
+            out.append((name, fn))
+            continue
+        if which in ("both", "stdlib"):
+            out.append((name, using(None, fn)))
+        if which in ("both", "fast"):
+            out.append((name + "+fj", using(fast, fn)))
+    return out
+
+
+def measure(w: bench.Workload, pieces: list[bytes], repeats: int, which: str = "both") -> dict[str, float]:
+    rows = _json_variants(layers(w, pieces), which)
     best = {name: float("inf") for name, _ in rows}
     for name, fn in rows:
         fn()  # warm-up (imports, caches)
@@ -201,9 +241,23 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--bulk", action="store_true", help="64 KiB pieces instead of one event each")
     parser.add_argument("--profile", action="store_true", help="also cProfile the service layer")
+    parser.add_argument("--json", choices=("both", "stdlib", "fast"), default="both", help="which JSON path (fastjson extra)")
+    parser.add_argument("--instructions", action="store_true", help="count instructions with cachegrind instead")
+    parser.add_argument("--layers", default="floor,sse,decode,service", help="the layers --instructions counts")
+    parser.add_argument("--run-layer", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--times", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     import os
 
+    if args.run_layer:  # one layer, --times times, untimed: what cachegrind counts
+        w = bench.build_workload(args.workloads, args.scale)
+        pieces = bench._pieces(w.body, 0)
+        rows = dict(_json_variants(layers(w, pieces), args.json))
+        for _ in range(args.times):
+            rows[args.run_layer]()
+        return 0
+    if args.instructions:
+        return count_instructions(args)
     print(f"per-event layer costs, {'64 KiB pieces' if args.bulk else 'one event per read'}, "
           f"best of {args.repeats} interleaved rounds; load average {os.getloadavg()[0]:.2f}")
     for key in args.workloads.split(","):
@@ -213,7 +267,7 @@ def main() -> int:
             continue
         body = w.body
         pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)] if args.bulk else bench._pieces(body, 0)
-        best = measure(w, pieces, args.repeats)
+        best = measure(w, pieces, args.repeats, args.json)
         base = best["floor"]
         print(f"\n[{key}] {w.title}: {w.events:,} events, {len(pieces):,} pieces")
         print(f"  {'layer':<10}{'ms':>9}{'us/event':>10}{'x floor':>9}")
@@ -229,6 +283,47 @@ def main() -> int:
             run()
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+    return 0
+
+
+def _cachegrind(args: argparse.Namespace, key: str, layer: str, which: str, times: int) -> int:
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = f"{tmp}/cg.out"
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+               sys.executable, __file__, "--workloads", key, "--scale", str(args.scale), "--json", which,
+               "--run-layer", layer, "--times", str(times)]
+        subprocess.run(cmd, check=True, capture_output=True)
+        for line in Path(out).read_text().splitlines():
+            if line.startswith("summary:"):
+                return int(line.split()[1])
+    raise RuntimeError("no cachegrind summary")
+
+
+def count_instructions(args: argparse.Namespace) -> int:
+    from dshstream._core import strict_json
+
+    fast = getattr(strict_json, "fast_decoder", lambda: None)() is not None
+    print(f"instructions per event (cachegrind; 3 runs minus 1 run, over 2 runs), scale {args.scale}")
+    print(f"  {'wl':<4}{'layer':<14}{'instr/event':>12}{'x floor':>9}")
+    for key in args.workloads.split(","):
+        w = bench.build_workload(key, args.scale)
+        floor = 0.0
+        for layer in args.layers.split(","):
+            variants = ["stdlib"] if layer in ("floor", "sse") else [v for v in ("stdlib", "fast") if v == "stdlib" or fast]
+            if args.json != "both":
+                variants = [v for v in variants if v == args.json] or variants[:1]
+            for which in variants:
+                name = layer if which == "stdlib" or layer in ("floor", "sse") else layer + "+fj"
+                one = _cachegrind(args, key, name, which, 1)
+                three = _cachegrind(args, key, name, which, 3)
+                per_event = (three - one) / 2 / w.events
+                if layer == "floor":
+                    floor = per_event
+                ratio = per_event / floor if floor else float("nan")
+                print(f"  {key:<4}{name:<14}{per_event:>12,.0f}{ratio:>9.2f}", flush=True)
     return 0
 
 

@@ -102,7 +102,10 @@ class FixtureFinish(NamedTuple):
 #: its ``midstream_error_chunk`` sends ``length`` and then an in-band error, which wins;
 #: the Responses quota recording is an ``error`` event then ``response.failed``
 #: (``QUOTA``); Groq's error event is ``tool_use_failed`` (``INVALID_REQUEST``);
-#: llama-server's ``{"error": {"code": 500}}`` is ``SERVER``.
+#: llama-server's ``{"error": {"code": 500}}`` is ``SERVER``; Bedrock's Claude Instant
+#: text completion stops at once on its stop sequence with an empty completion
+#: (``EMPTY_RESPONSE``), and Titan's guardrail-blocked answer sends no finish word
+#: (``INTERVENED``, ``CONTENT_FILTER``).
 KNOWN_FINISH: dict[str, FixtureFinish] = {
     "alibaba/qwen3max_reasoning_content.sse": FixtureFinish("stop", "stop"),
     "alibaba/qwen3max_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
@@ -139,6 +142,14 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "bedrock/claude_sonnet4_reasoning_signature.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/deepseek_r1_reasoning_no_signature.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/invoke_claude3_sonnet_messages.eventstream": FixtureFinish("stop", "end_turn"),
+    "bedrock/invoke_claude_instant_text_completion.eventstream": FixtureFinish("error", "stop_sequence", "EMPTY_RESPONSE"),
+    "bedrock/invoke_cohere_command_light_text.eventstream": FixtureFinish("max-tokens", "MAX_TOKENS"),
+    "bedrock/invoke_cohere_command_light_two_generations.eventstream": FixtureFinish("max-tokens", "MAX_TOKENS"),
+    "bedrock/invoke_llama2_13b_chat_length.eventstream": FixtureFinish("max-tokens", "length"),
+    "bedrock/invoke_nova_lite_block_per_delta.eventstream": FixtureFinish("stop", "end_turn"),
+    "bedrock/invoke_titan_express_guardrail_input_blocked.eventstream": FixtureFinish("error", "INTERVENED", "CONTENT_FILTER"),
+    "bedrock/invoke_titan_express_guardrail_masked.eventstream": FixtureFinish("stop", "FINISH"),
+    "bedrock/invoke_titan_tg1_large_length.eventstream": FixtureFinish("max-tokens", "LENGTH"),
     "bedrock/llama32_1b_text.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/nova2_lite_code_interpreter_server_tool.eventstream": FixtureFinish("tool-calls", "tool_use"),
     "bedrock/nova_micro_text.eventstream": FixtureFinish("stop", "end_turn"),
@@ -341,3 +352,13 @@ def require_engine(module: str, extra: str | None) -> Any:
         if REQUIRE_ENGINES and extra:
             pytest.fail(f"DSHSTREAM_REQUIRE_ENGINES=1 but {module} is not installed ({how})", pytrace=False)
         pytest.skip(f"{module} is not installed ({how})", allow_module_level=True)
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child a test interrupts with SIGINT: a shell that starts a
+    command in the background (``cmd &`` without job control) makes it ignore SIGINT, and
+    an ignored signal stays ignored across ``exec`` — Python would then never raise
+    KeyboardInterrupt. The default disposition lets the child's Python install its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -4,15 +4,16 @@ true``) and its adapter, for OpenAI and every OpenAI-compatible server (dialects
 passed instead of a name, as Azure OpenAI's adapter does).
 
 Contract: :class:`OpenAIChatWire` builds the request body from :class:`GenerateOptions` (messages with tool calls
-and tool results, tools, ``stream_options.include_usage``, max tokens, temperature, stop,
+and tool results, tools, ``stream_options`` (``include_usage``; ``include_obfuscation``
+as wire rule 9 says: ``false`` on OpenAI's host by default), max tokens, temperature, stop,
 reasoning effort in the dialect's spelling, ``response_format`` in the dialect's spelling,
 ``extra_body`` last) and decodes the stream
 with :class:`~dshstream._core.wires.openai_chat.OpenAIChatTranslator`. History replay: reasoning
 goes back as ``reasoning_content`` where the dialect needs it, OpenRouter
 ``reasoning_details`` and Gemini-compat tool ``thought_signature`` go back from replay
 state. A user turn with media parts becomes a list of content parts (text, ``image_url``,
-``input_audio``, ``file``: :func:`chat_content_parts`). A server that rejects ``stream_options`` with a 400 is asked once more without it,
-and the wire remembers that. :class:`OpenAIChatAdapter` is that wire + ``Bearer`` auth +
+``input_audio``, ``file``: :func:`chat_content_parts`). A server that rejects ``stream_options`` with a 400 is asked once more without it
+(both of its fields), and the wire remembers that. :class:`OpenAIChatAdapter` is that wire + ``Bearer`` auth +
 the attempt loop (:mod:`~dshstream._adapters.http`). Prompt caching: on OpenAI's own
 dialect (and Azure's) a cache point is ``prompt_cache_breakpoint`` on its turn's last
 content part, with ``prompt_cache_key``/``prompt_cache_retention``
@@ -31,6 +32,7 @@ from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_CHAT, MediaSupport
 from .._core.prompt_cache import CachePoint
 from .._core.request import GenerateOptions, Message
+from .._core.validate import check_bool_or_none
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.validate import invalid
 from .._core.wires.translator import Translator
@@ -47,7 +49,7 @@ from .prompt_cache import (
 )
 from .settings import HttpSettings
 from .structured_output import chat_fields
-from .wire import Wire
+from .wire import Wire, obfuscation_field
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -108,12 +110,21 @@ class OpenAIChatWire(Wire):
     media: MediaSupport | None = OPENAI_CHAT
 
     def __init__(
-        self, base_url: str, title: str, *, dialect: Dialect, think_tags: bool | None = None, include_usage: bool = True
+        self,
+        base_url: str,
+        title: str,
+        *,
+        dialect: Dialect,
+        think_tags: bool | None = None,
+        include_usage: bool = True,
+        include_obfuscation: bool | None = None,
     ) -> None:
         super().__init__(base_url, title)
         self.dialect = dialect
         self.think_tags = think_tags
         self.include_usage = include_usage
+        #: the ``stream_options.include_obfuscation`` sent (``None``: none; wire rule 9)
+        self.include_obfuscation = obfuscation_field(base_url, include_obfuscation)
 
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/chat/completions"
@@ -141,8 +152,13 @@ class OpenAIChatWire(Wire):
         settings = options.prompt_cache
         if router and settings is not None and settings.automatic:
             body["cache_control"] = anthropic_cache_control(CachePoint(settings.ttl))
+        stream_options: dict[str, bool] = {}
         if self.include_usage:
-            body["stream_options"] = {"include_usage": True}
+            stream_options["include_usage"] = True
+        if self.include_obfuscation is not None:
+            stream_options["include_obfuscation"] = self.include_obfuscation
+        if stream_options:
+            body["stream_options"] = stream_options
         if options.tools:
             body["tools"] = [tool.to_openai() for tool in options.tools]
         if options.max_tokens is not None:
@@ -216,12 +232,13 @@ class OpenAIChatWire(Wire):
     def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
         failure = error.failure
         if (
-            self.include_usage
+            (self.include_usage or self.include_obfuscation is not None)
             and failure.status == 400
             and "stream_options" in (failure.detail or "")
         ):
             with self.lock:
                 self.include_usage = False
+                self.include_obfuscation = None
             return True
         return False
 
@@ -254,6 +271,7 @@ class OpenAIChatAdapter(HttpAdapter):
         dialect: str | Dialect = "openai",
         think_tags: bool | None = None,
         include_usage: bool = True,
+        include_obfuscation: bool | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
         chosen = dialect if isinstance(dialect, Dialect) else get_dialect(dialect)
@@ -263,9 +281,12 @@ class OpenAIChatAdapter(HttpAdapter):
             key_env=(chosen.key_env,) if chosen.key_env else (),
             **settings,
         )
+        choice = check_bool_or_none(include_obfuscation, f"{type(self).__name__}.include_obfuscation")
         self.wire: OpenAIChatWire = self.wire_class(
             self.base_url, self.title, dialect=chosen, think_tags=think_tags, include_usage=include_usage
         )
+        if choice is not None:  # set after: a wire subclass's __init__ need not take it
+            self.wire.include_obfuscation = choice
 
     @property
     def dialect(self) -> Dialect:

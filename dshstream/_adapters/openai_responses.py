@@ -48,7 +48,9 @@ Contract:
    * tools in the flat Responses function format (``strict: false``: dshstream passes the
      caller's schema through untouched), ``reasoning: {effort, summary}`` when an effort is
      asked for, ``include: ["reasoning.encrypted_content"]``, ``max_output_tokens``,
-     ``temperature``, ``response_format`` as ``text.format``, ``extra_body`` last.
+     ``temperature``, ``response_format`` as ``text.format``,
+     ``stream_options.include_obfuscation`` as wire rule 9 says (``false`` on OpenAI's
+     host by default), ``extra_body`` last.
 
    Responses has no ``stop`` parameter; ``options.stop`` is not sent.
 
@@ -60,7 +62,8 @@ Contract:
 3. **A second form.** A server that rejects ``include`` (``Encrypted content is not
    supported with this model``) with a 400 before streaming is asked once more without
    it, and the wire remembers that (its ``include_encrypted_reasoning``, changed under
-   :attr:`~dshstream._adapters.wire.Wire.lock`).
+   :attr:`~dshstream._adapters.wire.Wire.lock`). So is one that rejects
+   ``stream_options``: asked once more without it, and remembered.
 4. **The adapter.** :class:`OpenAIResponsesAdapter` is that wire + ``Bearer`` auth with
    ``api_key`` (or ``key_env``, by default ``OPENAI_API_KEY``, sent only to OpenAI's host;
    a variable the caller names goes anywhere) + the attempt loop
@@ -96,7 +99,7 @@ from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_RESPONSES, MediaSupport
 from .._core.request import GenerateOptions, Message
 from .._core.strict_json import loads_or_none
-from .._core.validate import check_positive_int
+from .._core.validate import check_bool_or_none, check_positive_int
 from .._core.types import TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.wires.json_values import first_str
 from .._core.wires.translator import Translator
@@ -112,7 +115,7 @@ from .prompt_cache import OPENAI_CACHING, check_prompt_cache, openai_cache_field
 from .responses_session import ResponsesSession
 from .settings import HttpSettings
 from .structured_output import responses_text_format
-from .wire import Wire
+from .wire import Wire, obfuscation_field
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -219,9 +222,12 @@ class OpenAIResponsesWire(Wire):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        include_obfuscation: bool | None = None,
         compact_threshold: int | None = None,
     ) -> None:
         super().__init__(base_url, title)
+        #: the ``stream_options.include_obfuscation`` sent (``None``: none; wire rule 9)
+        self.include_obfuscation = obfuscation_field(base_url, include_obfuscation)
         #: input tokens past which the server compacts the context (``None``: never; rule 2)
         self.compact_threshold = compact_threshold
         #: whether ``include: ["reasoning.encrypted_content"]`` is sent (rule 3 turns it off)
@@ -307,6 +313,8 @@ class OpenAIResponsesWire(Wire):
             body["temperature"] = options.temperature
         if options.response_format is not None:
             body["text"] = {"format": responses_text_format(options.response_format)}
+        if self.include_obfuscation is not None:
+            body["stream_options"] = {"include_obfuscation": self.include_obfuscation}
         if self.resumable(options):  # rule 5: a stored background response can be resumed
             body["background"] = True
             body["store"] = True
@@ -492,6 +500,10 @@ class OpenAIResponsesWire(Wire):
             with self.lock:
                 self.include_encrypted_reasoning = False
             return True
+        if self.include_obfuscation is not None and failure.status == 400 and "stream_options" in detail:
+            with self.lock:
+                self.include_obfuscation = None
+            return True
         return False
 
     # ------------------------------------------------------------------ response
@@ -539,9 +551,11 @@ class OpenAIResponsesAdapter(HttpAdapter):
         include_encrypted_reasoning: bool = True,
         reasoning_summary: str | None = "auto",
         send_item_ids: bool = True,
+        include_obfuscation: bool | None = None,
         compact_threshold: int | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
+        choice = check_bool_or_none(include_obfuscation, f"{type(self).__name__}.include_obfuscation")
         if compact_threshold is not None:
             compact_threshold = check_positive_int(compact_threshold, "compact_threshold")
         super().__init__(
@@ -558,6 +572,8 @@ class OpenAIResponsesAdapter(HttpAdapter):
             send_item_ids=send_item_ids,
             compact_threshold=compact_threshold,
         )
+        if choice is not None:  # set after: a wire subclass's __init__ need not take it
+            self.wire.include_obfuscation = choice
 
     def connect(
         self,

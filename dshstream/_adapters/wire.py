@@ -43,6 +43,11 @@ Contract:
    ``generate_content``), and :attr:`Wire.idle_timeout` the idle timeout a request gets
    when it sets none (``None``: the transport's default), for an API whose documentation
    asks for longer silences (xAI: at least 900 s).
+9. **Stream obfuscation.** :func:`obfuscation_field` is what an OpenAI wire sends as
+   ``stream_options.include_obfuscation``: the caller's choice, or by default ``false`` on
+   OpenAI's own API host (``api.openai.com``, its regional ``*.api.openai.com``), which
+   documents the field and the padding it turns off, and nothing anywhere else — a
+   compatible server may refuse a field it does not know.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._core.errors import LlmError
 from .._core.media_support import MediaSupport
@@ -59,7 +65,17 @@ from .._core.validate import invalid
 from .._core.wires.translator import Translator
 from .reporting import request_summary
 
-__all__ = ["ModelListFormat", "Wire", "check_media_parts"]
+__all__ = ["ModelListFormat", "Wire", "check_media_parts", "obfuscation_field"]
+
+
+def obfuscation_field(base_url: str, include_obfuscation: bool | None) -> bool | None:
+    """The ``stream_options.include_obfuscation`` to send to ``base_url`` (rule 9):
+    ``include_obfuscation`` when the caller chose, else ``False`` on OpenAI's API host;
+    ``None``: send nothing."""
+    if include_obfuscation is not None:
+        return include_obfuscation
+    host = (urlsplit(base_url).hostname or "").lower()
+    return False if host == "api.openai.com" or host.endswith(".api.openai.com") else None
 
 
 def check_media_parts(

@@ -33,11 +33,16 @@ Contract:
    when ``progress=True``; none with ``progress=False``. ``on_progress`` gets a
    :class:`~dshstream._batch.progress.BatchProgress` at most every 0.2 s and once at the end.
 9. **Provider batches.** ``mode="batch"`` sends the same requests as the providers' batch
-   APIs instead (:mod:`~dshstream._batch.provider.runner`: submitted when ``run_many`` is called, polled every
-   ``poll_interval`` seconds, one row per request in input order, each with the result its
-   stream would have given); the checkpoint works the same. ``concurrency``, ``ordered``,
-   ``limiter`` and ``max_attempts`` have no effect there, and ``max_cost``/``max_tokens``
-   are refused (the whole batch is sent before any row's cost is known).
+   APIs instead (:mod:`~dshstream._batch.provider.runner`: polled every ``poll_interval``
+   seconds, one row per request in input order, each with the result its stream would
+   have given); the checkpoint works the same. As in a live run the arguments are checked
+   when ``run_many`` is called (the ``provider`` argument's route too) and nothing is read
+   or sent before the first result is asked for: then the whole input is read and
+   submitted (a row's route without a batch API raises ``ConfigurationError`` there,
+   before anything is sent). ``concurrency``, ``max_attempts``, ``limiter``, ``max_cost``
+   and ``max_tokens`` other than their defaults are refused (the provider runs the rows;
+   the whole batch is sent before any row's cost is known); ``ordered`` is moot, the rows
+   come in input order.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ if TYPE_CHECKING:
     import os
 
     from .._service import LlmService
+    from .provider.runner import ProviderBatch
 
 __all__ = ["run_many"]
 
@@ -114,14 +120,9 @@ def run_many(
     if mode not in ("live", "batch"):
         raise invalid(f"run_many(mode=...) must be 'live' or 'batch', not {mode!r}")
     if mode == "batch":
-        if max_cost is not None or max_tokens is not None:
-            raise invalid("run_many(max_cost=/max_tokens=) do not apply to mode='batch' (rule 9)")
-        from .provider.runner import submit_batch
-
-        handle = submit_batch(requests, service=service, provider=provider, model=model, checkpoint=checkpoint,
-                              fsync=fsync, price=price)
-        show = sys.stderr.isatty() if progress is None else bool(progress)
-        return handle.results(poll_interval=poll_interval, on_progress=on_progress, progress=show)
+        return _provider_batches(requests, service, provider, model, checkpoint, fsync, price, progress, on_progress,
+                                 poll_interval, concurrency=concurrency, max_attempts=max_attempts, limiter=limiter,
+                                 max_cost=max_cost, max_tokens=max_tokens)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise invalid(f"run_many(concurrency=...) must be an int >= 1, not {concurrency!r}")
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
@@ -149,6 +150,62 @@ def run_many(
         TerminalProgress(sys.stderr) if show else None, on_progress,
     )
     return run.results(iter(requests))
+
+
+#: the live run's settings that a provider batch has no use for, and their defaults (rule 9)
+_LIVE_ONLY: dict[str, object] = {"concurrency": 8, "max_attempts": 6, "limiter": None, "max_cost": None,
+                                 "max_tokens": None}
+
+
+def _provider_batches(
+    requests: Iterable[GenerateOptions | dict[str, Any]],
+    service: LlmService | None,
+    provider: str | None,
+    model: str | None,
+    checkpoint: str | os.PathLike[str] | None,
+    fsync: bool,
+    price: Price | None,
+    progress: bool | None,
+    on_progress: Callable[[BatchProgress], None] | None,
+    poll_interval: float,
+    **live: object,
+) -> Generator[BatchResult, None, None]:
+    """Rule 9: the arguments checked now, the batches submitted on the first ``next``."""
+    for name, value in live.items():
+        if value is not _LIVE_ONLY[name] and value != _LIVE_ONLY[name]:
+            why = ("the whole batch is sent before any row's cost is known" if name in ("max_cost", "max_tokens")
+                   else "the provider runs the rows")
+            raise invalid(f"run_many({name}=...) does not apply to mode='batch': {why} (rule 9)")
+    candidate: object = requests
+    if isinstance(candidate, (str, bytes)) or not isinstance(candidate, Iterable):
+        raise invalid("run_many(requests) must be an iterable of GenerateOptions or dicts", wrong_type=True)
+    for name, value in (("on_progress", on_progress), ("price", price)):
+        if value is not None and not callable(value):
+            raise invalid(f"run_many({name}=...) must be callable", wrong_type=True)
+    for name, text in (("provider", provider), ("model", model)):
+        if text is not None and (not isinstance(text, str) or not text):
+            raise invalid(f"run_many({name}=...) must be a non-empty string", wrong_type=True)
+    if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)) or poll_interval <= 0:
+        raise invalid(f"run_many(poll_interval=...) must be a number > 0, not {poll_interval!r}")
+    from .provider.runner import api_for, submit_batch
+
+    if service is None:
+        from .._defaults import default_service
+
+        service = default_service()
+    if provider is not None:  # the route named here is checked now; rows naming others on submission
+        api_for(service, provider, timeout=1.0, result_limit=1)
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    return _submitted(lambda: submit_batch(requests, service=service, provider=provider, model=model,
+                                           checkpoint=checkpoint, fsync=fsync, price=price),
+                      poll_interval, on_progress, show)
+
+
+def _submitted(submit: Callable[[], ProviderBatch], poll_interval: float,
+               on_progress: Callable[[BatchProgress], None] | None, show: bool) -> Generator[BatchResult, None, None]:
+    """Nothing is read or sent before the first ``next`` (rule 9), as in a live run."""
+    handle = submit()
+    yield from handle.results(poll_interval=poll_interval, on_progress=on_progress, progress=show)
 
 
 class _Run:

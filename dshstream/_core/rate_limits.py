@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import replace
 
 from .headers import _duration, _until_time, lower_headers, parse_retry_after
@@ -75,19 +75,26 @@ def parse_rate_limits(headers: Mapping[str, str] | None, now: float | None = Non
 
 
 def stamp_rate_limits(
-    batches: Iterable[list[StreamChunk]], headers: Mapping[str, str] | None
+    batches: Generator[list[StreamChunk], None, None], headers: Mapping[str, str] | None
 ) -> Generator[list[StreamChunk], None, None]:
-    """``batches`` with ``rate_limits`` on the last ``Finish``'s metadata (rule 4)."""
+    """``batches`` with ``rate_limits`` on the last ``Finish``'s metadata (rule 4): the
+    same generator when the headers carry none (no layer to resume on every read)."""
     limits = parse_rate_limits(headers)
+    if limits is None:
+        return batches
+    return _stamped(batches, limits)
+
+
+def _stamped(
+    batches: Generator[list[StreamChunk], None, None], limits: RateLimits
+) -> Generator[list[StreamChunk], None, None]:
     try:
         for batch in batches:
-            if limits is not None and batch and type(batch[-1]) is Finish:
+            if batch and type(batch[-1]) is Finish:
                 finish = batch[-1]
                 assert isinstance(finish, Finish)
                 metadata = finish.metadata or ResponseMetadata()
                 batch = [*batch[:-1], replace(finish, metadata=replace(metadata, rate_limits=limits))]
             yield batch
     finally:
-        close = getattr(batches, "close", None)
-        if close is not None:
-            close()
+        batches.close()

@@ -1,6 +1,7 @@
 """JSON text in and out: the package's one set of JSON parse and serialize helpers.
 
-Contract: stdlib only, no I/O, no state. Whatever the input, the only exception that
+Contract: stdlib only (an optional fast parser is used when installed: rule 6), no I/O,
+no state but that choice, made once. Whatever the input, the only exception that
 leaves a parser here is ``ValueError`` (nesting too deep to parse becomes one too, never a
 ``RecursionError``); the ``*_or_none`` and ``*_object`` helpers never raise.
 
@@ -20,11 +21,22 @@ leaves a parser here is ``ValueError`` (nesting too deep to parse becomes one to
    JSON cannot carry the value.
 5. :func:`parse_json_object` is the object in a text, ``{}`` for anything else (tool-call
    arguments sent back in a request).
+6. **Fast JSON.** With the ``fastjson`` extra installed (``msgspec``), :func:`loads_event`
+   tries ``msgspec.json`` first and keeps its value only when it parsed: every payload it
+   refuses — ``NaN``/``Infinity``, a number beyond a double's range, a lone surrogate
+   escape, nesting past its depth, anything malformed — takes the standard library path
+   above, so values and errors are the same with and without it (big integers and
+   duplicate keys it parses exactly as ``json`` does: checked on the whole recorded corpus
+   and on generated JSON). ``msgspec`` was chosen over ``orjson``: orjson turns an integer
+   beyond 64 bits into a float without an error, which no fallback can notice. It is
+   imported on the first payload, never with the package; ``DSHSTREAM_FAST_JSON=0`` (read
+   then) keeps the standard library.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -32,6 +44,7 @@ from typing import Any
 __all__ = [
     "EventJsonError",
     "dump_json",
+    "fast_decoder",
     "fix_surrogates",
     "loads_event",
     "loads_or_none",
@@ -81,7 +94,19 @@ class EventJsonError(ValueError):
 
 
 def loads_event(data: str) -> Any:
-    """One wire payload (rule 3); raises :class:`EventJsonError` when it is not JSON."""
+    """One wire payload (rules 3, 6); raises :class:`EventJsonError` when it is not JSON."""
+    fast = _fast_decode
+    if fast is not None:
+        try:
+            value = fast(data)
+        except Exception:
+            pass  # rule 6: whatever it refuses, the standard library path below decides
+        else:
+            # msgspec refuses an escaped lone surrogate; checked anyway, so a parser that
+            # let one through would still hand on what the standard path does (rule 3).
+            if "\\" in data and ("\\ud" in data or "\\uD" in data):
+                return fix_surrogates(value)
+            return value
     try:
         value, end = _scan_once(data, 0)
         if end == len(data):
@@ -101,6 +126,37 @@ def loads_event(data: str) -> Any:
     if "\\" in data and ("\\ud" in data or "\\uD" in data):
         return fix_surrogates(value)
     return value
+
+
+#: what turns ``DSHSTREAM_FAST_JSON`` off (rule 6)
+_OFF = ("0", "false", "no", "off")
+
+
+def fast_decoder() -> Callable[[str], Any] | None:
+    """The fast parser's decode function, or ``None``: not installed, or turned off by
+    ``DSHSTREAM_FAST_JSON`` (rule 6). Imports it; called once, on the first payload."""
+    if os.environ.get("DSHSTREAM_FAST_JSON", "").strip().lower() in _OFF:
+        return None
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    decode: Callable[[str], Any] = msgspec.json.Decoder().decode
+    return decode
+
+
+def _first_fast_decode(data: str) -> Any:
+    """The first payload: the fast parser is chosen, once (rule 6); with none, this one
+    payload raises and takes the standard library path like every later one."""
+    global _fast_decode
+    _fast_decode = fast_decoder()
+    if _fast_decode is None:
+        raise LookupError("no fast JSON parser")
+    return _fast_decode(data)
+
+
+#: the fast parser's decode, ``None`` without one; chosen on the first payload (rule 6)
+_fast_decode: Callable[[str], Any] | None = _first_fast_decode
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

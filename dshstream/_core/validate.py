@@ -34,6 +34,7 @@ from .redact import redact
 __all__ = [
     "check_api_key",
     "check_base_url",
+    "check_bool_or_none",
     "check_choice",
     "check_credential",
     "check_event",
@@ -109,6 +110,13 @@ def check_str_or_none(value: object, field: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     _fail(f"{field} must be a str or None, got {describe(value)}", wrong_type=True)
+
+
+def check_bool_or_none(value: object, field: str) -> bool | None:
+    """``value`` if it is ``None``, ``True`` or ``False``."""
+    if value is None or type(value) is bool:
+        return value
+    _fail(f"{field} must be True, False or None, got {describe(value)}", wrong_type=True)
 
 
 def check_int(value: object, field: str, *, minimum: int, what: str) -> int:

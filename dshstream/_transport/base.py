@@ -27,7 +27,8 @@ are given of them:
    upload), which are read exactly as ``get_json`` reads an answer. ``get_bytes`` (a
    provider batch's result file) is a GET like ``get_json``, tried twice the same way, and
    returns the body's bytes, at most ``limit`` of them (a larger body is
-   ``MALFORMED_RESPONSE``, never cut silently).
+   ``MALFORMED_RESPONSE``, never cut silently); ``get_stream`` is the same GET returning the
+   open answer, for a caller that reads a large body as it arrives (bounding it itself).
 4. **One answer shape.** A transport's stream subclasses :class:`BaseStream` (a
    :class:`~dshstream._transport.watchdog.WatchedStream`) and writes how it waits for the
    answer and reads the body (``__iter__``, :attr:`BaseStream.prefix` first); the base
@@ -41,7 +42,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
@@ -96,6 +97,7 @@ class BaseStream(WatchedStream):
 
 
 S = TypeVar("S", bound=BaseStream)
+T = TypeVar("T")
 
 
 class BaseTransport(ABC, Generic[S]):
@@ -150,16 +152,8 @@ class BaseTransport(ABC, Generic[S]):
         """GET ``url`` and return its JSON — at most ``limit`` bytes, within ``timeout``
         seconds in all — or raise a classified LlmError."""
         request = HttpRequest(url=url, headers=headers, body={}, secrets=secrets)
-        limits = _json_limits(provider, timeout, cancel)
-        for last in (False, True):
-            try:
-                return json_answer(self._send("GET", request, None, limits), provider, limit)
-            except LlmError as exc:  # rule 3: once more on a fresh connection
-                now = time.monotonic()  # cancelled meanwhile, or out of time: no second try
-                if last or exc.failure.code != "TRANSPORT" or limits.reached(now, now) is not None:
-                    raise
-                log.info("%s: GET failed (%s); trying once more", provider, exc.failure.code)
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+        return self._get_twice(request, _json_limits(provider, timeout, cancel),
+                               lambda s: json_answer(s, provider, limit))
 
     def post_form(
         self,
@@ -253,15 +247,36 @@ class BaseTransport(ABC, Generic[S]):
         """GET ``url`` and return its body, at most ``limit`` bytes within ``timeout``
         seconds in all, tried twice as :meth:`get_json` is (rule 3) — or raise."""
         request = HttpRequest(url=url, headers=dict(headers), body={}, secrets=secrets)
-        limits = _json_limits(provider, timeout, cancel)
+        return self._get_twice(request, _json_limits(provider, timeout, cancel),
+                               lambda s: bytes_answer(s, provider, limit))
+
+    def get_stream(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        provider: str,
+        secrets: tuple[str, ...] = (),
+        timeout: float | None = DEFAULT_JSON_TIMEOUT,
+        cancel: threading.Event | None = None,
+    ) -> S:
+        """GET ``url`` and return its open 2xx answer for the caller to read piece by piece
+        and close (a result file read as it arrives, never held whole), within ``timeout``
+        seconds in all; tried twice as :meth:`get_json` is (rule 3), before any body byte
+        is read."""
+        request = HttpRequest(url=url, headers=dict(headers), body={}, secrets=secrets)
+        return self._get_twice(request, _json_limits(provider, timeout, cancel), lambda s: s)
+
+    def _get_twice(self, request: HttpRequest, limits: Limits, read: Callable[[S], T]) -> T:
+        """``read`` of the GET's answer; a ``TRANSPORT`` failure sent once more at once (rule 3)."""
         for last in (False, True):
             try:
-                return bytes_answer(self._send("GET", request, None, limits), provider, limit)
-            except LlmError as exc:
-                now = time.monotonic()
+                return read(self._send("GET", request, None, limits))
+            except LlmError as exc:  # rule 3: once more on a fresh connection
+                now = time.monotonic()  # cancelled meanwhile, or out of time: no second try
                 if last or exc.failure.code != "TRANSPORT" or limits.reached(now, now) is not None:
                     raise
-                log.info("%s: GET failed (%s); trying once more", provider, exc.failure.code)
+                log.info("%s: GET failed (%s); trying once more", limits.provider, exc.failure.code)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _send(

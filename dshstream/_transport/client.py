@@ -22,6 +22,8 @@ made before the request is sent, then sent.
    ``trust_store``, ``proxies``; :mod:`~dshstream._transport.tls`) are prepared on its
    session when it is made and passed with every send, whatever the call (a stream, a
    model list, a token endpoint).
+5. **No thread per request.** A request :func:`~dshstream._transport.pool.inline_safe`
+   allows is sent on the caller's thread (stream rule 1), any other on a send worker.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import requests
 from .._core.http_request import HttpRequest
 from . import intercept
 from .base import BaseTransport
-from .pool import watch_session
+from .pool import inline_safe, watch_session
 from .stream import HttpStream
 from .tls import ConnectionSettings
 from .watchdog import Limits
@@ -103,5 +105,5 @@ class HttpTransport(BaseTransport[HttpStream]):
             kwargs["data"] = data
         kwargs.update(self.connection.send_kwargs(self.session))  # rule 4
         watch_session(self.session)  # pool rule 3: adapters mounted since, proxy managers made since
-        stream.send(self.session, method, kwargs)
+        stream.send(self.session, method, kwargs, inline=inline_safe(self.session, request.url))
         return stream

@@ -26,6 +26,17 @@ overridden (``_get_conn``, ``_new_conn``); the private attributes read are read 
    pool or connection classes get the checkout hook, not the connect hook. Adapters
    mounted later are watched at their first stream (:func:`watch_session` runs before
    every send).
+4. **Sent on the caller's thread where every step can be cut.** :func:`inline_safe` says
+   whether a request may be sent on the caller's own thread instead of a send worker
+   (:mod:`~dshstream._transport.stream` rule 1): its adapter is ``requests``' own (or the
+   transport's), whose pools are all watched. A pool whose connects are not hooked (a
+   custom or SOCKS proxy pool, found when the connection is checked out, before anything
+   is connected or written) refuses the inline send with :class:`NotInline`, and the
+   request is sent on a worker instead. Every other step is one an abort cuts by shutting
+   a socket down — HTTP proxies and their ``CONNECT`` tunnels included — except a host
+   name's lookup, which :func:`_connect` runs on a resolver thread while the caller's
+   thread waits in ticks it can leave (:func:`resolve`): a thread per new connection to a
+   named host, none per request.
 """
 
 from __future__ import annotations
@@ -45,7 +56,17 @@ import urllib3.util.connection
 from .._core.log import get_logger
 from .readers import dns_host
 
-__all__ = ["Aborted", "Sending", "WatchedPoolMixin", "new_session", "sending", "watch_session"]
+__all__ = [
+    "Aborted",
+    "NotInline",
+    "Sending",
+    "WatchedPoolMixin",
+    "inline_safe",
+    "new_session",
+    "resolve",
+    "sending",
+    "watch_session",
+]
 
 log = get_logger("dshstream.transport")
 
@@ -60,6 +81,10 @@ class Sending(Protocol):
     def stopped(self) -> bool:
         """Whether the worker must not go on (rule 2)."""
 
+    @property
+    def inline(self) -> bool:
+        """Whether it is sent on the caller's own thread (rule 4)."""
+
 
 #: ``sending.stream``: the stream the current thread is sending for, or ``None`` (rules 1, 2)
 sending = threading.local()
@@ -70,14 +95,25 @@ class Aborted(ConnectionAbortedError):
     it as any failed connection, and the caller's thread raises the abort's own error."""
 
 
+class NotInline(Exception):
+    """An inline send reached a pool whose connects are not hooked: nothing was connected
+    or written, and the request goes to a send worker (rule 4). Not an ``OSError``, so
+    neither urllib3 nor requests handles it on the way out."""
+
+
 class WatchedPoolMixin:
     """Tells the worker's stream which connection it checked out, so an abandoned request
-    can be cut off (rule 1)."""
+    can be cut off (rule 1); refuses an inline send where connects are not hooked (rule 4)."""
 
     def _get_conn(self, timeout: float | None = None) -> Any:
         conn = super()._get_conn(timeout)  # type: ignore[misc]
         stream: Sending | None = getattr(sending, "stream", None)
         if stream is not None:
+            if stream.inline and type(self) not in _HOOKED:
+                # urllib3 puts a fresh slot back for the connection it never got
+                if conn is not None:
+                    conn.close()
+                raise NotInline(type(self).__name__)
             stream.attach(conn=conn)
         return conn
 
@@ -176,6 +212,65 @@ def watch_session(session: requests.Session) -> None:
         log.debug("session not watched: %s", type(exc).__name__)
 
 
+#: the watched stock pool classes: their connects and writes are all hooked (rule 4)
+_HOOKED = frozenset({_WatchedHTTPConnectionPool, _WatchedHTTPSConnectionPool})
+
+
+def inline_safe(session: requests.Session, url: str) -> bool:
+    """Whether the request may be sent on the caller's thread (rule 4): ``requests``' own
+    adapter (or the transport's) serves ``url``; its pools refuse it if they must."""
+    try:
+        adapter = session.get_adapter(url)
+    except Exception:  # noqa: BLE001 - no adapter: requests raises the same on the worker
+        return False
+    return type(adapter) in (_WatchedAdapter, requests.adapters.HTTPAdapter)
+
+
+def _literal(host: str) -> bool:
+    """Whether ``host`` is an IPv4 or IPv6 address (no lookup needed)."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return True
+    return False
+
+
+#: seconds between two looks at the stream while a name is resolved (rule 4)
+_RESOLVE_TICK = 0.05
+
+
+def resolve(host: str, port: int, family: int, stream: Sending) -> list[Any]:
+    """``socket.getaddrinfo`` for a connect. For a stream sent on the caller's thread and
+    a host name (not an IP literal), the lookup runs on a ``dshstream-resolve`` thread and
+    the caller waits for it in ticks, leaving with :class:`Aborted` once the stream is
+    stopped: a lookup can't be cut by a socket shutdown (rule 4)."""
+    if not stream.inline or _literal(host):
+        return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            outcome.append(socket.getaddrinfo(host, port, family, socket.SOCK_STREAM))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append(exc)
+        done.set()
+
+    threading.Thread(target=lookup, name="dshstream-resolve", daemon=True).start()
+    while not done.wait(_RESOLVE_TICK):
+        if stream.stopped():
+            raise Aborted("the stream was aborted while its host name was resolved")
+    if stream.stopped():
+        raise Aborted("the stream was aborted while its host name was resolved")
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    addresses: list[Any] = result
+    return addresses
+
+
 class _WatchedAdapter(requests.adapters.HTTPAdapter):
     """``requests``' adapter whose pools are watched (the same pools otherwise)."""
 
@@ -203,9 +298,9 @@ def _connect(conn: Any, stream: Sending) -> socket.socket:
     host = dns_host(conn)
     timeout = conn.timeout
     try:
-        addresses = socket.getaddrinfo(
-            host, conn.port, urllib3.util.connection.allowed_gai_family(), socket.SOCK_STREAM
-        )
+        addresses = resolve(host, conn.port, urllib3.util.connection.allowed_gai_family(), stream)
+    except Aborted as exc:
+        raise urllib3.exceptions.NewConnectionError(conn, f"Connection aborted: {exc}") from exc
     except OSError as exc:
         raise urllib3.exceptions.NewConnectionError(conn, f"Failed to resolve {host!r} ({exc})") from exc
     error: OSError | None = None

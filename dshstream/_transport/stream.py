@@ -5,14 +5,19 @@ of :class:`~dshstream._transport.client.HttpTransport`. It exists before its req
 sent, is registered with the :mod:`~dshstream._transport.watchdog` from then until it is
 closed or released, and is always closed.
 
-1. **Limits hold from the first connect.** The request is sent on a short-lived worker
-   thread (``dshstream-send``) while the caller waits on an event, so the total
-   ``deadline``, the content-idle clock (header bytes are not content), the ``cancel``
-   event and :meth:`HttpStream.abort` end it within one watchdog tick (~50 ms) while it is
-   connecting, sending or waiting for headers, exactly as they do once the body flows; the
-   pool hooks (:mod:`~dshstream._transport.pool` rule 1) tell the stream which connection
-   and socket its worker uses. A ``KeyboardInterrupt`` while waiting cuts the request off
-   too. Redirects are never followed (``allow_redirects=False``,
+1. **Limits hold from the first connect.** The total ``deadline``, the content-idle clock
+   (header bytes are not content), the ``cancel`` event and :meth:`HttpStream.abort` end
+   a request within one watchdog tick (~50 ms) while it is connecting, sending or waiting
+   for headers, exactly as they do once the body flows; the pool hooks
+   (:mod:`~dshstream._transport.pool` rule 1) tell the stream which connection and socket
+   its sender uses. Where every step can be cut by a socket shutdown (``inline``:
+   :func:`~dshstream._transport.pool.inline_safe`, pool rule 4 — the common case, and
+   a host name is then resolved on a thread the caller can leave), the request is sent on
+   the caller's own thread: no thread per request. Otherwise (a caller's custom adapter,
+   a pool whose connects are not hooked, such as a SOCKS proxy's: refused at checkout,
+   before anything is connected or sent) it is sent on a short-lived worker thread
+   (``dshstream-send``) while the caller waits on an event the abort sets. A ``KeyboardInterrupt`` while sending or
+   waiting cuts the request off too. Redirects are never followed (``allow_redirects=False``,
    :mod:`~dshstream._transport.answers` rule 2); informational answers are read past
    (:mod:`~dshstream._transport.readers` rule 3).
 2. **An abort ends it now.** :meth:`HttpStream.abort` (any thread: the watchdog, the
@@ -52,7 +57,7 @@ from .._core.http_request import HttpRequest
 from .failures import read_failure, send_failure
 from .base import BaseStream
 from .interface import ERROR_BODY_LIMIT
-from .pool import sending
+from .pool import NotInline, sending
 from .readers import INTERIM, ChunkedReader, Reader, final_response, reader_for, socket_of
 from .sockets import shutdown_response, shutdown_socket
 from .watchdog import Limits, watchdog
@@ -92,23 +97,32 @@ class HttpStream(BaseStream):
         self._conn: Any = None  # the connection a worker checked out (rule 1)
         self._sock: socket.socket | None = None  # the socket a worker is connecting (rule 2)
         self._read: Reader | None = None
+        self._inline = False  # sent on the caller's thread (rule 1)
         #: watches the body as it is read (rule 5); ``None``: nobody does
         self.tap: BodyTap | None = None
         watchdog.add(self)
 
     # ------------------------------------------------------------------ sending
 
-    def send(self, session: requests.Session, method: str, kwargs: dict[str, Any]) -> None:
-        """Send the request on a worker thread; return when headers are in, or raise the
-        classified failure (including this stream's own abort) — never later than the
-        limits allow."""
-        worker = threading.Thread(
-            target=self._work, args=(session, method, kwargs), name="dshstream-send", daemon=True
-        )
+    def send(self, session: requests.Session, method: str, kwargs: dict[str, Any], *, inline: bool = False) -> None:
+        """Send the request — on this thread when ``inline``, else on a worker thread
+        (rule 1); return when headers are in, or raise the classified failure (including
+        this stream's own abort) — never later than the limits allow."""
+        self._inline = inline
         try:
-            worker.start()
-            self._ready.wait()
-        except BaseException:  # KeyboardInterrupt while waiting: cut the request off
+            if inline:
+                self._work(session, method, kwargs)
+                if isinstance(self._outcome, NotInline):  # pool rule 4: nothing sent yet
+                    with self._lock:
+                        self._outcome = None
+                        self._ready.clear()  # the worker sets it again (or an abort does)
+                    self._inline = False
+            if not self._inline:
+                threading.Thread(
+                    target=self._work, args=(session, method, kwargs), name="dshstream-send", daemon=True
+                ).start()
+                self._ready.wait()
+        except BaseException:  # KeyboardInterrupt while sending or waiting: cut the request off
             self._give_up()
             raise
         with self._lock:
@@ -136,7 +150,11 @@ class HttpStream(BaseStream):
             outcome = session.request(method, stream=True, allow_redirects=False, **kwargs)
             while outcome.status_code in INTERIM:
                 outcome = final_response(outcome)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+        except Exception as exc:  # noqa: BLE001 - handed to send()
+            outcome = exc
+        except BaseException as exc:  # a KeyboardInterrupt: the caller's own, when inline
+            if self._inline:
+                raise
             outcome = exc
         finally:
             sending.stream = None
@@ -158,6 +176,11 @@ class HttpStream(BaseStream):
             if sock is not None:
                 self._sock = sock
             return True
+
+    @property
+    def inline(self) -> bool:
+        """Whether the request is sent on the caller's own thread (rule 1; pool rule 4)."""
+        return self._inline
 
     def stopped(self) -> bool:
         """Whether the worker must not go on: aborted, closed, or a limit reached that the

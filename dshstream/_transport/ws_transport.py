@@ -7,9 +7,10 @@ reads a :class:`~dshstream._transport.ws_stream.WsStream` as it reads an HTTP st
 
 1. **What goes over the socket.** A streamed ``POST`` to the Responses endpoint is sent as
    one ``{"type": "response.create", ...}`` text message: the request's body less
-   ``stream`` and ``background`` (transport fields the socket does not take; every turn
-   streams). Everything else goes over HTTP, unchanged: ``GET`` (continuing a stored
-   stream), a ``background`` request (resumable: its cut is continued over HTTP),
+   ``stream``, ``background`` and ``stream_options`` (transport fields the socket does
+   not take, or is not documented to: every turn streams). Everything else goes over
+   HTTP, unchanged: ``GET`` (continuing a stored stream), a ``background`` request
+   (resumable: its cut is continued over HTTP),
    ``get_json``/``post_form``/``post_json``, a turn while another is in flight on the
    socket (one response at a time on a connection), and any exchange while a cassette
    intercepts the HTTP transport (:mod:`~dshstream._transport.intercept`: it records and
@@ -474,7 +475,11 @@ class WebSocketTransport:
 
 def _create_body(request: HttpRequest) -> dict[str, Any]:
     """The ``response.create`` body of a request (rule 1)."""
-    return {key: value for key, value in request.body.items() if key not in ("stream", "background")}
+    return {key: value for key, value in request.body.items() if key not in _HTTP_ONLY}
+
+
+#: the body fields of an HTTP stream that ``response.create`` does not carry (rule 1)
+_HTTP_ONLY = ("stream", "background", "stream_options")
 
 
 def _chain_of(stream: WsStream, ws: WebSocket) -> tuple[WebSocket, Chain] | None:

@@ -79,6 +79,7 @@ def test_minimal_body() -> None:
         "stream": True,
         "store": False,
         "include": INCLUDE,
+        "stream_options": {"include_obfuscation": False},  # api.openai.com: wire rule 8
     }
 
 

@@ -24,7 +24,7 @@ from dshstream._core.assembler import assemble
 from dshstream._core.decode import decode
 from dshstream._replay_server import ReplayServer, Route
 
-from helpers import FIXTURES
+from helpers import FIXTURES, default_sigint
 
 pyte = pytest.importorskip("pyte")
 
@@ -97,6 +97,7 @@ def run_in_pty(
         stderr=slave,
         env=environment,
         close_fds=True,
+        preexec_fn=default_sigint,
     )
     os.close(slave)
     screen = pyte.Screen(COLUMNS, LINES)
@@ -308,7 +309,7 @@ def converse(args: Sequence[str], steps: Sequence[Step], *, timeout: float = 30.
     environment.update({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(LINES)})
     process = subprocess.Popen(
         [sys.executable, "-m", "dshstream", *args], stdin=slave, stdout=slave, stderr=slave, env=environment,
-        close_fds=True,
+        close_fds=True, preexec_fn=default_sigint,
     )
     os.close(slave)
     screen = pyte.Screen(COLUMNS, LINES)

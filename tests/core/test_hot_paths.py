@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -406,3 +406,27 @@ def test_close_from_another_thread_during_result_ends_the_stream_through_cancel(
     closer.join()
     assert time.monotonic() - started < 10
     assert result.text == "a" and result.finish.kind == "aborted" and stream.done
+
+
+# --------------------------------------------------------------------------- rate-limit stamp
+
+
+def _batches_ending_with_a_finish() -> Generator[list[StreamChunk], None, None]:
+    from dshstream._core.types import FinishReason, TextDelta
+
+    yield [TextDelta(index=0, text="a")]
+    yield [Finish(reason=FinishReason("stop"))]
+
+
+def test_no_rate_limit_headers_leave_the_batches_generator_itself() -> None:
+    """No layer to resume per read when there is nothing to stamp; the stamp otherwise."""
+    from dshstream._core.rate_limits import stamp_rate_limits
+
+    plain = _batches_ending_with_a_finish()
+    assert stamp_rate_limits(plain, {"content-type": "text/event-stream"}) is plain
+    assert stamp_rate_limits(plain, None) is plain
+    stamped = list(stamp_rate_limits(_batches_ending_with_a_finish(), {"x-ratelimit-remaining-requests": "7"}))
+    finish = stamped[-1][-1]
+    assert isinstance(finish, Finish) and finish.metadata is not None and finish.metadata.rate_limits is not None
+    assert finish.metadata.rate_limits.remaining_requests == 7
+    assert stamped[0] == [_batches_ending_with_a_finish().__next__()[0]]

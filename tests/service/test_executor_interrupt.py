@@ -18,7 +18,7 @@ from pathlib import Path
 from dshstream import LlmService, OpenAIChatAdapter
 from dshstream._rate_limited_server import RateLimitedServer
 from dshstream.batch import run_many
-from helpers import REPOSITORY
+from helpers import REPOSITORY, default_sigint
 
 CHILD = """
 import sys
@@ -51,7 +51,7 @@ def test_sigint_leaves_a_valid_checkpoint_and_a_rerun_skips_the_finished_rows(tm
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPOSITORY), os.environ.get("PYTHONPATH")]))}
     with RateLimitedServer(limit=10_000, delay=0.05) as server:
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, server.url, str(checkpoint)], env=env, start_new_session=True,
+            [sys.executable, "-c", CHILD, server.url, str(checkpoint)], env=env, start_new_session=True, preexec_fn=default_sigint,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         try:

@@ -348,3 +348,54 @@ def test_a_batch_that_failed_as_a_whole_gives_every_row_its_failure(kind: str) -
     for row in results:
         assert row.failure is not None and row.failure == statuses[0].failure
         assert row.failure.code in ("MODEL_NOT_FOUND", "INVALID_REQUEST")
+
+
+def test_run_many_in_batch_mode_reads_and_sends_nothing_until_iterated() -> None:
+    with BatchApiServer() as server:
+        service = _service(server, "anthropic")
+        read: list[str] = []
+
+        def rows() -> Iterator[dict[str, Any]]:
+            for name in ("a", "b"):
+                read.append(name)
+                yield {"id": name, "prompt": name}
+
+        results = run_many(rows(), service=service, provider="anthropic", model="m", mode="batch",
+                           poll_interval=0.01, progress=False)
+        assert read == [] and server.seen == []
+        unused = run_many(rows(), service=service, provider="anthropic", model="m", mode="batch", progress=False)
+        unused.close()  # closed before its first result: nothing submitted
+        assert read == [] and server.seen == []
+        first = next(results)
+        assert first.id == "a" and first.text == "echo a" and read == ["a", "b"]
+        assert [r.id for r in results] == ["b"]
+        assert len([entry for entry in server.seen if entry[0] == "POST"]) == 1
+
+
+@pytest.mark.parametrize("setting", [
+    {"concurrency": 2}, {"max_attempts": 1}, {"limiter": lambda provider: None}, {"max_tokens": 10},
+    {"poll_interval": 0}, {"price": "free"},
+])
+def test_settings_a_provider_batch_has_no_use_for_are_refused_when_called(setting: dict[str, Any]) -> None:
+    (name,) = setting
+    with BatchApiServer() as server:
+        with pytest.raises(ConfigurationError, match=rf"run_many\({name}="):
+            run_many([{"prompt": "x"}], service=_service(server, "openai"), provider="openai", model="m",
+                     mode="batch", **setting)
+        results = run_many([{"prompt": "x"}], service=_service(server, "openai"), provider="openai", model="m",
+                           mode="batch", concurrency=8, ordered=True, max_attempts=6)  # defaults, and ordered: moot
+        results.close()
+        assert server.seen == []
+
+
+def test_a_route_without_a_batch_api_is_refused_at_the_call_or_before_anything_is_sent() -> None:
+    with BatchApiServer() as server:
+        service = _service(server, "openai")
+        service.register_adapter(["local"], OpenAIChatAdapter(base_url=f"{server.url}/v1", dialect="custom", api_key=""))
+        with pytest.raises(ConfigurationError, match="no provider batch API"):
+            run_many([{"prompt": "x"}], service=service, provider="local", model="m", mode="batch")
+        rows = [{"id": "a", "prompt": "x"}, {"id": "b", "prompt": "y", "provider": "local"}]
+        results = run_many(rows, service=service, provider="openai", model="m", mode="batch", progress=False)
+        with pytest.raises(ConfigurationError, match="'local'.*no provider batch API"):
+            next(results)
+        assert server.seen == []

@@ -26,7 +26,7 @@ PACKAGE = Path(dshstream.__file__).parent
 # or subpackage of ``_core`` (``_core/wires`` is ``wires``), or a top-level private module.
 LAYERS: dict[str, int] = {
     "_version": 1, "types": 1, "errors": 1, "attribution": 1, "dialects": 1, "strict_json": 1, "provider_names": 1,
-    "sse": 2, "chunked": 2, "ws_frames": 2, "ws_handshake": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "closing": 2, "filters": 2, "http_request": 2, "multipart": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
+    "sse": 2, "chunked": 2, "ws_frames": 2, "ws_handshake": 2, "eventstream": 2, "sigv4": 2, "redact": 2, "log": 2, "closing": 2, "filters": 2, "http_request": 2, "multipart": 2, "jsonl": 2, "validate": 2, "response_format": 2, "parts": 2, "media_support": 2, "request": 2,
     "prompt_cache": 2,
     "headers": 2, "recovery": 2, "rate_limits": 2,
     "messages_dialects": 1,

@@ -1,6 +1,6 @@
-"""post_bytes and get_bytes, the two calls a provider batch adds to the transport (a
-multipart upload, a result file), on MemoryTransport and over loopback HTTP; and the batch
-calls' credential refresh."""
+"""post_bytes, get_bytes and get_stream, the calls a provider batch adds to the transport (a
+multipart upload, a result file whole or as it arrives), on MemoryTransport and over
+loopback HTTP; and the batch calls' credential refresh."""
 
 from __future__ import annotations
 
@@ -86,3 +86,29 @@ def test_a_transport_without_the_byte_calls_is_refused() -> None:
     service.register_adapter(["openai"], adapter)
     with pytest.raises(ConfigurationError, match="no post_json"):
         submit_batch([{"prompt": "x"}], service=service, provider="openai", model="m")
+
+
+def test_get_stream_hands_the_open_answer_on_and_is_tried_once_more() -> None:
+    transport = MemoryTransport(MemoryAnswer(fail=ConnectionResetError()),
+                                MemoryAnswer([b"one\n", b"two\n"], headers={"content-type": "application/jsonl"}))
+    stream = transport.get_stream("http://127.0.0.1:1/f", {}, provider="p")
+    try:  # a JSON Lines label is not judged as a JSON document: the caller reads the body
+        assert list(stream) == [b"one\n", b"two\n"]
+    finally:
+        stream.close()
+    assert [r.method for r in transport.requests] == ["GET", "GET"]
+    refused = MemoryTransport(MemoryAnswer(b'{"error": {"message": "no such file"}}', status=404, headers=JSON))
+    with pytest.raises(LlmError) as caught:
+        refused.get_stream("http://127.0.0.1:1/f", {}, provider="p")
+    assert caught.value.failure.status == 404 and caught.value.code == "HTTP_404"
+
+
+def test_get_stream_over_loopback_http() -> None:
+    with BatchApiServer() as server:
+        transport = HttpTransport()
+        made = transport.post_bytes(f"{server.url}/v1/files", b'--x\r\nContent-Disposition: form-data; name="purpose"'
+                                    b'\r\n\r\nbatch\r\n--x\r\nContent-Disposition: form-data; name="file"; '
+                                    b'filename="a.jsonl"\r\n\r\n{"a": 1}\n{"b": 2}\n\r\n--x--\r\n',
+                                    "multipart/form-data; boundary=x", provider="p")
+        with transport.get_stream(f"{server.url}/v1/files/{made['id']}/content", {}, provider="p") as stream:
+            assert b"".join(stream) == b'{"a": 1}\n{"b": 2}\n'

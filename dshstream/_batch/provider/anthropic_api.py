@@ -22,7 +22,6 @@ Contract (the shapes of Anthropic's API reference, "Message Batches"):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
@@ -77,16 +76,10 @@ class AnthropicBatchApi(BatchApi):
         url = status.raw.get("results_url")
         if not isinstance(url, str) or not url:
             return
-        data = self.calls.get_bytes(self.calls.check_own_host(url))
-        for line in data.splitlines():
-            if line.strip():
-                yield self._row(line)
+        for line in self.calls.jsonl_rows(self.calls.check_own_host(url), "the batch results"):
+            yield self._row(line.value) if line.ok else RowAnswer("", failure=line.failure)
 
-    def _row(self, line: bytes) -> RowAnswer:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
+    def _row(self, row: Any) -> RowAnswer:
         custom_id = row.get("custom_id") if isinstance(row, dict) else None
         if not isinstance(row, dict) or not isinstance(custom_id, str):
             return RowAnswer("", failure=malformed(self.provider, "a result line has no custom_id").failure)

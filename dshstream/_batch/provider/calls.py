@@ -12,6 +12,12 @@ Contract:
 2. **Bounded.** Each call has a total time limit (``timeout``, seconds); a JSON answer is
    read to at most :data:`~dshstream._transport.interface.JSON_BODY_LIMIT` bytes, a result
    file to at most ``result_limit`` bytes (``MALFORMED_RESPONSE`` past it, never cut).
+6. **Result files as rows.** :meth:`BatchCalls.jsonl_rows` reads a JSONL result file
+   through the incremental :class:`~dshstream._core.jsonl.JsonlReader` as its pieces
+   arrive (the transport's ``get_stream``), so what is held is the rows, never the file: a
+   line is at most ``line_limit`` bytes. A transport without ``get_stream`` (one written
+   before it) gives the whole body (``get_bytes``, within ``result_limit``), fed to the same
+   reader in pieces. The rows come as the reader gives them (failures included).
 3. **Refreshed once.** A call refused with a rejected credential is made again once when
    the flow changed what it sends (a callable's token, a key pool's next key), as
    ``list_models`` does (http rule 5).
@@ -26,12 +32,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from ..._adapters.credentials import FetchLimits
 from ..._core.errors import LlmError, error_for, make_failure
+from ..._core.jsonl import DEFAULT_MAX_LINE, JsonlReader, JsonlRow
 from ..._core.multipart import MultipartFile, encode_multipart
 from ..._core.redact import redact
 from ..._core.validate import invalid
@@ -45,10 +52,14 @@ T = TypeVar("T")
 
 #: the default bound of one downloaded result file (a 50,000-row OpenAI batch fits)
 RESULT_LIMIT = 512 * 1024 * 1024
+#: the default bound of one result line (one row's answer)
+LINE_LIMIT = DEFAULT_MAX_LINE
+#: the piece size a whole body is fed to the row reader in (rule 6's fallback)
+_PIECE = 1 << 16
 
 
 class BatchCalls:
-    """One adapter's batch calls for ``provider`` (rules 1-5)."""
+    """One adapter's batch calls for ``provider`` (rules 1-6)."""
 
     def __init__(
         self,
@@ -57,12 +68,14 @@ class BatchCalls:
         *,
         timeout: float = 60.0,
         result_limit: int = RESULT_LIMIT,
+        line_limit: int = LINE_LIMIT,
         cancel: threading.Event | None = None,
     ) -> None:
         self.adapter = adapter
         self.provider = provider
         self.timeout = timeout
         self.result_limit = result_limit
+        self.line_limit = line_limit
         self.cancel = cancel
         transport = adapter.transport
         for name in ("get_json", "post_json", "post_bytes", "get_bytes"):
@@ -106,6 +119,39 @@ class BatchCalls:
             url, headers, provider=self.provider, secrets=secrets, timeout=left, cancel=self.cancel,
             limit=self.result_limit))
         return data
+
+    def jsonl_rows(self, url: str, what: str) -> Iterator[JsonlRow]:
+        """The rows of the JSONL file at ``url``, read as it arrives (rules 2, 6); ``what``
+        names the file in a row's failure."""
+        reader = JsonlReader(max_line=self.line_limit, what=what, provider=self.provider)
+        for piece in self._pieces(url):
+            yield from reader.feed(piece)
+        yield from reader.close()
+
+    def _pieces(self, url: str) -> Iterator[bytes]:
+        """The body of ``url`` in pieces, at most ``result_limit`` bytes in all (rules 2, 6)."""
+        transport: Any = self.adapter.transport
+        opener = getattr(transport, "get_stream", None)
+        if not callable(opener):  # rule 6: a transport of before, the whole body
+            data = self.get_bytes(url)
+            for start in range(0, len(data), _PIECE):
+                yield data[start:start + _PIECE]
+            return
+        stream = self._call(lambda headers, secrets, left: opener(
+            url, headers, provider=self.provider, secrets=secrets, timeout=left, cancel=self.cancel))
+        try:
+            size = 0
+            for piece in stream:
+                size += len(piece)
+                if size > self.result_limit:  # rule 2: a failure, never a cut
+                    raise error_for(make_failure(
+                        "MALFORMED_RESPONSE",
+                        f"{self.provider}: the answer is larger than {self.result_limit} bytes (MALFORMED_RESPONSE)",
+                        provider=self.provider, request_id=getattr(stream, "request_id", None),
+                    ))
+                yield piece
+        finally:
+            stream.close()
 
     def check_own_host(self, url: str) -> str:
         """``url`` when it is on the adapter's own origin (rule 4), else raise."""

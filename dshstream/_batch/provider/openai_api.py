@@ -108,16 +108,11 @@ class OpenAIBatchApi(BatchApi):
         for field in ("output_file_id", "error_file_id"):
             file_id = status.raw.get(field)
             if isinstance(file_id, str) and file_id:
-                data = self.calls.get_bytes(self._url(f"/files/{quote(file_id, safe='')}/content"))
-                for line in data.splitlines():
-                    if line.strip():
-                        yield self._row(line)
+                url = self._url(f"/files/{quote(file_id, safe='')}/content")
+                for line in self.calls.jsonl_rows(url, f"the batch's {field.removesuffix('_id')}"):
+                    yield self._row(line.value) if line.ok else RowAnswer("", failure=line.failure)
 
-    def _row(self, line: bytes) -> RowAnswer:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
+    def _row(self, row: Any) -> RowAnswer:
         custom_id = row.get("custom_id") if isinstance(row, dict) else None
         if not isinstance(row, dict) or not isinstance(custom_id, str):
             return RowAnswer("", failure=malformed(self.provider, "a result line has no custom_id").failure)

@@ -26,8 +26,9 @@ Contract:
    and 40 hex digits of its SHA-256: the characters and length every API accepts); result
    rows are matched to requests by it, whatever their order. A request without a result
    row in an ended batch is a failure of its own (``MALFORMED_RESPONSE``; ``TIMEOUT`` when
-   the batch expired, ``ABORTED`` when it was cancelled); a result row naming no request
-   is ignored.
+   the batch expired, ``ABORTED`` when it was cancelled; ``MALFORMED_RESPONSE`` naming
+   the first unreadable line when some result lines could not be read: too long, not
+   JSON, or a half-written last line); a result row naming no request is ignored.
 5. **The same result as a stream.** A result body is cut into the events of the wire's
    stream (:mod:`~dshstream._batch.provider.events`) and fed to a fresh translator from
    the adapter's own wire (``make_translator``: the structured-output unwrap, the output
@@ -246,14 +247,17 @@ class ProviderBatch:
         if not self.wait(poll_interval=poll_interval, timeout=timeout, on_progress=on_progress, progress=progress):
             raise error_for(make_failure("TIMEOUT", f"the provider batches of {self.id} had not ended in time (TIMEOUT)"))
         answers: dict[str, RowAnswer] = {}
+        unreadable: list[LlmFailure] = []
         for ref in self.batches:
             for answer in self._api(ref[0]).results(self._last[ref]):
                 if answer.custom_id:
                     answers[answer.custom_id] = answer  # rule 4: by id, whatever the order
+                elif answer.failure is not None:
+                    unreadable.append(answer.failure)
         statuses = [self._last[ref] for ref in self.batches]
         try:
             for row in self._rows:
-                result = self._result(row, answers.get(row.custom_id), statuses)
+                result = self._result(row, answers.get(row.custom_id), statuses, unreadable)
                 if self._store is not None and not result.resumed:
                     self._store.write(result)
                 yield result
@@ -261,7 +265,8 @@ class ProviderBatch:
             if self._store is not None:
                 self._store.close()
 
-    def _result(self, row: _Row, answer: RowAnswer | None, statuses: list[ProviderBatchStatus]) -> BatchResult:
+    def _result(self, row: _Row, answer: RowAnswer | None, statuses: list[ProviderBatchStatus],
+                unreadable: list[LlmFailure]) -> BatchResult:
         if row.stored is not None:
             return replace(row.stored, index=row.index)
         if row.failure is not None:
@@ -270,7 +275,7 @@ class ProviderBatch:
         assert options is not None
         duration = time.monotonic() - self.started
         if answer is None:
-            return replace(_failed(row, _missing(options.provider, statuses)), duration=duration)
+            return replace(_failed(row, _missing(options.provider, statuses, unreadable)), duration=duration)
         if answer.failure is not None:
             return BatchResult(row.prepared.id, row.prepared.key, row.index, ok=False, finish="error",
                                failure=answer.failure, attempts=1, request_id=answer.request_id or
@@ -301,11 +306,16 @@ class ProviderBatch:
         return assemble(chunks, provider=options.provider, model=options.model)
 
 
-def _missing(provider: str, statuses: list[ProviderBatchStatus]) -> LlmFailure:
+def _missing(provider: str, statuses: list[ProviderBatchStatus], unreadable: list[LlmFailure]) -> LlmFailure:
     """The failure of a request without a result row (rule 4)."""
     failed = next((s.failure for s in statuses if s.failure is not None), None)
     if failed is not None:
         return failed
+    if unreadable:  # its row may be one that could not be read: say which
+        first = unreadable[0].message.removeprefix(f"{provider}: ").removesuffix(" (MALFORMED_RESPONSE)")
+        more = f", and {len(unreadable) - 1} more unreadable" if len(unreadable) > 1 else ""
+        return make_failure("MALFORMED_RESPONSE", f"{provider}: the batch results have no readable row for this "
+                            f"request ({first}{more}) (MALFORMED_RESPONSE)", provider=provider)
     states = {s.state.lower() for s in statuses}
     if any("expired" in state for state in states):
         return make_failure("TIMEOUT", f"{provider}: the batch expired before this row ran (TIMEOUT)",

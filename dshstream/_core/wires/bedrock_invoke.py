@@ -13,10 +13,11 @@ Contract (sans-IO; fed :class:`~dshstream._core.eventstream.EventStreamMessage` 
    exactly one Converse event name as key (``{"contentBlockDelta": {...}}``, Nova) is
    Converse-shaped (``BedrockConverseTranslator``, the key is the event type); an object
    of a text-completion family's shape (Titan text ``outputText``, Llama ``generation``,
-   Mistral ``outputs``) is that family's (``BedrockNativeTranslator``: text, finish words,
-   usage). A first event of any other shape (Cohere, AI21 ...) ends the stream at once
-   with ``MALFORMED_RESPONSE`` naming the family (guessed from its keys) and saying to
-   use the Converse API — never a silent ``STREAM_CLOSED``.
+   Mistral ``outputs``, Cohere ``is_finished``/``event_type``/``generations``, Claude
+   Text Completions ``completion``) is that family's (``BedrockNativeTranslator``: text,
+   finish words, usage). A first event of any other shape (AI21 ...) ends the stream at
+   once with ``MALFORMED_RESPONSE``: "unsupported model family", the family guessed from
+   its keys, and ``api="converse"`` to use instead — never a silent ``STREAM_CLOSED``.
 3. ``amazon-bedrock-invocationMetrics`` (on the last event) gives the usage
    (``inputTokenCount``, ``outputTokenCount``, ``cacheReadInputTokenCount``,
    ``cacheWriteInputTokenCount``) only when the inner events carried none; it is applied
@@ -26,6 +27,13 @@ Contract (sans-IO; fed :class:`~dshstream._core.eventstream.EventStreamMessage` 
    :class:`~dshstream._core.wires.bedrock.BedrockTranslator`.
 5. A ``bytes`` field that is not valid base64, or decodes to invalid JSON, is
    ``MALFORMED_RESPONSE``, like any invalid payload.
+6. Nova on invoke may give every text delta a block index of its own, each closed by its
+   ``contentBlockStop`` (a recording shows 56 one-delta blocks for one answer). A text
+   delta at an index that never had a ``contentBlockStart``, right after a text block's
+   stop, continues that text block: the stop of a text block is held until the next
+   event and dropped when that event continues it, so one run of text is one block.
+   Anything else (a ``contentBlockStart``, a tool or reasoning delta, ``messageStop``,
+   the end) releases the held stop first.
 """
 
 from __future__ import annotations
@@ -51,10 +59,7 @@ _CONVERSE_EVENTS = frozenset(
 
 #: a key of a first event -> the family it suggests (for the failure of rule 2)
 _GUESSES = (
-    ("generations", "Cohere"),
-    ("is_finished", "Cohere"),
-    ("finish_reason", "Cohere"),
-    ("completions", "AI21"),
+    ("completions", "AI21 Jurassic"),
     ("choices", "AI21 Jamba / OpenAI-compatible"),
 )
 
@@ -83,6 +88,11 @@ class BedrockInvokeTranslator(BedrockTranslator):
         self._max_tokens = max_tokens
         self._unwrap: str | None = None
         self.inner: Translator | None = None
+        self._converse = False  # the inner translator reads Converse events (rule 6 applies)
+        self._held_stop: int | None = None  # a text block's index whose stop is held (rule 6)
+        self._alias: dict[int, int] = {}  # a wire index -> the text block it continues
+        self._started: set[int] = set()  # indices that had a contentBlockStart
+        self._text: set[int] = set()  # block indices that are text
 
     # ------------------------------------------------------------------ input
 
@@ -126,11 +136,52 @@ class BedrockInvokeTranslator(BedrockTranslator):
                 return
             self.inner = inner
             self.writer = inner.writer
+            self._converse = name in _CONVERSE_EVENTS
         metrics = payload.get(METRICS)
         writer = self.writer
         if metrics is not None and writer.usage is None and writer.raw_usage is None:
             writer.usage = invocation_usage(metrics)
+        if self._converse and type(body) is dict:
+            body = self._one_text_block(inner, name, body)
+            if body is None:
+                return
         inner.on_payload(name, body)
+
+    def _one_text_block(self, inner: Translator, name: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """``body`` with its block index mapped onto the text block it continues, or
+        ``None`` when the event is a text block's stop held for now (rule 6)."""
+        index = body.get("contentBlockIndex")
+        if not isinstance(index, int):
+            self._release_stop(inner)
+            return body
+        delta = body.get("delta")
+        if name == "contentBlockDelta" and type(delta) is dict and isinstance(delta.get("text"), str):
+            held = self._held_stop
+            target = self._alias.get(index, index)
+            if held is not None and target not in self._started and target not in self._text:
+                self._alias[index] = target = held  # continues the held text block
+                self._held_stop = None
+            else:
+                self._release_stop(inner)
+            self._text.add(target)
+        elif name == "contentBlockStop":
+            target = self._alias.get(index, index)
+            self._release_stop(inner)
+            if target in self._text:
+                self._held_stop = target
+                return None
+        else:
+            self._release_stop(inner)
+            if name == "contentBlockStart":
+                self._started.add(index)
+            target = self._alias.get(index, index)
+        return body if target == index else {**body, "contentBlockIndex": target}
+
+    def _release_stop(self, inner: Translator) -> None:
+        """Forward the held text block's stop (rule 6)."""
+        held, self._held_stop = self._held_stop, None
+        if held is not None:
+            inner.on_payload("contentBlockStop", {"contentBlockIndex": held})
 
     def unwrap_tool_call(self, name: str) -> None:
         """As the base, and passed on to the family translator once it is chosen."""
@@ -171,8 +222,8 @@ class BedrockInvokeTranslator(BedrockTranslator):
         writer.fail(
             writer.failure(
                 "MALFORMED_RESPONSE",
-                f"{writer.provider}: the invoke wire does not decode the {family} model family's stream "
-                f"(first event keys: {', '.join(keys[:8]) or 'none'}); use the Bedrock Converse API",
+                f"{writer.provider}: unsupported model family on the invoke wire ({family}; first event "
+                f"keys: {', '.join(keys[:8]) or 'none'}); use api=\"converse\" (the Bedrock Converse API)",
             )
         )
 
@@ -180,6 +231,7 @@ class BedrockInvokeTranslator(BedrockTranslator):
 
     def flush(self, *, cut: bool) -> None:
         if self.inner is not None:
+            self._release_stop(self.inner)  # rule 6: a held stop is a real one
             self.inner.flush(cut=cut)
 
     def replay_state(self) -> Any:

@@ -1,25 +1,42 @@
 """The text-completion families' own InvokeModelWithResponseStream events (Amazon Titan
-text, Meta Llama, Mistral), as the Bedrock invoke wire decodes them from its chunks.
+text, Meta Llama, Mistral, Cohere Command, Anthropic Claude Text Completions), as the
+Bedrock invoke wire decodes them from its chunks.
 
 Contract (sans-IO; fed decoded inner events through ``on_payload`` by
 :class:`~dshstream._core.wires.bedrock_invoke.BedrockInvokeTranslator`; shapes as AWS
-documents them for each family's streaming response):
+documents them for each family's streaming response and as public recordings show them,
+tests/fixtures/real/PROVENANCE.md):
 
 1. The family is the first event's shape (:func:`native_family`): ``outputText`` is Titan
    text, ``generation`` is Llama, ``outputs`` (a list of ``{text, stop_reason}``) is
-   Mistral. Every event's text is one text block, in order; later events are read by the
-   same family.
-2. The finish word is the family's own: Titan ``completionReason`` (``FINISH`` -> ``stop``,
-   ``LENGTH`` -> ``max-tokens``, ``CONTENT_FILTERED`` -> ``CONTENT_FILTER``), Llama and
-   Mistral ``stop_reason`` (``stop`` -> ``stop``, ``length`` -> ``max-tokens``); any other
-   non-null word is an error finish with that word as the code. The event that carries a
-   finish word completes the stream (no other terminal marker exists): events after it
-   are not read.
-3. Usage: ``amazon-bedrock-invocationMetrics`` (read by the invoke wire, its rule 3),
+   Mistral, ``completion`` is Claude Text Completions (``anthropic-text``), and
+   ``is_finished``, ``event_type`` or a ``generations`` list is Cohere Command. Every
+   event's text is one text block, in order; later events are read by the same family.
+2. Cohere: a streamed event's ``text`` belongs to generation ``index`` (0 when absent);
+   each generation is its own text block, in the order the generations start (one
+   request asking ``num_generations`` > 1 gets that many answers, never glued together).
+   Command R's ``event_type`` events are read the same way (``text-generation`` carries
+   ``text``; ``stream-end`` the finish word; its ``response`` repeats the whole answer and
+   is not read). A ``generations`` list (the answer in one event, when the request did not
+   ask ``stream``) gives each generation's ``text`` and ``finish_reason``.
+3. The finish word is the family's own: Titan ``completionReason`` (``FINISH`` -> ``stop``,
+   ``LENGTH`` -> ``max-tokens``, ``CONTENT_FILTERED`` -> ``CONTENT_FILTER``); Llama and
+   Mistral ``stop_reason`` (``stop`` -> ``stop``, ``length`` -> ``max-tokens``); Claude
+   text ``stop_reason`` (``stop_sequence`` -> ``stop``, ``max_tokens`` -> ``max-tokens``);
+   Cohere ``finish_reason`` (``COMPLETE``/``STOP_SEQUENCE`` -> ``stop``, ``MAX_TOKENS`` ->
+   ``max-tokens``, ``ERROR_TOXIC`` -> ``CONTENT_FILTER``). Any other non-null word is an
+   error finish with that word as the code. The event that carries a finish word
+   completes the stream (no other terminal marker exists): events after it are not read.
+4. A guardrail that blocks: an event with ``amazon-bedrock-guardrailAction``
+   ``INTERVENED`` and an ``amazon-bedrock-trace.guardrail`` record but no finish word
+   (Titan's "Input blocked" answer) completes the stream as ``CONTENT_FILTER``, the
+   guardrail's ``actionReason`` in the failure's detail; its text is kept. A guardrail that
+   only masks (the trace comes with a finish word) leaves the finish alone.
+5. Usage: ``amazon-bedrock-invocationMetrics`` (read by the invoke wire, its rule 3),
    else the family's own counts on the last event that has them (Titan
    ``inputTextTokenCount``/``totalOutputTextTokenCount``, Llama
-   ``prompt_token_count``/``generation_token_count``).
-4. A stream that ends before a finish word is ``STREAM_CLOSED``; there is no replay state
+   ``prompt_token_count``/``generation_token_count``; whole-number floats count).
+6. A stream that ends before a finish word is ``STREAM_CLOSED``; there is no replay state
    (text completion has no hidden state to send back).
 """
 
@@ -27,18 +44,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from .json_values import first_str, int_or_none, list_or_empty
+from ..redact import redact
+from .json_values import dict_or_empty, first_str, int_or_none, list_or_empty
 from .translator import Translator
 from .usage import counted_usage
 
 WIRE = "bedrock-invoke"
-#: family -> finish word (lower-cased) -> finish kind
+GUARDRAIL_ACTION = "amazon-bedrock-guardrailAction"
+TRACE = "amazon-bedrock-trace"
+#: family -> finish word (lower-cased) -> finish kind (rule 3)
 _FINISH = {
     "titan": {"finish": "stop", "length": "max-tokens"},
     "llama": {"stop": "stop", "length": "max-tokens"},
     "mistral": {"stop": "stop", "length": "max-tokens"},
+    "anthropic-text": {"stop_sequence": "stop", "end_turn": "stop", "max_tokens": "max-tokens"},
+    "cohere": {"complete": "stop", "stop_sequence": "stop", "max_tokens": "max-tokens"},
 }
-_CONTENT_FILTER = frozenset({"content_filtered", "content_filter"})
+_CONTENT_FILTER = frozenset({"content_filtered", "content_filter", "error_toxic"})
 
 
 def native_family(payload: dict[str, Any]) -> str | None:
@@ -49,11 +71,17 @@ def native_family(payload: dict[str, Any]) -> str | None:
         return "llama"
     if isinstance(payload.get("outputs"), list):
         return "mistral"
+    if "completion" in payload:
+        return "anthropic-text"
+    if "is_finished" in payload or isinstance(payload.get("event_type"), str) or isinstance(
+        payload.get("generations"), list
+    ):
+        return "cohere"
     return None
 
 
 class BedrockNativeTranslator(Translator):
-    """Titan text, Llama and Mistral streaming events to chunks (module rules)."""
+    """Titan text, Llama, Mistral, Cohere and Claude text events to chunks (module rules)."""
 
     wire = WIRE
 
@@ -67,34 +95,57 @@ class BedrockNativeTranslator(Translator):
     ) -> None:
         super().__init__(provider=provider, request_id=request_id, max_tokens=max_tokens)
         self.family = family
-        self._counts: list[int | None] = [None, None]  # the family's own input, output counts (rule 3)
+        self._counts: list[int | None] = [None, None]  # the family's own input, output counts (rule 5)
 
     def on_payload(self, event: str, payload: Any) -> None:
         if type(payload) is not dict or self.done:
             return
+        pieces: list[tuple[int, Any]]  # (generation, text)
         word: str | None
-        if self.family == "mistral":
-            texts, word = [], None
+        family = self.family
+        if family == "mistral":
+            pieces, word = [], None
             for output in list_or_empty(payload.get("outputs")):
                 if type(output) is dict:
-                    texts.append(output.get("text"))
+                    pieces.append((0, output.get("text")))
                     word = first_str(output.get("stop_reason")) or word
-        elif self.family == "titan":
-            texts, word = [payload.get("outputText")], first_str(payload.get("completionReason"))
+        elif family == "titan":
+            pieces, word = [(0, payload.get("outputText"))], first_str(payload.get("completionReason"))
+        elif family == "llama":
+            pieces, word = [(0, payload.get("generation"))], first_str(payload.get("stop_reason"))
+        elif family == "anthropic-text":
+            pieces, word = [(0, payload.get("completion"))], first_str(payload.get("stop_reason"))
         else:
-            texts, word = [payload.get("generation")], first_str(payload.get("stop_reason"))
-        for text in texts:
+            pieces, word = self._cohere(payload)
+        for generation, text in pieces:
             if isinstance(text, str) and text:
-                self.writer.text(("text", 0), text)
+                self.writer.text(("text", generation), text)
         for position, value in enumerate(self._own_counts(payload)):
             count = int_or_none(value)
             if count is not None:
                 self._counts[position] = count
         if word is not None:
             self._finish(word)
+        elif payload.get(GUARDRAIL_ACTION) == "INTERVENED" and "guardrail" in dict_or_empty(payload.get(TRACE)):
+            self._blocked(dict_or_empty(dict_or_empty(payload.get(TRACE)).get("guardrail")))
+
+    @staticmethod
+    def _cohere(payload: dict[str, Any]) -> tuple[list[tuple[int, Any]], str | None]:
+        """A Cohere event's (generation, text) pieces and finish word (rule 2)."""
+        word = first_str(payload.get("finish_reason"))
+        generations = payload.get("generations")
+        if isinstance(generations, list):
+            pieces: list[tuple[int, Any]] = []
+            for position, generation in enumerate(generations):
+                if type(generation) is dict:
+                    pieces.append((position, generation.get("text")))
+                    word = word or first_str(generation.get("finish_reason"))
+            return pieces, word
+        index = int_or_none(payload.get("index"))
+        return [(index if index is not None else 0, payload.get("text"))], word
 
     def _own_counts(self, payload: dict[str, Any]) -> tuple[Any, Any]:
-        """The family's own input and output counts on one event (rule 3; the last valid
+        """The family's own input and output counts on one event (rule 5; the last valid
         one of each wins)."""
         if self.family == "titan":
             return payload.get("inputTextTokenCount"), payload.get("totalOutputTextTokenCount")
@@ -104,7 +155,7 @@ class BedrockNativeTranslator(Translator):
 
     def flush(self, *, cut: bool) -> None:
         if self.writer.usage is None:
-            self.writer.usage = counted_usage(*self._counts)  # rule 3: invocation metrics win
+            self.writer.usage = counted_usage(*self._counts)  # rule 5: invocation metrics win
 
     def _finish(self, word: str) -> None:
         writer = self.writer
@@ -120,6 +171,16 @@ class BedrockNativeTranslator(Translator):
             )
         else:
             writer.set_finish("error", word, writer.stop_failure(word))
+        self.complete()
+
+    def _blocked(self, guardrail: dict[str, Any]) -> None:
+        """A guardrail blocked the request or the answer and no finish word came (rule 4)."""
+        writer = self.writer
+        reason = first_str(guardrail.get("actionReason"))
+        failure = writer.failure(
+            "CONTENT_FILTER", f"{writer.provider}: blocked by a Bedrock guardrail", detail=redact(reason, limit=200) if reason else None
+        )
+        writer.set_finish("error", "INTERVENED", failure)
         self.complete()
 
     def token_counts(self) -> tuple[int | None, int | None]:
