@@ -117,6 +117,7 @@ from ._core.request import Message
 from ._core.types import (
     FileBlock,
     FinishReason,
+    LlmFailure,
     ReasoningBlock,
     TargetOutcome,
     TextBlock,
@@ -428,6 +429,22 @@ def _put(attributes: dict[str, AttributeValue], *items: tuple[str, AttributeValu
             attributes[key] = value
 
 
+def _failure_attributes(failure: LlmFailure, *, message: bool) -> dict[str, AttributeValue]:
+    """A failure's ``error.type``, its classified headline where asked (a fallback chain's:
+    rule 2) and its HTTP status."""
+    attributes: dict[str, AttributeValue] = {"error.type": failure.code}
+    if message:
+        attributes["dshstream.failure.message"] = failure.message
+    if failure.status is not None:
+        attributes["http.response.status_code"] = failure.status
+    return attributes
+
+
+def _target_names(position: int, provider: str, model: str) -> dict[str, AttributeValue]:
+    """Which fallback target (rule 2)."""
+    return {"dshstream.target": position, "dshstream.target.provider": provider, "dshstream.target.model": model}
+
+
 def _attempt_attributes(record: AttemptRecord) -> dict[str, AttributeValue]:
     attributes: dict[str, AttributeValue] = {
         "dshstream.attempt": record.attempt,
@@ -435,32 +452,19 @@ def _attempt_attributes(record: AttemptRecord) -> dict[str, AttributeValue]:
         "dshstream.attempt.duration": record.duration,
         "dshstream.attempt.chunks": record.chunks,
     }
-    if record.failure is not None:
-        attributes["error.type"] = record.failure.code
-        if record.failure.status is not None:
-            attributes["http.response.status_code"] = record.failure.status
     if record.target is not None:  # a fallback chain's attempt (rule 2)
-        attributes["dshstream.target"] = record.target
-        attributes["dshstream.target.provider"] = record.provider
-        attributes["dshstream.target.model"] = record.model
-        if record.failure is not None:
-            attributes["dshstream.failure.message"] = record.failure.message
+        attributes.update(_target_names(record.target, record.provider, record.model))
+    if record.failure is not None:
+        attributes.update(_failure_attributes(record.failure, message=record.target is not None))
     return attributes
 
 
 def _target_attributes(entry: TargetOutcome) -> dict[str, AttributeValue]:
     """One fallback target's outcome as an event's attributes (rule 2)."""
-    attributes: dict[str, AttributeValue] = {
-        "dshstream.target": entry.position,
-        "dshstream.target.provider": entry.provider,
-        "dshstream.target.model": entry.model,
-        "dshstream.target.outcome": entry.outcome,
-    }
+    attributes = _target_names(entry.position, entry.provider, entry.model)
+    attributes["dshstream.target.outcome"] = entry.outcome
     if entry.failure is not None:
-        attributes["error.type"] = entry.failure.code
-        attributes["dshstream.failure.message"] = entry.failure.message
-        if entry.failure.status is not None:
-            attributes["http.response.status_code"] = entry.failure.status
+        attributes.update(_failure_attributes(entry.failure, message=True))
     return attributes
 
 

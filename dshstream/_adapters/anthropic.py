@@ -53,7 +53,7 @@ from .auth import HeaderAuth
 from .http import HttpAdapter
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, MessagesSettings
 from .settings import HttpSettings
-from .structured_output import StructuredMode
+from .structured_output import StructuredMode, unwrapped
 from .wire import ModelListFormat, Wire
 
 if TYPE_CHECKING:
@@ -167,10 +167,7 @@ class AnthropicWire(MessagesBody, Wire):
         translator = AnthropicTranslator(
             provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
         )
-        forced = self.forced_tool_name(options)
-        if forced is not None:
-            translator.unwrap_tool_call(forced)
-        return translator
+        return unwrapped(translator, self.forced_tool_name(options))
 
 
 def replayed_container(options: GenerateOptions) -> str | None:

@@ -168,16 +168,58 @@ def _auth_flow(style: AzureAuth, credential: CredentialSource) -> AuthFlow:
     return HeaderAuth(credential) if style == "bearer" else HeaderAuth(credential, "api-key", "")
 
 
-def _models_url(base_url: str, api_version: str) -> str:
-    """The resource's model list (rule 6)."""
-    path = "/openai/v1/models" if api_version in _V1 else "/openai/models"
-    return f"{base_url}{path}{_query(api_version)}"
-
-
-class AzureChatWire(OpenAIChatWire):
-    """OpenAI's chat wire at Azure's URLs (rule 2): the v1 API or a classic deployment."""
+class _AtAzure:
+    """What both Azure wires share: the API version, whether it is a classic (dated) one,
+    the model list (rules 2 and 6)."""
 
     provider_name: str | None = "azure.ai.openai"  # telemetry (wire rule 8), custom domains too
+    base_url: str
+    #: ``v1``, ``preview`` or a dated version (the classic URLs)
+    api_version: str
+
+    @property
+    def classic(self) -> bool:
+        """Whether requests use the classic URLs (a dated ``api_version``): a chat
+        deployment's, the preview Responses path."""
+        return self.api_version not in _V1
+
+    def models_url(self) -> str:
+        """The resource's model list (rule 6)."""
+        path = "/openai/models" if self.classic else "/openai/v1/models"
+        return f"{self.base_url}{path}{_query(self.api_version)}"
+
+
+class _OnAzure:
+    """What both Azure adapters share: the target resolved before the base adapter is set
+    up (rules 1-4), the auth flow after, and the wire's version."""
+
+    default_name: str
+    wire: AzureChatWire | AzureResponsesWire
+    credential: CredentialSource
+
+    def _on_azure(self, endpoint: str | None, api_version: str | None, auth: str | None, settings: HttpSettings) -> _Target:
+        target = _target(type(self).__name__, endpoint, api_version, auth, settings)
+        #: how the credential is sent (rule 3)
+        self.auth: AzureAuth = target.auth
+        settings.setdefault("title", self.default_name)
+        return target
+
+    def _azure_auth(self) -> AuthFlow:
+        return _auth_flow(self.auth, self.credential)
+
+    @property
+    def api_version(self) -> str:
+        """``v1``, ``preview`` or the dated version requests use (the wire's)."""
+        return self.wire.api_version
+
+    @property
+    def classic(self) -> bool:
+        """Whether requests use the classic URLs (a dated ``api_version``; the wire's)."""
+        return self.wire.classic
+
+
+class AzureChatWire(_AtAzure, OpenAIChatWire):
+    """OpenAI's chat wire at Azure's URLs (rule 2): the v1 API or a classic deployment."""
 
     def __init__(
         self,
@@ -191,15 +233,9 @@ class AzureChatWire(OpenAIChatWire):
         deployment: str | None = None,
     ) -> None:
         super().__init__(base_url, title, dialect=dialect, think_tags=think_tags, include_usage=include_usage)
-        #: ``v1``, ``preview`` or a dated version (the classic API)
         self.api_version = api_version
         #: the classic URL's deployment (``None``: the request's model)
         self.deployment = deployment
-
-    @property
-    def classic(self) -> bool:
-        """Whether requests use the classic deployment URL (a dated ``api_version``)."""
-        return self.api_version not in _V1
 
     def endpoint(self, options: GenerateOptions) -> str:
         if not self.classic:
@@ -224,14 +260,9 @@ class AzureChatWire(OpenAIChatWire):
             )
         return super().response_format_fields(options)
 
-    def models_url(self) -> str:
-        return _models_url(self.base_url, self.api_version)
 
-
-class AzureResponsesWire(OpenAIResponsesWire):
+class AzureResponsesWire(_AtAzure, OpenAIResponsesWire):
     """OpenAI's Responses wire at Azure's URLs (rule 2)."""
-
-    provider_name: str | None = "azure.ai.openai"  # telemetry (wire rule 8), custom domains too
 
     def __init__(
         self,
@@ -252,13 +283,7 @@ class AzureResponsesWire(OpenAIResponsesWire):
             send_item_ids=send_item_ids,
             compact_threshold=compact_threshold,
         )
-        #: ``v1``, ``preview`` or a dated version (the classic preview URL)
         self.api_version = api_version
-
-    @property
-    def classic(self) -> bool:
-        """Whether requests use the classic preview URL (a dated ``api_version``)."""
-        return self.api_version not in _V1
 
     #: Azure answers POST .../responses/input_tokens with 404 "Unknown request URL"
     count_tokens_note = "Azure OpenAI does not serve POST /responses/input_tokens"
@@ -270,11 +295,8 @@ class AzureResponsesWire(OpenAIResponsesWire):
         path = "/openai/responses" if self.classic else "/openai/v1/responses"
         return f"{self.base_url}{path}{_query(self.api_version)}"
 
-    def models_url(self) -> str:
-        return _models_url(self.base_url, self.api_version)
 
-
-class AzureOpenAIAdapter(OpenAIChatAdapter):
+class AzureOpenAIAdapter(_OnAzure, OpenAIChatAdapter):
     """Stream chat completions from Azure OpenAI (classic deployment URLs or the v1 API):
     :class:`AzureChatWire` + the ``api-key`` or ``Bearer`` auth flow + the attempt loop."""
 
@@ -293,12 +315,8 @@ class AzureOpenAIAdapter(OpenAIChatAdapter):
         include_usage: bool = True,
         **settings: Unpack[HttpSettings],
     ) -> None:
-        name = type(self).__name__
-        target = _target(name, endpoint, api_version, auth, settings)
-        #: how the credential is sent (rule 3)
-        self.auth: AzureAuth = target.auth
-        chosen_deployment = check_str_or_none(deployment, f"{name}.deployment") or None
-        settings.setdefault("title", "Azure OpenAI")
+        target = self._on_azure(endpoint, api_version, auth, settings)
+        chosen_deployment = check_str_or_none(deployment, f"{type(self).__name__}.deployment") or None
         dialect = replace(get_dialect("openai"), base_url=target.base_url, key_env=None, title="Azure OpenAI")
         super().__init__(
             dialect=dialect,
@@ -316,25 +334,15 @@ class AzureOpenAIAdapter(OpenAIChatAdapter):
             api_version=target.api_version,
             deployment=chosen_deployment,
         )
-        self.auth_flow = _auth_flow(self.auth, self.credential)
-
-    @property
-    def api_version(self) -> str:
-        """``v1``, ``preview`` or the dated version requests use (the wire's)."""
-        return self.wire.api_version
+        self.auth_flow = self._azure_auth()
 
     @property
     def deployment(self) -> str | None:
         """The classic URL's deployment (``None``: the request's model; the wire's)."""
         return self.wire.deployment
 
-    @property
-    def classic(self) -> bool:
-        """Whether requests use the classic deployment URL (a dated ``api_version``)."""
-        return self.wire.classic
 
-
-class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
+class AzureOpenAIResponsesAdapter(_OnAzure, OpenAIResponsesAdapter):
     """Stream from Azure OpenAI's Responses API (``/openai/v1/responses``):
     :class:`AzureResponsesWire` + the ``api-key`` or ``Bearer`` auth flow + the attempt loop."""
 
@@ -355,10 +363,7 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
         compact_threshold: int | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
-        target = _target(type(self).__name__, endpoint, api_version, auth, settings)
-        #: how the credential is sent (rule 3)
-        self.auth: AzureAuth = target.auth
-        settings.setdefault("title", "Azure OpenAI Responses")
+        target = self._on_azure(endpoint, api_version, auth, settings)
         super().__init__(
             key_env=None,
             include_encrypted_reasoning=include_encrypted_reasoning,
@@ -377,14 +382,4 @@ class AzureOpenAIResponsesAdapter(OpenAIResponsesAdapter):
             send_item_ids=send_item_ids,
             compact_threshold=self.compact_threshold,
         )
-        self.auth_flow = _auth_flow(self.auth, self.credential)
-
-    @property
-    def api_version(self) -> str:
-        """``v1``, ``preview`` or the dated version requests use (the wire's)."""
-        return self.wire.api_version
-
-    @property
-    def classic(self) -> bool:
-        """Whether requests use the classic preview URL (a dated ``api_version``)."""
-        return self.wire.classic
+        self.auth_flow = self._azure_auth()

@@ -72,9 +72,8 @@ from __future__ import annotations
 
 import base64
 import os
-import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Union
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from .._core.log import get_logger
@@ -84,15 +83,16 @@ from .._core.media_support import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaSupport
 from .._core.http_request import encode_json_body
 from .._core.prompt_cache import CachePoint
 from .._core.request import GenerateOptions, Message
-from .._core.sigv4 import AwsCredentials
 from .._core.strict_json import parse_json_object
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
+from .._core.validate import check_api_key, check_credential, invalid
 from .._core.wires.translator import Translator
 from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from .._core.response_format import JsonMode
 from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
+from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
+from .aws_signing import environment_access_keys
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
@@ -105,6 +105,7 @@ from .structured_output import (
     converse_output_config,
     forced_tool,
     refuse,
+    unwrapped,
 )
 
 if TYPE_CHECKING:
@@ -112,23 +113,13 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = [
-    "ACCESS_ENV", "AwsCredentialsLike", "BedrockAdapter", "BedrockWire", "REGION_ENV", "REGION_PATTERN",
-    "as_aws_credentials", "bedrock_host",
-]
+__all__ = ["BedrockAdapter", "BedrockWire", "bedrock_host"]
 
-REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
-ACCESS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 SERVICE = "bedrock"
 #: the ``anthropic_version`` Claude's InvokeModel body carries on Bedrock
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 APIS = ("converse", "invoke")
-REGION_PATTERN = re.compile(r"[a-z]{2,}(?:-[a-z0-9]+){1,4}")
-
-_Value = Union[AwsCredentials, "tuple[str, str, str | None]", "tuple[str, str]"]
-#: what ``credentials=`` accepts: credentials, a tuple, or a callable returning either
-AwsCredentialsLike = Union[_Value, Callable[[], _Value]]
 
 
 #: what Converse takes of prompt caching (rule 7)
@@ -146,25 +137,6 @@ def cache_point(point: CachePoint) -> dict[str, Any]:
 def bedrock_host(region: str) -> str:
     """The bedrock-runtime API root for ``region``."""
     return f"https://bedrock-runtime.{region}.amazonaws.com"
-
-
-def as_aws_credentials(value: object, field: str) -> AwsCredentials:
-    """``value`` (credentials or a 2- or 3-tuple) as checked :class:`AwsCredentials`; a
-    ``ConfigurationError`` naming ``field`` otherwise (rule 2)."""
-    if isinstance(value, tuple) and len(value) in (2, 3):
-        value = AwsCredentials(*value)
-    if not isinstance(value, AwsCredentials):
-        raise invalid(
-            f"{field} must be AwsCredentials or (access_key_id, secret_access_key, session_token), "
-            f"got {type(value).__name__}",
-            wrong_type=True,
-        )
-    key_id = check_api_key(value.access_key_id, f"{field}.access_key_id")
-    secret = check_api_key(value.secret_access_key, f"{field}.secret_access_key")
-    if not key_id or not secret:
-        raise invalid(f"{field} needs an access key id and a secret access key")
-    token = check_api_key(value.session_token, f"{field}.session_token") if value.session_token else None
-    return AwsCredentials(key_id, secret, token or None)
 
 
 class BedrockWire(Wire):
@@ -433,28 +405,20 @@ class BedrockWire(Wire):
     # ------------------------------------------------------------------ response
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
-        translator: Translator
-        if self.api == "invoke":
-            translator = BedrockInvokeTranslator(
-                provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
-            )
-        else:
-            translator = BedrockConverseTranslator(
-                provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
-            )
-        forced = self.forced_tool_name(options)
-        if forced is not None:
-            translator.unwrap_tool_call(forced)
-        return translator
+        kind: type[Translator] = BedrockInvokeTranslator if self.api == "invoke" else BedrockConverseTranslator
+        translator = kind(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
+        return unwrapped(translator, self.forced_tool_name(options))
 
 
-class BedrockAdapter(HttpAdapter):
+class BedrockAdapter(AwsSigning, HttpAdapter):
     """Stream any Bedrock model through the Converse API (SigV4 or a Bedrock API key):
     :class:`BedrockWire` + the auth flow + the attempt loop (rule 7)."""
 
     default_name = "Amazon Bedrock"
     default_base_url = ""
     key_env = ()
+    sigv4_service = SERVICE
+    key_mode = "bearer"
 
     def __init__(
         self,
@@ -471,9 +435,7 @@ class BedrockAdapter(HttpAdapter):
         name = type(self).__name__
         if structured_output not in STRUCTURED_MODES:
             raise invalid(f"{name}.structured_output must be one of {', '.join(STRUCTURED_MODES)}")
-        chosen = check_str_or_none(region, f"{name}.region") or next(
-            (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
-        )
+        chosen = aws_region(region, f"{name}.region")
         if not chosen:
             raise invalid(f"{name} needs region= or {'/'.join(REGION_ENV)} in the environment")
         if api not in APIS:
@@ -490,13 +452,10 @@ class BedrockAdapter(HttpAdapter):
         own_host = same_host(base_url, home)
         sigv4: SigV4Auth | None = None
         if credentials is not None:
-            if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
-                sigv4 = self._sigv4(credentials)  # asked anew each attempt (rule 2)
-            else:
-                sigv4 = self._sigv4(as_aws_credentials(credentials, f"{name}.credentials"))
+            sigv4 = self._given_sigv4(credentials, f"{name}.credentials")  # rule 2
         elif api_key is None:
             bearer = os.environ.get(BEARER_ENV, "").strip()
-            key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
+            key_id, secret, token = environment_access_keys()
             if not own_host and (bearer or key_id):
                 log.info(
                     "%s: not sending environment AWS credentials to %s (not %s); pass credentials= or api_key=",
@@ -505,9 +464,7 @@ class BedrockAdapter(HttpAdapter):
             elif bearer:
                 api_key = check_api_key(bearer, BEARER_ENV)
             elif key_id and secret:
-                sigv4 = self._sigv4(
-                    as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment"
-                )
+                sigv4 = self._environment_sigv4(key_id, secret, token)
         settings.setdefault("title", "Amazon Bedrock")
         settings["base_url"] = base_url
         settings["api_key"] = api_key
@@ -527,24 +484,6 @@ class BedrockAdapter(HttpAdapter):
         flow: AuthFlow = sigv4 or (HeaderAuth(self.credential) if self.credential.value is not None else NoAuth())
         self.auth_flow = flow
 
-    def _sigv4(self, source: AwsCredentials | Callable[[], _Value], origin: str = "set") -> SigV4Auth:
-        """The SigV4 flow over ``source`` (a callable's value checked each attempt: rule 2)."""
-        return SigV4Auth(
-            source,
-            region=self.region,
-            service=SERVICE,
-            check=lambda value: as_aws_credentials(value, "credentials()"),
-            origin=origin,
-        )
-
-    @property
-    def auth_mode(self) -> str:
-        """``sigv4``, ``bearer`` or ``none`` (the auth flow's kind)."""
-        flow = self.auth_flow
-        if isinstance(flow, SigV4Auth):
-            return "sigv4"
-        return "bearer" if isinstance(flow, HeaderAuth) else "none"
-
     @property
     def api(self) -> Literal["converse", "invoke"]:
         """``converse`` or ``invoke`` (the wire's; rule 6)."""
@@ -559,8 +498,3 @@ class BedrockAdapter(HttpAdapter):
     def default_max_tokens(self) -> int:
         """``maxTokens`` beside a thinking budget when none is asked for (the wire's)."""
         return self.wire.default_max_tokens
-
-    def __repr__(self) -> str:
-        flow = self.auth_flow
-        auth = flow.describe() if isinstance(flow, SigV4Auth) else f"{self.auth_mode} <{flow.describe()}>"
-        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, region={self.region!r}, auth={auth})"

@@ -29,16 +29,16 @@ Contract (checked against anthropic-sdk-python's ``lib/aws`` client):
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._core.log import get_logger
 from .._core.redact import redact
-from .._core.sigv4 import AwsCredentials
 from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
 from .anthropic import DEFAULT_VERSION, AnthropicWire, Fallbacks, check_fallbacks, split_betas
 from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
-from .bedrock import ACCESS_ENV, REGION_ENV, REGION_PATTERN, AwsCredentialsLike, as_aws_credentials
+from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
+from .aws_signing import environment_access_keys
 from .http import HttpAdapter
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesSettings
 from .settings import HttpSettings, checked_base_url, same_host
@@ -85,13 +85,15 @@ def _workspace(value: object, field: str) -> str:
     return chosen
 
 
-class ClaudePlatformAwsAdapter(HttpAdapter):
+class ClaudePlatformAwsAdapter(AwsSigning, HttpAdapter):
     """Stream Claude through Claude Platform on AWS: the Anthropic wire + SigV4 or a key +
     the attempt loop (module rules)."""
 
     default_name = "Claude Platform on AWS"
     default_base_url = ""
     key_env = ()
+    sigv4_service = SERVICE
+    key_mode = "api-key"
 
     def __init__(
         self,
@@ -111,9 +113,7 @@ class ClaudePlatformAwsAdapter(HttpAdapter):
         name = type(self).__name__
         workspace = _workspace(workspace_id, f"{name}.workspace_id")
         chain = check_fallbacks(fallbacks, f"{name}.fallbacks")
-        chosen = check_str_or_none(region, f"{name}.region") or next(
-            (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
-        )
+        chosen = aws_region(region, f"{name}.region")
         if chosen and not REGION_PATTERN.fullmatch(chosen):
             raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
         given_url = settings.pop("base_url", None) or os.environ.get(BASE_URL_ENV, "").strip() or None
@@ -131,13 +131,10 @@ class ClaudePlatformAwsAdapter(HttpAdapter):
         if credentials is not None:
             if not chosen:
                 raise invalid(f"{name}.region is required to sign with credentials=")
-            if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
-                sigv4 = self._sigv4(credentials)  # asked anew each attempt (rule 3)
-            else:
-                sigv4 = self._sigv4(as_aws_credentials(credentials, f"{name}.credentials"))
+            sigv4 = self._given_sigv4(credentials, f"{name}.credentials")  # rule 3
         elif api_key is None:
             key = os.environ.get(KEY_ENV, "").strip()
-            key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
+            key_id, secret, token = environment_access_keys()
             if not own_host:
                 if key or key_id:
                     log.info(
@@ -147,7 +144,7 @@ class ClaudePlatformAwsAdapter(HttpAdapter):
             elif key:
                 api_key = check_api_key(key, KEY_ENV)
             elif key_id and secret:
-                sigv4 = self._sigv4(as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment")
+                sigv4 = self._environment_sigv4(key_id, secret, token)
             else:
                 raise invalid(
                     f"{name} needs credentials: api_key= or {KEY_ENV} (a workspace API key), or credentials= "
@@ -178,29 +175,7 @@ class ClaudePlatformAwsAdapter(HttpAdapter):
         )
         self.auth_flow = flow
 
-    def _sigv4(self, source: AwsCredentials | Callable[[], Any], origin: str = "set") -> SigV4Auth:
-        return SigV4Auth(
-            source,
-            region=self.region,
-            service=SERVICE,
-            check=lambda value: as_aws_credentials(value, "credentials()"),
-            origin=origin,
-        )
-
     @property
     def workspace_id(self) -> str:
         """The workspace every request names (the wire's; rule 2)."""
         return self.wire.workspace_id
-
-    @property
-    def auth_mode(self) -> str:
-        """``sigv4``, ``api-key`` or ``none`` (rule 4)."""
-        flow = self.auth_flow
-        if isinstance(flow, SigV4Auth):
-            return "sigv4"
-        return "api-key" if isinstance(flow, HeaderAuth) else "none"
-
-    def __repr__(self) -> str:
-        flow = self.auth_flow
-        auth = flow.describe() if isinstance(flow, SigV4Auth) else f"{self.auth_mode} <{flow.describe()}>"
-        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, region={self.region!r}, auth={auth})"

@@ -51,24 +51,21 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .._core.parts import MediaPart
-from .._core.media_support import GEMINI, MediaSupport, media_summary
+from .._core.media_support import GEMINI, media_summary
 from .._core.request import GenerateOptions, Message
 from .._core.types import FileBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.strict_json import parse_json_object
 from .._core.wires.translator import Translator
 from .._core.wires.gemini import WIRE, GeminiTranslator
 from .._core.validate import invalid
-from .auth import HeaderAuth
-from .http import HttpAdapter
+from .gemini_common import GeminiApiWire, GeminiKeyAdapter, function_declaration, kept_replay, sampling_config
 from .prompt_cache import CacheSupport, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import gemini_generation_config
-from .wire import ModelListFormat, Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 FOREIGN_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
 #: what Gemini takes of prompt caching (rule 6)
 GEMINI_CACHING = CacheSupport(
@@ -102,14 +99,12 @@ def _thinking_levels(model: str) -> bool:
     return generation is not None and generation >= 3
 
 
-class GeminiWire(Wire):
+class GeminiWire(GeminiApiWire):
     """The Gemini API request and translator (rule 1)."""
 
-    media: MediaSupport | None = GEMINI
     #: telemetry (wire rule 8): the Gemini API's operation is ``generate_content``
     provider_name: str | None = "gcp.gemini"
     operation_name = "generate_content"
-    models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
 
     def __init__(
         self,
@@ -120,9 +115,7 @@ class GeminiWire(Wire):
         thinking_budgets: Mapping[str, int] | None = None,
         foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
     ) -> None:
-        super().__init__(base_url, title)
-        #: the API version in every path (``v1beta``)
-        self.api_version = api_version.strip("/")
+        super().__init__(base_url, title, api_version=api_version)
         self.thinking_budgets = {**THINKING_BUDGETS, **(thinking_budgets or {})}
         self.foreign_thought_signature = foreign_thought_signature
 
@@ -135,9 +128,6 @@ class GeminiWire(Wire):
 
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}:streamGenerateContent?alt=sse"
-
-    def models_url(self) -> str | None:
-        return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
     def count_tokens_url(self, options: GenerateOptions) -> str | None:
         return f"{self.base_url}/{self.api_version}/{self.model_path(options.model)}:countTokens"
@@ -167,25 +157,9 @@ class GeminiWire(Wire):
         if system:
             body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
         if options.tools:
-            body["tools"] = [
-                {
-                    "functionDeclarations": [
-                        {
-                            "name": tool.name,
-                            **({"description": tool.description} if tool.description else {}),
-                            "parameters": dict(tool.parameters),
-                        }
-                        for tool in options.tools
-                    ]
-                }
-            ]
-        config: dict[str, Any] = {}
-        if options.max_tokens is not None:
-            config["maxOutputTokens"] = options.max_tokens
-        if options.temperature is not None:
-            config["temperature"] = options.temperature
-        if options.stop:
-            config["stopSequences"] = list(options.stop)
+            declarations = [function_declaration(tool) for tool in options.tools]
+            body["tools"] = [{"functionDeclarations": declarations}]
+        config = sampling_config(options, snake=False)
         effort = options.reasoning_effort
         if effort is not None and _thinking_levels(options.model):
             level = "low" if effort in ("off", "minimal", "low") else "high"
@@ -234,22 +208,12 @@ class GeminiWire(Wire):
 
     def model_parts(self, message: Message, calls: dict[str, tuple[str, str | None]]) -> list[dict[str, Any]]:
         """A model turn's parts: replay state if it has ours, else rebuilt from its blocks."""
-        replay = message.replay_state
-        kept = {call.id for call in message.tool_calls}
-        if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("parts"), list):
-            call_ids = replay.get("call_ids")
-            call_ids = call_ids if isinstance(call_ids, list) else []
+        replayed = kept_replay(message, WIRE, "parts", _is_function_call)
+        if replayed is not None:
             parts: list[dict[str, Any]] = []
-            position = 0
-            for part in replay["parts"]:
-                if not isinstance(part, dict):
-                    continue
-                function_call = part.get("functionCall")
-                if isinstance(function_call, dict):
-                    call_id = call_ids[position] if position < len(call_ids) else None
-                    position += 1
-                    if not isinstance(call_id, str) or call_id not in kept:
-                        continue  # dropped by the assembler (max-tokens)
+            for part, call_id in replayed:
+                if call_id is not None:
+                    function_call = part["functionCall"]
                     wire_id = function_call.get("id")
                     calls[call_id] = (
                         str(function_call.get("name") or ""),
@@ -339,12 +303,10 @@ class GeminiWire(Wire):
         return GeminiTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
 
 
-class GeminiAdapter(HttpAdapter):
+class GeminiAdapter(GeminiKeyAdapter):
     """Stream Gemini models through the Gemini API (or a compatible endpoint; rule 2)."""
 
     default_name = "Google Gemini"
-    default_base_url = DEFAULT_BASE_URL
-    key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def __init__(
         self,
@@ -362,12 +324,10 @@ class GeminiAdapter(HttpAdapter):
             thinking_budgets=thinking_budgets,
             foreign_thought_signature=foreign_thought_signature,
         )
-        self.auth_flow = HeaderAuth(self.credential, "x-goog-api-key", "")
 
-    @property
-    def api_version(self) -> str:
-        """The API version in every path (the wire's)."""
-        return self.wire.api_version
+
+def _is_function_call(part: Mapping[str, Any]) -> bool:
+    return isinstance(part.get("functionCall"), dict)
 
 
 def _part_kind(part: Mapping[str, Any]) -> str:

@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from .._core.media_support import GEMINI, MediaSupport, media_summary
+from .._core.media_support import GEMINI, media_summary
 from .._core.parts import MediaPart
 from .._core.request import GenerateOptions, Message
 from .._core.response_format import JsonSchema
@@ -61,13 +61,10 @@ from .._core.validate import describe, invalid
 from .._core.types import FileBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .._core.wires.gemini_interactions import WIRE, GeminiInteractionsTranslator
 from .._core.wires.translator import Translator
-from .auth import HeaderAuth
-from .gemini import DEFAULT_BASE_URL
-from .http import HttpAdapter
+from .gemini_common import GeminiApiWire, GeminiKeyAdapter, function_declaration, kept_replay, sampling_config
 from .prompt_cache import NO_CACHING, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import schema_of
-from .wire import ModelListFormat, Wire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -88,11 +85,8 @@ THINKING_LEVELS: dict[str, str] = {
 _MEDIA_KINDS = {"image": "image", "document": "document", "audio": "audio"}
 
 
-class GeminiInteractionsWire(Wire):
+class GeminiInteractionsWire(GeminiApiWire):
     """The Interactions API request and translator (rule 1)."""
-
-    media: MediaSupport | None = GEMINI
-    models_format = ModelListFormat(list_key="models", id_key="name", name_key="displayName", id_prefix="models/")
 
     def __init__(
         self,
@@ -103,9 +97,7 @@ class GeminiInteractionsWire(Wire):
         api_revision: str | None = API_REVISION,
         previous_interaction: bool = False,
     ) -> None:
-        super().__init__(base_url, title)
-        #: the API version in every path (``v1beta``)
-        self.api_version = api_version.strip("/")
+        super().__init__(base_url, title, api_version=api_version)
         #: the ``Api-Revision`` header (``None``: not sent, the API's default revision)
         self.api_revision = api_revision
         #: continue the stored interaction instead of resending the history (rule 3)
@@ -118,9 +110,6 @@ class GeminiInteractionsWire(Wire):
 
     def protocol_headers(self) -> dict[str, str]:
         return {"Api-Revision": self.api_revision} if self.api_revision else {}
-
-    def models_url(self) -> str | None:
-        return f"{self.base_url}/{self.api_version}/models?pageSize=1000"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         # prompt caching: nothing of it is documented for this API; refused, never dropped
@@ -137,21 +126,9 @@ class GeminiInteractionsWire(Wire):
             body["system_instruction"] = "\n\n".join(system)
         if options.tools:
             body["tools"] = [
-                {
-                    "type": "function",
-                    "name": tool.name,
-                    **({"description": tool.description} if tool.description else {}),
-                    "parameters": dict(tool.parameters),
-                }
-                for tool in options.tools
+                {"type": "function", **function_declaration(tool)} for tool in options.tools
             ]
-        config: dict[str, Any] = {}
-        if options.max_tokens is not None:
-            config["max_output_tokens"] = options.max_tokens
-        if options.temperature is not None:
-            config["temperature"] = options.temperature
-        if options.stop:
-            config["stop_sequences"] = list(options.stop)
+        config = sampling_config(options, snake=True)
         effort = options.reasoning_effort
         if effort is not None:
             config["thinking_level"] = THINKING_LEVELS.get(effort, "medium")
@@ -219,21 +196,11 @@ class GeminiInteractionsWire(Wire):
 
     def model_steps(self, message: Message, calls: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
         """A model turn's steps: its replay state if it has ours, else rebuilt (rule 3)."""
-        replay = message.replay_state
-        kept = {call.id for call in message.tool_calls}
-        if isinstance(replay, dict) and replay.get("wire") == WIRE and isinstance(replay.get("steps"), list):
-            call_ids = replay.get("call_ids")
-            call_ids = call_ids if isinstance(call_ids, list) else []
+        replayed = kept_replay(message, WIRE, "steps", _is_function_call)
+        if replayed is not None:
             steps: list[dict[str, Any]] = []
-            position = 0
-            for step in replay["steps"]:
-                if not isinstance(step, dict):
-                    continue
-                if step.get("type") == "function_call":
-                    call_id = call_ids[position] if position < len(call_ids) else None
-                    position += 1
-                    if not isinstance(call_id, str) or call_id not in kept:
-                        continue  # dropped by the assembler (max-tokens)
+            for step, call_id in replayed:
+                if call_id is not None:
                     calls[call_id] = (str(step.get("name") or ""), str(step.get("id") or call_id))
                 steps.append(dict(step))
             return steps
@@ -324,17 +291,19 @@ class GeminiInteractionsWire(Wire):
         return GeminiInteractionsTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
 
 
+def _is_function_call(step: Mapping[str, Any]) -> bool:
+    return step.get("type") == "function_call"
+
+
 def _content_kind(media_type: str) -> str:
     head = media_type.split("/", 1)[0]
     return head if head in ("image", "audio", "video") else "document"
 
 
-class GeminiInteractionsAdapter(HttpAdapter):
+class GeminiInteractionsAdapter(GeminiKeyAdapter):
     """Stream Gemini models through the Interactions API (rule 2)."""
 
     default_name = "Google Gemini Interactions"
-    default_base_url = DEFAULT_BASE_URL
-    key_env: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def __init__(
         self,
@@ -356,9 +325,3 @@ class GeminiInteractionsAdapter(HttpAdapter):
             api_revision=api_revision,
             previous_interaction=previous_interaction,
         )
-        self.auth_flow = HeaderAuth(self.credential, "x-goog-api-key", "")
-
-    @property
-    def api_version(self) -> str:
-        """The API version in every path (the wire's)."""
-        return self.wire.api_version

@@ -71,6 +71,7 @@ from .._core.errors import ConfigurationError
 from .._core.request import GenerateOptions
 from .._core.response_format import JsonMode, JsonSchema
 from .._core.validate import invalid
+from .._core.wires.translator import Translator
 
 __all__ = [
     "ForcedTool",
@@ -85,6 +86,7 @@ __all__ = [
     "refuse",
     "responses_text_format",
     "schema_of",
+    "unwrapped",
 ]
 
 #: how an adapter that has both asks for structured output: ``"auto"`` (native where the
@@ -235,6 +237,14 @@ def forced_tool(options: GenerateOptions, where: str, *, thinking: bool = False)
         )
     return ForcedTool(fmt.name, fmt.description or DEFAULT_TOOL_DESCRIPTION, schema_of(fmt))
 
+
+
+def unwrapped(translator: Translator, forced: str | None) -> Translator:
+    """``translator``, writing the call of the ``forced`` tool as text (rule 2; ``None``:
+    no forced tool, nothing changed)."""
+    if forced is not None:
+        translator.unwrap_tool_call(forced)
+    return translator
 
 def chat_fields(options: GenerateOptions, dialect: Dialect, where: str) -> dict[str, Any]:
     """The body fields of ``options.response_format`` on chat completions, in ``dialect``'s

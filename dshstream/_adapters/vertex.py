@@ -343,10 +343,33 @@ class VertexAnthropicWire(AnthropicWire):
         return {}
 
 
-class _OnVertex:
-    """Where a Vertex adapter's requests go: its wire's project and location."""
+class _OnVertex(HttpAdapter):
+    """What both Vertex adapters share: the target and auth set up before the wire, and
+    where requests go (the wire's project and location)."""
 
+    default_base_url = ""
+    key_env: tuple[str, ...] = ()
     wire: VertexGeminiWire | VertexAnthropicWire
+
+    def _on_vertex(
+        self,
+        project: str | None,
+        location: str | None,
+        credentials_file: str | os.PathLike[str] | None,
+        auth: VertexAuth | None,
+        settings: HttpSettings,
+        *,
+        express_allowed: bool,
+    ) -> _Target:
+        """The target (rules 1-3), the HTTP settings and the auth flow (rules 2-4); the
+        Gemini or Anthropic adapter's own set-up is skipped: the caller builds Vertex's wire."""
+        target = _target(
+            type(self).__name__, project, location, credentials_file, auth, settings, express_allowed=express_allowed
+        )
+        settings.setdefault("title", self.default_name)
+        HttpAdapter.__init__(self, **settings)
+        self.auth_flow = _vertex_auth(self.credential, target, self.extra_headers)
+        return target
 
     @property
     def project(self) -> str | None:
@@ -363,8 +386,6 @@ class VertexGeminiAdapter(_OnVertex, GeminiAdapter):
     """Stream Gemini models through Vertex AI (regional, global or express mode)."""
 
     default_name = "Vertex AI"
-    default_base_url = ""
-    key_env = ()
 
     def __init__(
         self,
@@ -378,11 +399,8 @@ class VertexGeminiAdapter(_OnVertex, GeminiAdapter):
         foreign_thought_signature: str | None = FOREIGN_THOUGHT_SIGNATURE,
         **settings: Unpack[HttpSettings],
     ) -> None:
-        target = _target(
-            type(self).__name__, project, location, credentials_file, auth, settings, express_allowed=True
-        )
-        settings.setdefault("title", "Vertex AI")
-        HttpAdapter.__init__(self, **settings)  # Gemini's adapter, with Vertex's wire and auth (rule 4)
+        # Gemini's adapter, with Vertex's wire and auth (rule 4)
+        target = self._on_vertex(project, location, credentials_file, auth, settings, express_allowed=True)
         self.wire: VertexGeminiWire = VertexGeminiWire(
             self.base_url,
             self.title,
@@ -393,7 +411,6 @@ class VertexGeminiAdapter(_OnVertex, GeminiAdapter):
             thinking_budgets=thinking_budgets,
             foreign_thought_signature=foreign_thought_signature,
         )
-        self.auth_flow = _vertex_auth(self.credential, target, self.extra_headers)
 
     @property
     def express(self) -> bool:
@@ -405,8 +422,6 @@ class VertexAnthropicAdapter(_OnVertex, AnthropicAdapter):
     """Stream Claude models through Vertex AI (``:streamRawPredict``)."""
 
     default_name = "Claude on Vertex AI"
-    default_base_url = ""
-    key_env = ()
 
     def __init__(
         self,
@@ -422,11 +437,8 @@ class VertexAnthropicAdapter(_OnVertex, AnthropicAdapter):
         eager_input_streaming: bool = True,
         **settings: Unpack[HttpSettings],
     ) -> None:
-        target = _target(
-            type(self).__name__, project, location, credentials_file, None, settings, express_allowed=False
-        )
-        settings.setdefault("title", "Claude on Vertex AI")
-        HttpAdapter.__init__(self, **settings)  # Anthropic's adapter, with Vertex's wire and auth (rule 4)
+        # Anthropic's adapter, with Vertex's wire and auth (rule 4)
+        target = self._on_vertex(project, location, credentials_file, None, settings, express_allowed=False)
         claude = MessagesSettings(
             default_max_tokens=default_max_tokens,
             thinking_budgets=thinking_budgets,
@@ -442,4 +454,3 @@ class VertexAnthropicAdapter(_OnVertex, AnthropicAdapter):
             anthropic_version=anthropic_version,
             **claude,
         )
-        self.auth_flow = _vertex_auth(self.credential, target, self.extra_headers)

@@ -174,6 +174,25 @@ def test_model_list_urls(azure: tuple[ReplayServer, Any]) -> None:
     assert all(r.method == "GET" and r.headers["api-key"] == KEY for r in server.requests)
 
 
+def test_the_responses_adapter_lists_models_and_names_its_version_like_the_chat_one(
+    azure: tuple[ReplayServer, Any]
+) -> None:
+    server, session = azure
+    server.add("/openai/", Route(body=b'{"data":[{"id":"gpt-4.1"}],"object":"list"}', content_type="application/json"))
+    current = AzureOpenAIResponsesAdapter(endpoint=RESOURCE, api_key=KEY, session=session)
+    dated = AzureOpenAIResponsesAdapter(endpoint=RESOURCE, api_key=KEY, api_version="2025-04-01-preview", session=session)
+    assert (current.api_version, current.classic, dated.api_version, dated.classic) == (
+        "v1", False, "2025-04-01-preview", True)
+    assert [m.id for m in current.list_models("azure")] == ["gpt-4.1"]
+    dated.list_models("azure")
+    assert [r.path for r in server.requests] == ["/openai/v1/models", "/openai/models?api-version=2025-04-01-preview"]
+    assert all(r.method == "GET" and r.headers["api-key"] == KEY for r in server.requests)
+    assert (current.title, AzureOpenAIAdapter(endpoint=RESOURCE, api_key=KEY).title) == (
+        "Azure OpenAI Responses", "Azure OpenAI")
+    assert current.provider_info("azure").name == "Azure OpenAI Responses"
+    assert AzureOpenAIResponsesAdapter(endpoint=RESOURCE, api_key=KEY, title="Mine").title == "Mine"
+
+
 @pytest.mark.parametrize("name", AZURE_FIXTURES)
 def test_every_recorded_azure_stream_replays_through_the_adapter(azure: tuple[ReplayServer, Any], name: str) -> None:
     server, session = azure

@@ -348,3 +348,22 @@ def test_invoke_refuses_other_families_and_bad_api(aws: tuple[ReplayServer, Any]
     assert not server.requests
     with pytest.raises(ConfigurationError, match="api"):
         BedrockAdapter(region="us-east-1", api="chat")  # type: ignore[arg-type]
+
+
+def test_repr_and_auth_mode_name_the_flow_never_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    creds = AwsCredentials(KEY_ID, SECRET, TOKEN)
+    root = f"base_url={HOST!r}, region='us-east-1'"
+    cases = [
+        (BedrockAdapter(region="us-east-1", credentials=creds), f"BedrockAdapter({root}, auth=sigv4 <set>)", "sigv4"),
+        (BedrockAdapter(region="us-east-1", credentials=lambda: creds),
+         f"BedrockAdapter({root}, auth=sigv4 <callable>)", "sigv4"),
+        (BedrockAdapter(region="us-east-1", api_key=BEARER), f"BedrockAdapter({root}, auth=bearer <set>)", "bearer"),
+        (BedrockAdapter(region="us-west-2", base_url="https://proxy.example.com"),
+         "BedrockAdapter(base_url='https://proxy.example.com', region='us-west-2', auth=none <none>)", "none"),
+    ]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    cases.append((BedrockAdapter(region="us-east-1"), f"BedrockAdapter({root}, auth=sigv4 <environment>)", "sigv4"))
+    for adapter, text, mode in cases:
+        assert (repr(adapter), adapter.auth_mode) == (text, mode)
+        assert SECRET not in text and BEARER not in text and TOKEN not in text

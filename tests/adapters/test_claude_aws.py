@@ -158,3 +158,22 @@ def test_server_side_fallback_rides_on_this_route_too(aws: tuple[ReplayServer, A
     list(adapter.stream(options()))
     assert server.requests[-1].body["fallbacks"] == "default"
     assert _headers(server)["anthropic-beta"] == "server-side-fallback-2026-07-01"
+
+
+def test_repr_and_auth_mode_name_the_flow_never_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = f"base_url={HOST!r}, region='us-east-1'"
+    cases = [
+        (ClaudePlatformAwsAdapter(region="us-east-1", workspace_id=WORKSPACE, credentials=(KEY_ID, SECRET)),
+         f"ClaudePlatformAwsAdapter({root}, auth=sigv4 <set>)", "sigv4"),
+        (ClaudePlatformAwsAdapter(region="us-east-1", workspace_id=WORKSPACE, api_key=API_KEY),
+         f"ClaudePlatformAwsAdapter({root}, auth=api-key <set>)", "api-key"),
+        (ClaudePlatformAwsAdapter(workspace_id=WORKSPACE, base_url="https://proxy.example.com"),
+         "ClaudePlatformAwsAdapter(base_url='https://proxy.example.com', region='', auth=none <none>)", "none"),
+    ]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    cases.append((ClaudePlatformAwsAdapter(region="us-east-1", workspace_id=WORKSPACE),
+                  f"ClaudePlatformAwsAdapter({root}, auth=sigv4 <environment>)", "sigv4"))
+    for adapter, text, mode in cases:
+        assert (repr(adapter), adapter.auth_mode) == (text, mode)
+        assert SECRET not in text and API_KEY not in text

@@ -129,6 +129,41 @@ def test_history_without_replay_state_is_rebuilt_as_steps() -> None:
     ]
 
 
+def test_a_replayed_call_the_assembler_dropped_is_not_sent_and_a_kept_one_names_its_result() -> None:
+    adapter = GeminiInteractionsAdapter(api_key=KEY)
+    replay = {
+        "wire": "gemini-interactions",
+        "steps": [
+            {"type": "thought", "signature": "sig-1"},
+            "not a step",
+            {"type": "function_call", "id": "w1", "name": "get_weather", "arguments": {"location": "Paris"}},
+            {"type": "function_call", "id": "w2", "name": "get_weather", "arguments": {"location": "Oslo"}},
+        ],
+        "call_ids": ["c1", "c2"],
+    }
+    kept = ToolCallBlock(id="c1", name="get_weather", arguments='{"location": "Paris"}')
+    assistant = Message("assistant", (kept,), provider=PROVIDER, replay_state=replay)
+    history = [Message.user("Weather?"), assistant, Message.tool_result("c1", '{"temp": 21}')]
+    steps = adapter.wire.build_body(options(history))["input"]
+    assert steps == [
+        {"type": "user_input", "content": [{"type": "text", "text": "Weather?"}]},
+        {"type": "thought", "signature": "sig-1"},
+        {"type": "function_call", "id": "w1", "name": "get_weather", "arguments": {"location": "Paris"}},
+        {"type": "function_result", "call_id": "w1", "result": '{"temp": 21}', "name": "get_weather"},
+    ]  # c2 was dropped (max-tokens); c1's result goes to its wire id
+
+
+def test_list_models_and_the_api_version_in_its_path(server: ReplayServer) -> None:
+    payload = {"models": [{"name": "models/gemini-3-flash-preview", "displayName": "Gemini 3 Flash"}]}
+    server.add("/v1alpha/models", Route(body=json.dumps(payload).encode(), content_type="application/json", chunked=False))
+    service, adapter = setup(server, api_version="/v1alpha/")
+    assert adapter.api_version == "v1alpha"
+    assert [(m.id, m.name) for m in service.list_models(PROVIDER)] == [("gemini-3-flash-preview", "Gemini 3 Flash")]
+    recorded = server.requests[-1]
+    assert recorded.method == "GET" and recorded.path == "/v1alpha/models?pageSize=1000"
+    assert recorded.headers["x-goog-api-key"] == KEY
+
+
 def test_second_turn_sends_every_signature_back_on_its_step(server: ReplayServer) -> None:
     serve(server, "google_search_then_function_call.sse", "text_thought_signature.sse")
     service, _ = setup(server)

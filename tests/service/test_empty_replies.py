@@ -94,6 +94,31 @@ def test_unknown_counts_are_none_never_zero(usage: dict[str, Any] | None, counts
     assert (failure.diagnostics["input_tokens"], failure.diagnostics["output_tokens"]) == counts
 
 
+def gemini_empty(usage: dict[str, Any]) -> bytes:
+    """A Gemini reply with no parts, ``STOP`` and ``usageMetadata`` (the documented shape)."""
+    event = {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP", "index": 0}],
+             "usageMetadata": usage, "modelVersion": "gemini-2.5-flash", "responseId": "resp-gemini-1"}
+    return f"data: {json.dumps(event)}\r\n\r\n".encode()
+
+
+@pytest.mark.parametrize(
+    ("usage", "counts"),
+    [
+        ({"promptTokenCount": 12, "candidatesTokenCount": 0, "thoughtsTokenCount": 5}, (12, 5)),  # thoughts bill as output
+        ({"promptTokenCount": 12, "thoughtsTokenCount": 5}, (12, 5)),
+        ({"promptTokenCount": 12, "candidatesTokenCount": 3}, (12, 3)),
+        ({"promptTokenCount": 12}, (12, None)),  # no output field: unknown, never zero
+        ({"candidatesTokenCount": "3", "thoughtsTokenCount": -1}, (None, None)),
+    ],
+)
+def test_a_gemini_empty_reply_counts_its_thoughts_as_output(
+    usage: dict[str, Any], counts: tuple[int | None, int | None]
+) -> None:
+    failure = empty_failure(run(gemini_empty(usage), "gemini"))
+    assert failure.diagnostics is not None
+    assert (failure.diagnostics["input_tokens"], failure.diagnostics["output_tokens"]) == counts
+
+
 def test_responses_hidden_reasoning_and_nothing_else() -> None:
     """A Responses reply that only reasoned (encrypted, no summary): reasoning present."""
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"}

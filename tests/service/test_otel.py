@@ -61,6 +61,7 @@ from dshstream import (
     Message,
     OpenAIChatAdapter,
     StreamChunk,
+    Target,
 )
 from dshstream.adapters import VertexGeminiAdapter
 from dshstream.observe import FirstChunkRecord, StreamFinished
@@ -321,6 +322,48 @@ def test_http_500_after_retries_is_one_error_span_with_an_event_per_attempt(
     assert dict(duration.attributes or {})["error.type"] == "SERVER"
     assert telemetry.points("gen_ai.client.token.usage") == []
     assert telemetry.points("gen_ai.client.operation.time_to_first_chunk") == []
+
+
+def test_a_fallback_chain_names_each_target_and_its_failure_on_the_events(
+    server: ReplayServer, telemetry: Telemetry
+) -> None:
+    server.add("/first" + PATH, server_error())
+    server.add(PATH, BODY)
+    service = LlmService(observer=telemetry.observer())
+    first = OpenAIChatAdapter(
+        api_key="sk-test-observe", base_url=f"{server.url}/first/v1", dialect="openrouter", max_retries=0
+    )
+    service.register_adapter(["first"], first)
+    service.register_adapter(["second"], make_adapter(server))
+    service.register_chain("chain", [Target("first", MODEL), Target("second", MODEL)])
+
+    result = service.stream(options(provider="chain")).result()
+
+    assert result.ok and result.metadata is not None
+    [failed, served] = result.metadata.fallback
+    assert failed.failure is not None and served.failure is None
+    message = failed.failure.message
+    assert message and "upstream busy" not in message  # the headline, never upstream text
+    span = telemetry.one_span()
+    attempts = [dict(e.attributes or {}) for e in span.events if e.name == "dshstream.attempt"]
+    assert attempts[0] == {
+        "dshstream.attempt": 1, "dshstream.attempt.outcome": "failed",
+        "dshstream.attempt.duration": attempts[0]["dshstream.attempt.duration"],
+        "dshstream.attempt.chunks": 0,
+        "dshstream.target": 1, "dshstream.target.provider": "first", "dshstream.target.model": MODEL,
+        "error.type": "SERVER", "http.response.status_code": 500, "dshstream.failure.message": message,
+    }  # fmt: skip
+    assert attempts[1]["dshstream.target"] == 2 and attempts[1]["dshstream.target.provider"] == "second"
+    assert "error.type" not in attempts[1] and "dshstream.failure.message" not in attempts[1]
+    targets = [dict(e.attributes or {}) for e in span.events if e.name == "dshstream.fallback.target"]
+    assert targets == [
+        {"dshstream.target": 1, "dshstream.target.provider": "first", "dshstream.target.model": MODEL,
+         "dshstream.target.outcome": "failed", "error.type": "SERVER", "http.response.status_code": 500,
+         "dshstream.failure.message": message},
+        {"dshstream.target": 2, "dshstream.target.provider": "second", "dshstream.target.model": MODEL,
+         "dshstream.target.outcome": "served"},
+    ]  # fmt: skip
+    assert attrs(span)["dshstream.fallback.targets"] == 2
 
 
 def test_an_in_band_error_is_one_error_span(server: ReplayServer, telemetry: Telemetry) -> None:

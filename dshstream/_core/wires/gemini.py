@@ -56,6 +56,7 @@ from ..strict_json import dump_json, loads_event
 from ..types import Citation, FinishKind, LlmFailure, TokenUsage
 from .json_values import dict_or_empty, first_str, int_or_none, list_or_empty
 from .translator import Translator
+from .usage import reported_counts
 from .writer import ChunkWriter
 
 WIRE = "gemini"
@@ -528,13 +529,9 @@ class GeminiTranslator(Translator):
         self._end_text_block()
 
     def token_counts(self) -> tuple[int | None, int | None]:
-        raw = self.writer.raw_usage
-        if raw is None:
-            return (None, None)
-        candidates = int_or_none(raw.get("candidatesTokenCount"))
-        thoughts = int_or_none(raw.get("thoughtsTokenCount"))
-        output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
-        return (int_or_none(raw.get("promptTokenCount")), output)
+        return reported_counts(
+            self.writer.raw_usage, "promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount"
+        )
 
     def replay_state(self) -> Any:
         parts = [p.to_part() if isinstance(p, _TextPart) else p for p in self._parts]

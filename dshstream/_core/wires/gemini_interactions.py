@@ -62,6 +62,7 @@ from ..strict_json import dump_json, loads_event, parse_json_object
 from ..types import Citation, FinishKind, TokenUsage
 from .json_values import dict_or_empty, first_str, int_or_none, list_or_empty
 from .translator import Translator
+from .usage import reported_counts
 
 __all__ = ["WIRE", "GeminiInteractionsTranslator", "interactions_usage"]
 
@@ -357,13 +358,9 @@ class GeminiInteractionsTranslator(Translator):
             self._stop(step, cut=True)
 
     def token_counts(self) -> tuple[int | None, int | None]:
-        raw = self.writer.raw_usage
-        if raw is None:
-            return (None, None)
-        output = int_or_none(raw.get("total_output_tokens"))
-        thoughts = int_or_none(raw.get("total_thought_tokens"))
-        total = None if output is None and thoughts is None else (output or 0) + (thoughts or 0)
-        return (int_or_none(raw.get("total_input_tokens")), total)
+        return reported_counts(
+            self.writer.raw_usage, "total_input_tokens", "total_output_tokens", "total_thought_tokens"
+        )
 
     def replay_state(self) -> Any:
         steps = [entry for entry in map(self._replay_step, self._done) if entry is not None]

@@ -83,7 +83,7 @@ from ..strict_json import dump_json, loads_event
 from ..types import Citation, TokenUsage
 from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none, list_or_empty
 from .translator import Translator
-from .usage import split_iterations
+from .usage import reported_counts, split_iterations
 
 WIRE = "openai-responses"
 _MAX_TOKENS_REASONS = frozenset({"max_output_tokens", "max_tokens", "length"})
@@ -700,10 +700,7 @@ class OpenAIResponsesTranslator(Translator):
         return state
 
     def token_counts(self) -> tuple[int | None, int | None]:
-        usage = self._usage
-        if usage is None:
-            return (None, None)
-        return (int_or_none(usage.get("input_tokens")), int_or_none(usage.get("output_tokens")))
+        return reported_counts(self._usage, "input_tokens", "output_tokens")
 
     def flush(self, *, cut: bool) -> None:
         writer = self.writer

@@ -15,6 +15,10 @@ what they have in common is here):
    responding model's own entries (naming no model, or the response's model) are billed
    to the response; another model's entries are summed per model and reported apart
    (``metadata.usage_by_model``), never added to the response's usage.
+4. The provider's own counts as it reported them (:func:`reported_counts`, asked to
+   explain an empty reply): the input count, and the output count summed over the fields
+   that bill as output (Gemini's thoughts beside its candidates); each ``None`` when no
+   field of it is a valid count.
 """
 
 from __future__ import annotations
@@ -25,7 +29,17 @@ from typing import Any
 from ..types import TokenUsage
 from .json_values import int_or_none
 
-__all__ = ["add_usage", "counted_usage", "split_iterations"]
+__all__ = ["add_usage", "counted_usage", "reported_counts", "split_iterations"]
+
+
+def reported_counts(
+    raw: dict[str, Any] | None, input_key: str, *output_keys: str
+) -> tuple[int | None, int | None]:
+    """``raw``'s input count and its output count, summed over ``output_keys`` (rule 4)."""
+    if raw is None:
+        return (None, None)
+    outputs = [count for count in (int_or_none(raw.get(key)) for key in output_keys) if count is not None]
+    return (int_or_none(raw.get(input_key)), sum(outputs) if outputs else None)
 
 
 def counted_usage(

@@ -1,0 +1,128 @@
+"""The AWS side of an adapter that may sign with SigV4 (Bedrock, Claude Platform on AWS):
+the region, the credentials a caller or the environment hands over, the SigV4 flow built
+from them, and what ``auth_mode`` and ``repr`` say of it. Each adapter keeps its own
+order of checks and its own messages; this module holds what they share.
+
+Contract:
+
+1. **Region.** ``region=`` (checked as a string) wins; else the first non-blank of
+   ``AWS_REGION``, ``AWS_DEFAULT_REGION``, stripped; else ``""``. A region looks like
+   :data:`REGION_PATTERN` (``us-east-1``).
+2. **Credentials.** ``credentials=`` is an :class:`~dshstream._core.sigv4.AwsCredentials`,
+   an ``(access_key_id, secret_access_key[, session_token])`` tuple, or a zero-argument
+   callable returning either, asked anew before every attempt (the value checked by
+   :func:`as_aws_credentials` then, a ``ConfigurationError`` naming ``credentials()``);
+   a fixed value is checked at construction, naming the adapter's field.
+3. **Environment.** ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``
+   (stripped) are read by :func:`environment_access_keys`; whether they may be sent is the
+   adapter's choice (only to its real host), and a flow built from them says ``environment``.
+4. **The flow.** :class:`AwsSigning` builds :class:`~dshstream._adapters.auth.SigV4Auth`
+   for the adapter's region and :attr:`AwsSigning.sigv4_service`; ``auth_mode`` is
+   ``sigv4``, :attr:`AwsSigning.key_mode` for a key in a header, or ``none``; ``repr``
+   shows the base URL (redacted), the region and the flow's description, never a secret.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Union
+
+from .._core.redact import redact
+from .._core.sigv4 import AwsCredentials
+from .._core.validate import check_api_key, check_str_or_none, invalid
+from .auth import AuthFlow, HeaderAuth, SigV4Auth
+
+__all__ = [
+    "ACCESS_ENV", "AwsCredentialsLike", "AwsSigning", "REGION_ENV", "REGION_PATTERN", "as_aws_credentials",
+    "aws_region", "environment_access_keys",
+]
+
+REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
+ACCESS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+REGION_PATTERN = re.compile(r"[a-z]{2,}(?:-[a-z0-9]+){1,4}")
+
+_Value = Union[AwsCredentials, "tuple[str, str, str | None]", "tuple[str, str]"]
+#: what ``credentials=`` accepts: credentials, a tuple, or a callable returning either (rule 2)
+AwsCredentialsLike = Union[_Value, Callable[[], _Value]]
+
+
+def aws_region(region: object, field: str) -> str:
+    """``region`` checked, else the environment's, else ``""`` (rule 1)."""
+    return check_str_or_none(region, field) or next(
+        (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
+    )
+
+
+def environment_access_keys() -> tuple[str, str, str]:
+    """The environment's access key id, secret key and session token, ``""`` where unset (rule 3)."""
+    key_id, secret, token = (os.environ.get(v, "").strip() for v in ACCESS_ENV)
+    return key_id, secret, token
+
+
+def as_aws_credentials(value: object, field: str) -> AwsCredentials:
+    """``value`` (credentials or a 2- or 3-tuple) as checked :class:`AwsCredentials`; a
+    ``ConfigurationError`` naming ``field`` otherwise (rule 2)."""
+    if isinstance(value, tuple) and len(value) in (2, 3):
+        value = AwsCredentials(*value)
+    if not isinstance(value, AwsCredentials):
+        raise invalid(
+            f"{field} must be AwsCredentials or (access_key_id, secret_access_key, session_token), "
+            f"got {type(value).__name__}",
+            wrong_type=True,
+        )
+    key_id = check_api_key(value.access_key_id, f"{field}.access_key_id")
+    secret = check_api_key(value.secret_access_key, f"{field}.secret_access_key")
+    if not key_id or not secret:
+        raise invalid(f"{field} needs an access key id and a secret access key")
+    token = check_api_key(value.session_token, f"{field}.session_token") if value.session_token else None
+    return AwsCredentials(key_id, secret, token or None)
+
+
+class AwsSigning:
+    """What an adapter that may sign with SigV4 shares (rule 4): mixed in before
+    :class:`~dshstream._adapters.http.HttpAdapter`, which sets ``auth_flow`` and ``base_url``."""
+
+    #: the SigV4 service name requests are signed for
+    sigv4_service: str
+    #: what ``auth_mode`` says of a key sent in a header
+    key_mode: str
+    #: the AWS region requests are signed for (rule 1)
+    region: str
+    auth_flow: AuthFlow
+    base_url: str
+
+    def _sigv4(self, source: AwsCredentials | Callable[[], _Value], origin: str = "set") -> SigV4Auth:
+        """The SigV4 flow over ``source`` (a callable's value checked each attempt: rule 2)."""
+        return SigV4Auth(
+            source,
+            region=self.region,
+            service=self.sigv4_service,
+            check=lambda value: as_aws_credentials(value, "credentials()"),
+            origin=origin,
+        )
+
+    def _given_sigv4(self, credentials: AwsCredentialsLike, field: str) -> SigV4Auth:
+        """The flow over a caller's ``credentials=``: a callable asked anew each attempt, a
+        value checked now (rule 2)."""
+        if callable(credentials) and not isinstance(credentials, (tuple, AwsCredentials)):
+            return self._sigv4(credentials)
+        return self._sigv4(as_aws_credentials(credentials, field))
+
+    def _environment_sigv4(self, key_id: str, secret: str, token: str) -> SigV4Auth:
+        """The flow over the environment's access keys (rule 3)."""
+        return self._sigv4(as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment")
+
+    @property
+    def auth_mode(self) -> str:
+        """``sigv4``, :attr:`key_mode` or ``none`` (the auth flow's kind; rule 4)."""
+        flow = self.auth_flow
+        if isinstance(flow, SigV4Auth):
+            return "sigv4"
+        return self.key_mode if isinstance(flow, HeaderAuth) else "none"
+
+    def __repr__(self) -> str:
+        flow = self.auth_flow
+        auth = flow.describe() if isinstance(flow, SigV4Auth) else f"{self.auth_mode} <{flow.describe()}>"
+        return f"{type(self).__name__}(base_url={redact(self.base_url)!r}, region={self.region!r}, auth={auth})"
