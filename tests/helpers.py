@@ -341,3 +341,18 @@ def require_engine(module: str, extra: str | None) -> Any:
         if REQUIRE_ENGINES and extra:
             pytest.fail(f"DSHSTREAM_REQUIRE_ENGINES=1 but {module} is not installed ({how})", pytrace=False)
         pytest.skip(f"{module} is not installed ({how})", allow_module_level=True)
+
+
+class SkippedSleeps:
+    """Stands in for a module's ``time`` (``monkeypatch.setattr(module, "time", ...)``):
+    the real clock, but each ``sleep`` recorded in :attr:`slept` and returned at once, so
+    a backoff schedule is asserted instead of waited out."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.monotonic = time.monotonic
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
