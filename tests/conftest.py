@@ -53,6 +53,8 @@ LONGEST_FIRST = (
     "tests/service/test_ray_data.py",
     "tests/adapters/test_litellm.py",
     "tests/robustness/test_fuzz.py",
+    "tests/robustness/test_size_bounds.py",
+    "tests/robustness/test_every_field.py",
     "tests/surface/test_examples.py",
     "tests/robustness/test_corpus.py",
     "tests/cli/test_terminal.py",
