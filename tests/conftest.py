@@ -76,6 +76,7 @@ LONGEST_FIRST = (
 SAME_WORKER = {
     "tests/adapters/test_litellm_boundaries.py": "tests/adapters/test_litellm.py",
     "tests/adapters/test_media_requests.py": "tests/adapters/test_litellm.py",
+    "tests/adapters/test_key_pool.py": "tests/adapters/test_litellm.py",  # its LiteLLM pool test
 }
 
 
