@@ -53,6 +53,8 @@ LONGEST_FIRST = (
     "tests/service/test_ray_data.py",
     "tests/adapters/test_litellm.py",
     "tests/robustness/test_fuzz.py",
+    "tests/robustness/test_size_bounds.py",
+    "tests/robustness/test_every_field.py",
     "tests/surface/test_examples.py",
     "tests/robustness/test_corpus.py",
     "tests/cli/test_terminal.py",
@@ -74,6 +76,7 @@ LONGEST_FIRST = (
 SAME_WORKER = {
     "tests/adapters/test_litellm_boundaries.py": "tests/adapters/test_litellm.py",
     "tests/adapters/test_media_requests.py": "tests/adapters/test_litellm.py",
+    "tests/adapters/test_key_pool.py": "tests/adapters/test_litellm.py",  # its LiteLLM pool test
 }
 
 

@@ -337,15 +337,22 @@ def send_threads() -> int:
 REQUIRE_ENGINES = os.environ.get("DSHSTREAM_REQUIRE_ENGINES", "") == "1"
 
 
-def require_engine(module: str, extra: str | None) -> Any:
+def require_engine(module: str, extra: str | None, *, import_now: bool = True) -> Any:
     """The distributed engine ``module`` imported, or skip saying how to install it (fail,
     under ``DSHSTREAM_REQUIRE_ENGINES=1``, for an engine of an ``extra``; pyspark, which
-    needs Java, always skips)."""
+    needs Java, always skips). With ``import_now=False`` (a top-level ``module`` only) it
+    is only found, not imported, and ``None`` is returned: a module-level check that
+    leaves a slow import to the fixture that needs it."""
     import importlib
+    import importlib.util
 
     import pytest
 
     try:
+        if not import_now:
+            if importlib.util.find_spec(module) is None:
+                raise ImportError(module)
+            return None
         return importlib.import_module(module)
     except ImportError:
         how = f"pip install -e '.[{extra}]'" if extra else f"pip install {module} (and a Java runtime)"
@@ -362,3 +369,18 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class SkippedSleeps:
+    """Stands in for a module's ``time`` (``monkeypatch.setattr(module, "time", ...)``):
+    the real clock, but each ``sleep`` recorded in :attr:`slept` and returned at once, so
+    a backoff schedule is asserted instead of waited out."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.monotonic = time.monotonic
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)

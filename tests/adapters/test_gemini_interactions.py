@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from dshstream._adapters import resumption
 from dshstream._adapters.gemini_interactions import API_REVISION, GeminiInteractionsAdapter
 from dshstream._core.assembler import assemble
 from dshstream._core.errors import ConfigurationError
@@ -25,7 +26,7 @@ from dshstream._core.types import Finish, ReasoningBlock, StreamChunk, TextBlock
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
 from dshstream._transport.memory import MemoryAnswer, MemoryTransport, SentRequest
-from helpers import fake_key, fixture_bytes
+from helpers import SkippedSleeps, fake_key, fixture_bytes
 
 KEY = fake_key("AIzaSy", 33)  # CANARY: a Google-shaped fake key, built at run time
 PROVIDER = "gemini-interactions"
@@ -320,13 +321,17 @@ def test_a_cut_continuation_is_resumed_again() -> None:
     assert server.gets == [event_id(events[3]), event_id(events[8])]
 
 
-def test_unresumable_end_carries_a_cursor_that_service_resume_continues() -> None:
+def test_unresumable_end_carries_a_cursor_that_service_resume_continues(monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps = SkippedSleeps()  # the backoffs between resume tries recorded, not slept
+    monkeypatch.setattr(resumption, "time", sleeps)
     name = "parallel_function_calls_streamed_args.sse"
     events = events_of(name)
     cut = 9
     dead = MemoryTransport(handler=lambda sent: MemoryAnswer(events[:cut]) if sent.method == "POST"
                            else MemoryAnswer(b"", status=503))
     got = list(adapter(dead).stream(resumable()))
+    assert [r.method for r in dead.requests] == ["POST"] + ["GET"] * resumption.MAX_TRIES
+    assert sleeps.slept[:4] == [0.25, 0.5, 1.0, 2.0]  # a doubling backoff between the tries
     finish = got[-1]
     assert type(finish) is Finish and finish.reason.failure is not None
     assert finish.reason.failure.code == "STREAM_CLOSED"

@@ -17,7 +17,9 @@ import threading
 from typing import Any
 
 import pytest
-from helpers import fixture_bytes
+from helpers import SkippedSleeps, fixture_bytes
+
+from dshstream._adapters import resumption
 
 from dshstream._adapters.openai_responses import OpenAIResponsesAdapter
 from dshstream._adapters.azure import AzureOpenAIResponsesAdapter
@@ -117,6 +119,14 @@ def adapter(transport: MemoryTransport, **settings: Any) -> OpenAIResponsesAdapt
     return OpenAIResponsesAdapter(api_key=KEY, key_env=None, transport=transport, max_retries=0, **settings)
 
 
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> SkippedSleeps:
+    """Resumption's backoffs recorded, not slept (its rules 1 and 2)."""
+    skipped = SkippedSleeps()
+    monkeypatch.setattr(resumption, "time", skipped)
+    return skipped
+
+
 def options(**extra: Any) -> GenerateOptions:
     return GenerateOptions(provider=PROVIDER, model="gpt-5", messages=(Message.user("hi"),), resumable=True, **extra)
 
@@ -170,32 +180,36 @@ def test_a_cut_continuation_is_resumed_again() -> None:
     assert len(server.gets) == 2 and server.gets[1] == sequence(events[3 + 4 - 1])
 
 
-def test_expired_stream_is_polled_to_its_final_response() -> None:
+def test_expired_stream_is_polled_to_its_final_response(sleeps: SkippedSleeps) -> None:
     relative = SEQUENCED[2]
     events = events_of(relative)
     completed = json.loads(events[-1].split(b"data: ", 1)[1])
     server = Background(events, 4, expire=True, final=completed["response"], polls_queued=2)
     got = list(adapter(server.transport).stream(options()))
     assert server.polls == 3
+    assert sleeps.slept == [0.5, 1.0]  # a poll backoff after each queued answer
     assert assemble(got).text == assemble(uncut(relative)).text
     assert type(got[-1]) is Finish and got[-1].reason.kind == uncut(relative)[-1].reason.kind  # type: ignore[union-attr]
 
 
-def test_queued_response_cut_at_its_first_event_is_polled() -> None:
+def test_queued_response_cut_at_its_first_event_is_polled(sleeps: SkippedSleeps) -> None:
     relative = SEQUENCED[0]
     events = events_of(relative)
     completed = json.loads(events[-1].split(b"data: ", 1)[1])
     server = Background(events, 1, expire=True, final=completed["response"], polls_queued=3)
     result = assemble(list(adapter(server.transport).stream(options())))
     assert result.text == assemble(uncut(relative)).text and result.finish.failure is None
+    assert server.polls == 4 and sleeps.slept == [0.5, 1.0, 2.0]  # doubling, one per queued answer
 
 
-def test_unresumable_end_carries_a_cursor_that_service_resume_continues() -> None:
+def test_unresumable_end_carries_a_cursor_that_service_resume_continues(sleeps: SkippedSleeps) -> None:
     relative = SEQUENCED[1]
     events = events_of(relative)
     cut = 5
     dead = MemoryTransport(handler=lambda sent: MemoryAnswer(events[:cut]) if sent.method == "POST" else MemoryAnswer(b"", status=503))
     got = list(adapter(dead).stream(options()))
+    assert [r.method for r in dead.requests] == ["POST"] + ["GET"] * resumption.MAX_TRIES
+    assert sleeps.slept[:4] == [0.25, 0.5, 1.0, 2.0]  # a doubling backoff between the tries
     finish = got[-1]
     assert type(finish) is Finish and finish.reason.failure is not None
     assert finish.reason.failure.code == "STREAM_CLOSED"

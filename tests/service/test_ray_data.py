@@ -24,9 +24,9 @@ from conftest import _PROVIDER_VARIABLES
 from helpers import require_engine
 from service.recipes import recipe
 
-ray = require_engine("ray", "ray")
-require_engine("ray.data", "ray")
 psutil = require_engine("psutil", "ray")  # a dependency of ray
+require_engine("ray", "ray", import_now=False)  # imported by the cluster fixture: Ray and
+# pandas take seconds to import, on the worker that runs this file only, not at collection
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,8 @@ def readme_server() -> Iterator[RateLimitedServer]:
 def cluster(readme_server: RateLimitedServer) -> Iterator[Any]:
     # Workers take the environment of this process at ray.init (PYTHONPATH: this
     # checkout's dshstream): no key of the machine, the README server's URL.
+    require_engine("ray.data", "ray")
+    ray = require_engine("ray", "ray")
     with pytest.MonkeyPatch.context() as patch:
         for name in _PROVIDER_VARIABLES:
             patch.delenv(name, raising=False)
@@ -75,9 +77,9 @@ def _factory(url: str) -> Callable[[], LlmService]:
     return build
 
 
-def _map(dataset: Any, workers: int, batch_size: int, **kwargs: Any) -> list[dict[str, Any]]:
+def _map(ray: Any, rows: list[dict[str, Any]], workers: int, batch_size: int, **kwargs: Any) -> list[dict[str, Any]]:
     return list(
-        dataset.map_batches(
+        ray.data.from_items(rows).map_batches(
             RayMapper, fn_constructor_kwargs={"provider": "local", "model": "m", **kwargs},
             compute=ray.data.ActorPoolStrategy(size=workers), batch_size=batch_size, num_cpus=0.5,
         ).take_all()
@@ -88,7 +90,7 @@ def test_two_workers_share_one_limit_and_return_result_columns(cluster: Any) -> 
     limiter = RayLimiter(8)
     rows = [{"id": f"r{i}", "prompt": f"p{i}", "other": i} for i in range(40)]
     with RateLimitedServer(limit=6, window=0.5, fail="p2") as server:
-        out = _map(ray.data.from_items(rows), 2, 10, service=_factory(server.url), concurrency=4, limiter=limiter)
+        out = _map(cluster, rows, 2, 10, service=_factory(server.url), concurrency=4, limiter=limiter)
         stats = server.stats()
     by_id = {row["id"]: row for row in out}
     assert sorted(by_id) == sorted(f"r{i}" for i in range(40))
@@ -139,7 +141,7 @@ def test_a_worker_killed_mid_batch_is_retried_without_resending_finished_rows(cl
         killer = threading.Thread(target=_kill_when_written, args=(folder, 3, seen), daemon=True)
         killer.start()
         out = _map(
-            ray.data.from_items(rows), 1, 12, service=_factory(server.url), concurrency=2, checkpoint_dir=str(folder)
+            cluster, rows, 1, 12, service=_factory(server.url), concurrency=2, checkpoint_dir=str(folder)
         )
         killer.join(5)
         accepted = dict(server.accepted)

@@ -64,8 +64,10 @@ class Example:
             self.proc.kill()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One headless Chromium for the file (each test loads its own page): a start takes
+    seconds, more on a cold disk."""
     binary, driver_path = chromium()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

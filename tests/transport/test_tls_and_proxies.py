@@ -58,7 +58,9 @@ def ca_pem(ca: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-def _https_server(ca: Any, *, client_ca: Any = None) -> ReplayServer:
+def _https_server(ca: Any, *, client_ca: Any = None, pause: float = 0.0) -> ReplayServer:
+    """A loopback HTTPS provider; ``pause`` seconds between its two text events (only the
+    test that checks streaming through a proxy waits for one)."""
     server = ReplayServer()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
@@ -68,7 +70,7 @@ def _https_server(ca: Any, *, client_ca: Any = None) -> ReplayServer:
     # The handshake runs in the handler's thread (first read), never in the accept loop.
     inner = server._server
     inner.socket = context.wrap_socket(inner.socket, server_side=True, do_handshake_on_connect=False)
-    server.add("/v1/", Route(body=b"", script=[chat_event("Hel"), 1.5, chat_event("lo"), FINISH]))
+    server.add("/v1/", Route(body=b"", script=[chat_event("Hel"), *([pause] if pause else []), chat_event("lo"), FINISH]))
     return server
 
 
@@ -225,14 +227,15 @@ def proxies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int
 
 
 def test_https_through_a_connect_proxy_streams_as_it_arrives(
-    tls_server: ReplayServer, ca_pem: str, proxies: tuple[int, int]
+    ca: Any, ca_pem: str, proxies: tuple[int, int]
 ) -> None:
     open_port, _ = proxies
-    adapter = OpenAIChatAdapter(
-        api_key="k-123456", base_url=https_url(tls_server), verify=ca_pem,
-        proxies={"https": f"http://127.0.0.1:{open_port}"},
-    )
-    text, at = text_of(adapter)
+    with _https_server(ca, pause=1.5) as paused:
+        adapter = OpenAIChatAdapter(
+            api_key="k-123456", base_url=https_url(paused), verify=ca_pem,
+            proxies={"https": f"http://127.0.0.1:{open_port}"},
+        )
+        text, at = text_of(adapter)
     assert text == "Hello"
     assert at[1] - at[0] >= 0.7, at  # the first event came before the server's pause: no buffering
 
