@@ -250,6 +250,8 @@ class Resumption:
                 if translator is not None:
                     translator.begin_continuation()
                 return body
+            if self.tries >= MAX_TRIES:  # the last try failed: no wait for a try that never comes
+                return None
             if not self._wait(min(0.25 * 2 ** (self.tries - 1), 4.0)):
                 return None
         return None
