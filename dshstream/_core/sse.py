@@ -154,7 +154,10 @@ class SSEDecoder:
             if n > 1 and data[-1] == 10 and n <= self._max:
                 if 13 not in data:  # LF framing (an int needle: memchr, no buffer protocol)
                     if data[-2] == 10:
-                        text = data.decode("utf-8", "replace")
+                        try:  # the strict decoder is the cheaper call; the same text when valid
+                            text = data.decode()
+                        except UnicodeDecodeError:
+                            text = data.decode("utf-8", "replace")
                         end = len(text) - 2  # the last line's LF
                         eol = text.find("\n")
                         if eol == end:
@@ -174,7 +177,10 @@ class SSEDecoder:
                         self._clean = not self._dirty
                         return out
                 elif data.endswith(b"\r\n\r\n"):  # CRLF framing (Gemini, many proxies)
-                    text = data.decode("utf-8", "replace")
+                    try:
+                        text = data.decode()
+                    except UnicodeDecodeError:
+                        text = data.decode("utf-8", "replace")
                     end = len(text) - 4  # the last line's CRLF
                     eol = text.find("\r")
                     if text.find("\n") == eol + 1:  # the first line ends with CRLF
