@@ -161,9 +161,10 @@ class SSEDecoder:
                         end = len(text) - 2  # the last line's LF
                         eol = text.find("\n")
                         if eol == end:
+                            if text.startswith("data: "):  # the usual spacing: one test less
+                                return [_new(ServerSentEvent, ("message", text[6:end], self._last_id, None))]
                             if text.startswith("data:"):
-                                value = text[6:end] if text[5:6] == " " else text[5:end]
-                                return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
+                                return [_new(ServerSentEvent, ("message", text[5:end], self._last_id, None))]
                         elif (
                             text.startswith("data:", eol + 1)
                             and text.startswith("event:")
