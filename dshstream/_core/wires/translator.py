@@ -102,11 +102,6 @@ class Translator:
             max_tokens=max_tokens,
         )
         self._default_on_event = type(self).on_event is Translator.on_event
-        # Rule 6's flag, which the pump reads after every read, as an instance attribute
-        # (the cheaper lookup; the class's own value), unless a subclass set it already or
-        # made it something other than a plain bool (a property).
-        if "quiet" not in vars(self) and type(type(self).quiet) is bool:
-            self.quiet = type(self).quiet
 
     @property
     def done(self) -> bool:
