@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 from .decode import StreamDecoder
 from .errors import LlmError, cancelled_message
@@ -82,11 +82,23 @@ def pump(
 
     Runs once per read, and with one event per read (what a provider sends) its own cost is
     the stream's per-event overhead: the decoder's two stages are called directly and the
-    terminal marker is looked for only when a list ends with a ``Finish``.
+    terminal marker is looked for only when a list ends with a ``Finish``. Without
+    ``resume`` the generator handed back is the one body's own (no layer to resume on
+    every read).
     """
     if resume is None:
-        yield from _pump_body(body, decoder, cancel, provider, last=True)
-        return
+        # The body's generator itself: what it returns (``True``) is read by nobody, as
+        # the ``None`` of a generator of pump's own would not be.
+        return cast(
+            "Generator[list[StreamChunk], None, None]", _pump_body(body, decoder, cancel, provider, last=True)
+        )
+    return _pump_resumable(body, decoder, cancel, provider, resume)
+
+
+def _pump_resumable(
+    body: Body, decoder: StreamDecoder, cancel: threading.Event | None, provider: str, resume: Resume
+) -> Generator[list[StreamChunk], None, None]:
+    """A body and its continuations (rule 7)."""
     first = body
     try:
         while True:
@@ -126,7 +138,10 @@ def _pump_body(
     translator = decoder.translator
     translate = translator.feed_events
     touch = body.touch
-    cancelled = cancel.is_set if cancel is not None else None
+    # rule 4, asked after every read: ``Event.is_set`` returns its ``_flag``, read here
+    # directly (one Python call less per read) when the event is a plain one that has it
+    flagged: Any = cancel if type(cancel) is threading.Event and "_flag" in vars(cancel) else None
+    cancelled = cancel.is_set if cancel is not None and flagged is None else None
     quiet = False
     for piece in body:
         chunks = translate(frame(piece)) if direct else decoder.feed(piece)
@@ -142,7 +157,7 @@ def _pump_body(
                     yield chunks
                     return True
             yield chunks
-        if cancelled is not None and cancelled():
+        if (flagged is not None and flagged._flag) or (cancelled is not None and cancelled()):
             body.abort("ABORTED", cancelled_message(provider))
             body.raise_if_aborted()
     if not last:

@@ -97,6 +97,7 @@ class SSEDecoder:
         "_event_retry",
         "_dirty",
         "_failure",
+        "_clean",
     )
 
     def __init__(self, max_event_size: int = 16 * 1024 * 1024) -> None:
@@ -115,6 +116,10 @@ class SSEDecoder:
         self._event_retry: int | None = None
         self._dirty = False  # a field line of an undispatched event was seen
         self._failure: LlmFailure | None = None  # set once EVENT_TOO_LARGE was raised
+        # Nothing carried over between feeds (no partial line or event, no CR to pair, no
+        # comment bytes counted, the BOM settled) and no failure: the next feed may take
+        # the whole-event shortcut. Kept by ``feed`` and ``close``.
+        self._clean = False
 
     # ------------------------------------------------------------------ properties
 
@@ -142,52 +147,72 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[SSEItem]:
         """Decode ``data``; return the events and comments it completes, in order."""
-        if self._failure is not None:
-            raise error_for(self._failure)
         n = len(data)
-        if not n:
-            return []
-        self._bytes_fed += n
-        if (  # the common case: whole events, nothing carried over
-            data[-1] == 10
-            and not (self._partial or self._dirty or self._skip_lf or self._at_start)
-            and self._event_size + n <= self._max
-        ):
-            if 13 not in data:  # LF framing (an int needle: memchr, no buffer protocol)
-                if n > 1 and data[-2] == 10:
-                    self._event_size = 0
-                    text = data.decode("utf-8", "replace")
-                    end = len(text) - 2  # the last line's LF
-                    eol = text.find("\n")
-                    if eol == end:
-                        if text.startswith("data:"):
-                            value = text[6:end] if text[5:6] == " " else text[5:end]
-                            return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
-                    elif (
-                        text.startswith("event:")
-                        and text.startswith("data:", eol + 1)
-                        and text.find("\n", eol + 1) == end
-                    ):
-                        return [_typed(text, eol, eol + 1, end, self._last_id)]
-                    return self._decode_lf(text)
-            elif data.endswith(b"\r\n\r\n"):  # CRLF framing (Gemini, many proxies)
-                text = data.decode("utf-8", "replace")
-                end = len(text) - 4  # the last line's CRLF
-                eol = text.find("\r")
-                if text.find("\n") == eol + 1:  # the first line ends with CRLF
-                    if eol == end:
-                        if text.startswith("data:"):
-                            self._event_size = 0
-                            value = text[6:end] if text[5:6] == " " else text[5:end]
-                            return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
-                    elif (
-                        text.startswith("event:")
-                        and text.startswith("data:", eol + 2)
-                        and text.find("\r", eol + 2) == end
-                        and text.find("\n", eol + 2) == end + 1
-                    ):
-                        self._event_size = 0
-                        return [_typed(text, eol, eol + 2, end, self._last_id)]
+        if self._clean:  # the common case: whole events, nothing carried over (``_clean``)
+            self._bytes_fed += n
+            # nothing held: the event's size is this feed's (``_event_size`` is 0)
+            if n > 1 and data[-1] == 10 and n <= self._max:
+                if 13 not in data:  # LF framing (an int needle: memchr, no buffer protocol)
+                    if data[-2] == 10:
+                        try:  # the strict decoder is the cheaper call; the same text when valid
+                            text = data.decode()
+                        except UnicodeDecodeError:
+                            text = data.decode("utf-8", "replace")
+                        end = len(text) - 2  # the last line's LF
+                        eol = text.find("\n")
+                        if eol == end:
+                            if text.startswith("data: "):  # the usual spacing: one test less
+                                return [_new(ServerSentEvent, ("message", text[6:end], self._last_id, None))]
+                            if text.startswith("data:"):
+                                return [_new(ServerSentEvent, ("message", text[5:end], self._last_id, None))]
+                        elif (
+                            text.startswith("data:", eol + 1)
+                            and text.startswith("event:")
+                            and text.find("\n", eol + 1) == end
+                        ):  # ``_typed``, inlined: Anthropic's and Responses' every event
+                            event = text[7:eol] if text[6:7] == " " else text[6:eol]
+                            at = eol + 6  # the value, past "data:"
+                            value = text[at + 1 : end] if text[at : at + 1] == " " else text[at:end]
+                            return [_new(ServerSentEvent, (event or "message", value, self._last_id, None))]
+                        out = self._decode_lf(text)  # whole events: nothing is left over
+                        self._clean = not self._dirty
+                        return out
+                elif data.endswith(b"\r\n\r\n"):  # CRLF framing (Gemini, many proxies)
+                    try:
+                        text = data.decode()
+                    except UnicodeDecodeError:
+                        text = data.decode("utf-8", "replace")
+                    end = len(text) - 4  # the last line's CRLF
+                    eol = text.find("\r")
+                    if text.find("\n") == eol + 1:  # the first line ends with CRLF
+                        if eol == end:
+                            if text.startswith("data:"):
+                                value = text[6:end] if text[5:6] == " " else text[5:end]
+                                return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
+                        elif (
+                            text.startswith("event:")
+                            and text.startswith("data:", eol + 2)
+                            and text.find("\r", eol + 2) == end
+                            and text.find("\n", eol + 2) == end + 1
+                        ):
+                            return [_typed(text, eol, eol + 2, end, self._last_id)]
+            if not n:
+                return []
+        else:
+            if self._failure is not None:
+                raise error_for(self._failure)
+            if not n:
+                return []
+            self._bytes_fed += n
+        # The general parser. ``_clean`` is off while it runs (an ``EVENT_TOO_LARGE`` raised
+        # in it leaves it off) and is set again from the state it leaves.
+        self._clean = False
+        out = self._feed_lines(data, n)
+        self._clean = not (self._partial or self._dirty or self._skip_lf or self._at_start or self._event_size)
+        return out
+
+    def _feed_lines(self, data: bytes, n: int) -> list[SSEItem]:
+        """:meth:`feed` through the general line parser (``n``: ``len(data)``, counted)."""
         if self._skip_lf:
             self._skip_lf = False
             if data[0] == 10:
@@ -265,6 +290,7 @@ class SSEDecoder:
         self._event = ""
         self._event_retry = None
         self._dirty = False
+        self._clean = not self._at_start
         return []
 
     # ------------------------------------------------------------------ internals

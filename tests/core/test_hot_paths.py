@@ -44,6 +44,7 @@ from dshstream._core.wires.deltas import (
     tool_call_delta,
 )
 from dshstream._core.wires.openai_chat import OpenAIChatTranslator
+from dshstream._core.wires.writer import ChunkWriter
 from helpers import all_fixtures, fixture_bytes, fixture_wire
 
 # --------------------------------------------------------------------------- SSE
@@ -157,6 +158,22 @@ def test_tool_call_deltas_equal_their_constructor(index: int, call_id: str, name
     made = tool_call_delta(index, call_id, name, args)
     assert type(made) is ToolCallDelta and made == ToolCallDelta(index, call_id, name, args)
     assert repr(made) == repr(ToolCallDelta(index, call_id, name, args))
+
+
+@given(st.text(min_size=1), st.text(min_size=1), st.none() | st.text(min_size=1), st.text())
+def test_the_writers_inline_deltas_equal_their_constructors(
+    text: str, call_id: str, name: str | None, args: str
+) -> None:
+    """deltas rule 4: the writer's inline text and tool-call deltas are the classes' own."""
+    writer = ChunkWriter(provider="test")
+    writer.text("t", text)
+    writer.tool_call("c", call_id, name, args)
+    made = [chunk for chunk in writer.take() if type(chunk) in (TextDelta, ToolCallDelta)]
+    expected = [TextDelta(0, text), ToolCallDelta(1, call_id, name, args)]
+    assert made == expected
+    assert [type(chunk) for chunk in made] == [TextDelta, ToolCallDelta]
+    assert [repr(chunk) for chunk in made] == [repr(chunk) for chunk in expected]
+    assert [hash(chunk) for chunk in made] == [hash(chunk) for chunk in expected]
 
 
 def test_the_delta_maker_refuses_classes_it_would_build_wrongly() -> None:

@@ -336,6 +336,17 @@ def test_invalid_utf8_replaced() -> None:
     assert decode(b"\xfe: x\n\xff\n:\x80\ndata: ok\n\n") == [SSEComment("\ufffd"), ev("ok")]
 
 
+def test_invalid_utf8_replaced_in_whole_event_feeds() -> None:
+    """The whole-event shortcut (nothing carried over) replaces as the line parser does."""
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: first\n\n") == [ev("first")]  # past the BOM check
+    assert decoder.feed(b"data: a\xffb\xc3\n\n") == [ev("a\ufffdb\ufffd")]
+    assert decoder.feed(b"event: t\xff\ndata: \xe2\x82\n\n") == [ev("\ufffd", "t\ufffd")]
+    assert decoder.feed(b"data: c\xc3\r\n\r\n") == [ev("c\ufffd")]
+    assert decoder.feed(b"event: u\ndata: \x80\r\n\r\n") == [ev("\ufffd", "u")]
+    assert decoder.feed(b"data: \xc3\xa9\n\n") == [ev("\u00e9")]
+
+
 # --------------------------------------------------------------------------- end of input
 
 

@@ -183,8 +183,53 @@ class AnthropicTranslator(BlockReplayTranslator):
         kind = payload.get("type")
         if not isinstance(kind, str):
             kind = event
-        if kind == "content_block_delta":
-            self._on_delta(payload.get("index"), payload.get("delta"))
+        if kind == "content_block_delta":  # most events: the delta's handling inlined here
+            index = payload.get("index")
+            delta = payload.get("delta")
+            if not isinstance(index, int) or type(delta) is not dict:
+                return
+            kind = delta.get("type")
+            pending = self._pending.get(index)
+            if pending is None:
+                if kind not in ("text_delta", "thinking_delta"):
+                    return  # nothing to attach it to
+                block_kind = "text" if kind == "text_delta" else "thinking"
+                pending = self._blocks.open(index, block_kind, {"type": block_kind})
+            key = ("block", index)
+            writer = self.writer
+            if kind == "text_delta":
+                text = delta.get("text")
+                if isinstance(text, str) and pending.kind == "text":
+                    writer.text(key, text)
+            elif kind == "thinking_delta":
+                thinking = delta.get("thinking")
+                if isinstance(thinking, str) and pending.kind == "thinking":
+                    writer.reasoning(key, thinking)
+            elif kind == "signature_delta":
+                signature = delta.get("signature")
+                if isinstance(signature, str) and signature:
+                    if pending.kind == "thinking":
+                        writer.reasoning(key, "", signature)
+                    else:
+                        pending.entry["signature"] = signature
+            elif kind == "input_json_delta":
+                partial = delta.get("partial_json")
+                if isinstance(partial, str) and partial:
+                    if pending.kind == "tool_use":
+                        pending.streamed = True
+                        writer.tool_call(key, None, None, partial)
+                    else:
+                        pending.pieces.append(partial)
+            elif kind == "citations_delta":
+                citation = delta.get("citation")
+                if citation is not None:
+                    if pending.citations is None:
+                        pending.citations = []
+                    pending.citations.append(citation)
+            elif kind == "compaction_delta":
+                content = delta.get("content")
+                if isinstance(content, str):
+                    pending.pieces.append(content)
         elif kind == "content_block_start":
             self._on_start(payload.get("index"), payload.get("content_block"))
         elif kind == "content_block_stop":
@@ -273,52 +318,6 @@ class AnthropicTranslator(BlockReplayTranslator):
             hop["category"] = category
         self.writer.server_fallbacks.append(hop)
         self.writer.identify(model=hop["to"])
-
-    def _on_delta(self, index: Any, delta: Any) -> None:
-        if not isinstance(index, int) or type(delta) is not dict:
-            return
-        kind = delta.get("type")
-        pending = self._pending.get(index)
-        if pending is None:
-            if kind not in ("text_delta", "thinking_delta"):
-                return  # nothing to attach it to
-            block_kind = "text" if kind == "text_delta" else "thinking"
-            pending = self._blocks.open(index, block_kind, {"type": block_kind})
-        key = ("block", index)
-        writer = self.writer
-        if kind == "text_delta":
-            text = delta.get("text")
-            if isinstance(text, str) and pending.kind == "text":
-                writer.text(key, text)
-        elif kind == "thinking_delta":
-            thinking = delta.get("thinking")
-            if isinstance(thinking, str) and pending.kind == "thinking":
-                writer.reasoning(key, thinking)
-        elif kind == "signature_delta":
-            signature = delta.get("signature")
-            if isinstance(signature, str) and signature:
-                if pending.kind == "thinking":
-                    writer.reasoning(key, "", signature)
-                else:
-                    pending.entry["signature"] = signature
-        elif kind == "input_json_delta":
-            partial = delta.get("partial_json")
-            if isinstance(partial, str) and partial:
-                if pending.kind == "tool_use":
-                    pending.streamed = True
-                    writer.tool_call(key, None, None, partial)
-                else:
-                    pending.pieces.append(partial)
-        elif kind == "citations_delta":
-            citation = delta.get("citation")
-            if citation is not None:
-                if pending.citations is None:
-                    pending.citations = []
-                pending.citations.append(citation)
-        elif kind == "compaction_delta":
-            content = delta.get("content")
-            if isinstance(content, str):
-                pending.pieces.append(content)
 
     def _stop(self, index: int, pending: PendingBlock, *, cut: bool = False) -> None:
         """Finish one wire block: close its dshstream block and complete its replay entry."""

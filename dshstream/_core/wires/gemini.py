@@ -336,8 +336,8 @@ class GeminiTranslator(Translator):
             writer.set_finish("error", block_reason, failure)
 
     def _on_candidate(self, candidate: dict[str, Any]) -> None:
-        content = dict_or_empty(candidate.get("content"))
-        parts = content.get("parts")
+        content = candidate.get("content")  # ``dict_or_empty``, inlined: once per event
+        parts = content.get("parts") if isinstance(content, dict) else None
         if type(parts) is list:
             for part in parts:
                 if type(part) is dict:
@@ -359,8 +359,24 @@ class GeminiTranslator(Translator):
             self._on_function_call(part, call, signature)
             return
         text = part.get("text")
-        if isinstance(text, str) and part.keys() <= _TEXT_PART_KEYS:
-            self._on_text(text, part.get("thought") is True, signature)
+        if isinstance(text, str) and part.keys() <= _TEXT_PART_KEYS:  # a plain text part (inlined)
+            thought = part.get("thought") is True
+            if text and not thought and self._kind == "text":  # _emit_text's common case, inlined
+                self.writer.text(self._key, text)
+            else:
+                self._emit_text(text, thought, signature)
+            if not text and signature is None:
+                return
+            last = self._parts[-1] if self._parts else None
+            if (
+                signature is None
+                and isinstance(last, _TextPart)
+                and last.signature is None
+                and last.thought == thought
+            ):
+                last.pieces.append(text)
+            else:
+                self._parts.append(_TextPart(text, thought, signature))
             return
         if isinstance(text, str) and text:
             # A text part with extra fields: stream it, replay it verbatim.
@@ -406,24 +422,6 @@ class GeminiTranslator(Translator):
                 self.writer.reasoning(self._block_key("reasoning"), text, signature)
         elif text:
             self.writer.text(self._block_key("text"), text)
-
-    def _on_text(self, text: str, thought: bool, signature: str | None) -> None:
-        if text and not thought and self._kind == "text":  # _emit_text's common case, inlined
-            self.writer.text(self._key, text)
-        else:
-            self._emit_text(text, thought, signature)
-        if not text and signature is None:
-            return
-        last = self._parts[-1] if self._parts else None
-        if (
-            signature is None
-            and isinstance(last, _TextPart)
-            and last.signature is None
-            and last.thought == thought
-        ):
-            last.pieces.append(text)
-        else:
-            self._parts.append(_TextPart(text, thought, signature))
 
     # ------------------------------------------------------------------ function calls
 

@@ -141,7 +141,9 @@ class Translator:
                         on_event(item)
         except EventJsonError as exc:  # from loads_event, anywhere in on_event
             self.end_malformed(exc.text)
-        return writer.take()
+        out = writer.out  # ``writer.take()``, inlined: once per read
+        writer.out = []
+        return out
 
     def unwrap_tool_call(self, name: str) -> None:
         """Write the tool call named ``name`` as text (the writer's rule 5): the JSON answer

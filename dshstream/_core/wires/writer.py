@@ -87,11 +87,18 @@ from ..types import (
     ResponseMetadata,
     StreamChunk,
     TextBlock,
+    TextDelta,
     TokenUsage,
     ToolCallBlock,
+    ToolCallDelta,
     UsageChunk,
 )
-from .deltas import reasoning_delta, text_delta, tool_call_delta
+from .deltas import TEXT_DELTA_SLOTS, TOOL_CALL_DELTA_SLOTS, reasoning_delta
+
+# The two most frequent chunks are built inline (deltas rule 4): one Python call less each.
+_new = object.__new__
+_set_text_index, _set_text = TEXT_DELTA_SLOTS
+_set_call_index, _set_call_id, _set_call_name, _set_call_arguments = TOOL_CALL_DELTA_SLOTS
 from .json_values import int_or_none
 
 __all__ = ["ChunkWriter", "WriterState"]
@@ -202,7 +209,10 @@ class ChunkWriter:
                 return
             block = self._start(key, "text")
         block.pieces.append(text)
-        self.out.append(text_delta(block.index, text))
+        chunk = _new(TextDelta)  # ``text_delta(block.index, text)``, inlined
+        _set_text_index(chunk, block.index)
+        _set_text(chunk, text)
+        self.out.append(chunk)
 
     def reasoning(self, key: Hashable, text: str, signature: str | None = None) -> None:
         """Reasoning text (and optionally its signature) for the block under ``key``."""
@@ -252,7 +262,12 @@ class ChunkWriter:
                 block.name = name
         if arguments:
             block.pieces.append(arguments)
-        self.out.append(tool_call_delta(block.index, block.call_id, block.name or None, arguments))
+        chunk = _new(ToolCallDelta)  # ``tool_call_delta(...)``, inlined
+        _set_call_index(chunk, block.index)
+        _set_call_id(chunk, block.call_id)
+        _set_call_name(chunk, block.name or None)
+        _set_call_arguments(chunk, arguments)
+        self.out.append(chunk)
 
     def _hold(self, key: Hashable, text: str) -> None:
         """Prose outside the unwrapped answer (rule 5): held before it starts, commentary
