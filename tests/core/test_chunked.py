@@ -166,13 +166,13 @@ def test_held_lines_are_linear_in_the_input() -> None:
     # byte is looked at a bounded number of times, not once per feed
     def run(n: int) -> float:
         body = b"1;" + b"e" * (n - 10) + b"\r\nx\r\n0\r\n" + b"X-A: 1\r\n" * (n // 8) + b"\r\n"
-        started = time.perf_counter()
+        started = time.process_time()  # this process's CPU: another process's load hardly moves it
         got, decoder = decode_in(body, list(range(1, len(body))))
         assert got == b"x" and decoder.done
-        return time.perf_counter() - started
+        return time.process_time() - started
 
     run(MAX_LINE // 4)
-    small, large = min(run(MAX_LINE // 4) for _ in range(3)), min(run(MAX_LINE) for _ in range(3))
+    small, large = min(run(MAX_LINE // 4) for _ in range(5)), min(run(MAX_LINE) for _ in range(5))
     assert large < small * 12  # 4x the bytes; quadratic would be ~16x
 
 
