@@ -171,19 +171,9 @@ class BaseTransport(ABC, Generic[S]):
         JSON answer, exactly as :meth:`get_json` reads one: no redirects, at most
         ``limit`` bytes within ``timeout`` seconds in all, a non-2xx answer classified with
         ``secrets`` (the form's credentials) redacted — or raise a classified LlmError."""
-        request = HttpRequest(
-            url=url,
-            headers={
-                "content-type": "application/x-www-form-urlencoded",
-                "accept": "application/json",
-                **(headers or {}),
-            },
-            body={},
-            secrets=secrets,
-        )
-        limits = _json_limits(provider, timeout, cancel)
-        stream = self._send("POST", request, urlencode(dict(form)).encode("ascii"), limits)
-        return json_answer(stream, provider, limit)
+        data = urlencode(dict(form)).encode("ascii")
+        fixed = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
+        return self._post(url, data, {**fixed, **(headers or {})}, provider, secrets, timeout, cancel, limit)
 
     def post_json(
         self,
@@ -199,15 +189,8 @@ class BaseTransport(ABC, Generic[S]):
     ) -> Any:
         """POST ``body`` as JSON to ``url`` and return the JSON answer, read as
         :meth:`post_form` reads one (rule 3: never resent here) — or raise."""
-        request = HttpRequest(
-            url=url,
-            headers={"content-type": "application/json", "accept": "application/json", **(headers or {})},
-            body=dict(body),
-            secrets=secrets,
-        )
-        limits = _json_limits(provider, timeout, cancel)
-        stream = self._send("POST", request, request.body_bytes(), limits)
-        return json_answer(stream, provider, limit)
+        fixed = {"content-type": "application/json", "accept": "application/json"}
+        return self._post(url, None, {**fixed, **(headers or {})}, provider, secrets, timeout, cancel, limit, dict(body))
 
     def post_bytes(
         self,
@@ -224,14 +207,8 @@ class BaseTransport(ABC, Generic[S]):
     ) -> Any:
         """POST ``data`` (already encoded, labelled ``content_type``: a multipart upload) to
         ``url`` and return the JSON answer, read as :meth:`post_form` reads one (rule 3)."""
-        request = HttpRequest(
-            url=url,
-            headers={"accept": "application/json", **(headers or {}), "content-type": content_type},
-            body={},
-            secrets=secrets,
-        )
-        limits = _json_limits(provider, timeout, cancel)
-        return json_answer(self._send("POST", request, data, limits), provider, limit)
+        sent = {"accept": "application/json", **(headers or {}), "content-type": content_type}
+        return self._post(url, data, sent, provider, secrets, timeout, cancel, limit)
 
     def get_bytes(
         self,
@@ -266,6 +243,26 @@ class BaseTransport(ABC, Generic[S]):
         is read."""
         request = HttpRequest(url=url, headers=dict(headers), body={}, secrets=secrets)
         return self._get_twice(request, _json_limits(provider, timeout, cancel), lambda s: s)
+
+    def _post(
+        self,
+        url: str,
+        data: bytes | None,
+        headers: dict[str, str],
+        provider: str,
+        secrets: tuple[str, ...],
+        timeout: float | None,
+        cancel: threading.Event | None,
+        limit: int,
+        body: dict[str, Any] | None = None,
+    ) -> Any:
+        """POST ``data`` (``None``: ``body`` as JSON) with ``headers`` and read the JSON
+        answer: what :meth:`post_form`, :meth:`post_json` and :meth:`post_bytes` share
+        (rule 3: never resent here)."""
+        request = HttpRequest(url=url, headers=headers, body=body or {}, secrets=secrets)
+        limits = _json_limits(provider, timeout, cancel)
+        sent = request.body_bytes() if data is None else data
+        return json_answer(self._send("POST", request, sent, limits), provider, limit)
 
     def _get_twice(self, request: HttpRequest, limits: Limits, read: Callable[[S], T]) -> T:
         """``read`` of the GET's answer; a ``TRANSPORT`` failure sent once more at once (rule 3)."""
