@@ -2,10 +2,11 @@
 
 Contract: the hooks act only on a thread that is sending for a stream (its
 :data:`sending` slot holds the stream, what :class:`Sending` describes); on any other
-thread the watched classes behave exactly as urllib3's own, so a session works as before
-for its owner's requests. The private urllib3 names relied on here are the two methods
-overridden (``_get_conn``, ``_new_conn``); the private attributes read are read through
-:mod:`~dshstream._transport.readers`.
+thread the watched classes behave exactly as urllib3's own (but for rule 5, which only
+acts on a connection a stream noted a hint on), so a session works as before for its
+owner's requests. The private urllib3 names relied on here are the three methods
+overridden (``_get_conn``, ``_put_conn``, ``_new_conn``); the private attributes read are
+read through :mod:`~dshstream._transport.readers`.
 
 1. **Cut off before headers.** The pools of a watched session tell the sending stream
    which connection its worker checked out, and the connect hook registers each socket
@@ -37,6 +38,14 @@ overridden (``_get_conn``, ``_new_conn``); the private attributes read are read 
    name's lookup, which :func:`_connect` runs on a resolver thread while the caller's
    thread waits in ticks it can leave (:func:`resolve`): a thread per new connection to a
    named host, none per request.
+5. **Not reused past the server's keep-alive hint.** A server that says how long it keeps
+   an idle connection (``Keep-Alive: timeout=N``: llama.cpp, Node and Apache say 5 s) closes
+   it then, and a request sent on it as the close happens fails before any answer — a
+   POST that must not be resent (RFC 9112 9.3.1). So a stream notes the hint on its
+   connection (:func:`note_keep_alive`), the pool stamps when the connection went back
+   idle, and a checkout closes one idle for longer than the hint less a margin (1 s, or half
+   a short hint), as urllib3 closes one it finds dropped: the request opens a new
+   connection instead. A connection no stream noted a hint on is reused as urllib3 would.
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+import time
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import requests
@@ -53,6 +64,7 @@ import urllib3.connection
 import urllib3.exceptions
 import urllib3.util.connection
 
+from .._core.headers import keep_alive_timeout
 from .._core.log import get_logger
 from .readers import dns_host
 
@@ -63,6 +75,7 @@ __all__ = [
     "WatchedPoolMixin",
     "inline_safe",
     "new_session",
+    "note_keep_alive",
     "resolve",
     "sending",
     "watch_session",
@@ -107,6 +120,8 @@ class WatchedPoolMixin:
 
     def _get_conn(self, timeout: float | None = None) -> Any:
         conn = super()._get_conn(timeout)  # type: ignore[misc]
+        if conn is not None and _past_keep_alive(conn):
+            conn.close()  # rule 5: http.client connects it again when the request is sent
         stream: Sending | None = getattr(sending, "stream", None)
         if stream is not None:
             if stream.inline and type(self) not in _HOOKED:
@@ -116,6 +131,36 @@ class WatchedPoolMixin:
                 raise NotInline(type(self).__name__)
             stream.attach(conn=conn)
         return conn
+
+    def _put_conn(self, conn: Any) -> None:
+        if conn is not None and getattr(conn, _HINT, None) is not None:
+            setattr(conn, _IDLE_SINCE, time.monotonic())  # rule 5
+        super()._put_conn(conn)  # type: ignore[misc]
+
+
+#: the attributes rule 5 keeps on a connection: the server's hint, when it went idle
+_HINT = "_dshstream_keep_alive"
+_IDLE_SINCE = "_dshstream_idle_since"
+
+
+def note_keep_alive(conn: Any, headers: Mapping[str, str]) -> None:
+    """Rule 5: keep the ``Keep-Alive`` timeout of the response just received on ``conn``."""
+    if conn is None:
+        return
+    try:
+        setattr(conn, _HINT, keep_alive_timeout(headers))
+        setattr(conn, _IDLE_SINCE, None)
+    except Exception:  # noqa: BLE001 - a connection class that takes no attributes: reused as before
+        pass
+
+
+def _past_keep_alive(conn: Any) -> bool:
+    """Whether ``conn`` has been idle longer than its server's hint allows (rule 5)."""
+    hint: float | None = getattr(conn, _HINT, None)
+    since: float | None = getattr(conn, _IDLE_SINCE, None)
+    if hint is None or since is None:
+        return False
+    return time.monotonic() - since > hint - min(1.0, hint / 2)
 
 
 class _WatchedConnectionMixin:

@@ -57,7 +57,7 @@ from .._core.http_request import HttpRequest
 from .failures import read_failure, send_failure
 from .base import BaseStream
 from .interface import ERROR_BODY_LIMIT
-from .pool import NotInline, sending
+from .pool import NotInline, note_keep_alive, sending
 from .readers import INTERIM, ChunkedReader, Reader, final_response, reader_for, socket_of
 from .sockets import shutdown_response, shutdown_socket
 from .watchdog import Limits, watchdog
@@ -140,6 +140,7 @@ class HttpStream(BaseStream):
             raise send_failure(outcome, self._request, self._provider) from None
         assert isinstance(outcome, requests.Response)
         self.response = outcome
+        note_keep_alive(self._conn, outcome.headers)  # pool rule 5
         self._answered(outcome.status_code, outcome.headers)  # rule 3
         self._read = reader_for(outcome, self.headers)
 

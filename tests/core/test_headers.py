@@ -8,7 +8,7 @@ import email.utils
 
 import pytest
 
-from dshstream._core.headers import parse_retry_after, request_id_from
+from dshstream._core.headers import keep_alive_timeout, parse_retry_after, request_id_from
 
 NOW = 1_700_000_000.0
 
@@ -65,3 +65,17 @@ def test_parse_retry_after_date_uses_clock_by_default() -> None:
 )
 def test_request_id_from(headers: dict[str, str] | None, expected: str | None) -> None:
     assert request_id_from(headers) == expected
+
+
+# --------------------------------------------------------------------------- rule 5: Keep-Alive
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("timeout=5, max=100", 5.0), ("max=1000, timeout=2.5", 2.5), ("Timeout = 7", 7.0), ("timeout=0", None),
+     ("timeout=-1", None), ("timeout=1e9", None), ("timeout=86401", None), ("max=5", None), ("timeout=", None),
+     ("xtimeout=5", None), ("timeout=5x", None), ("", None)],
+)
+def test_keep_alive_hint_values(value: str, seconds: float | None) -> None:
+    assert keep_alive_timeout({"Keep-Alive": value}) == seconds
+    assert keep_alive_timeout({}) is None and keep_alive_timeout(None) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 import socket
 import threading
 import time
@@ -470,6 +471,64 @@ def test_a_get_that_fails_twice_is_one_transport_failure() -> None:
             adapter.list_models("local")
         assert info.value.failure.code == "TRANSPORT"
         assert raw.accepted == 2  # tried once more, not more
+
+
+# --------------------------------------------------------------------------- pool.py rule 5: the keep-alive hint
+
+
+def _keep_alive_server(hint: bytes | None, closes_after: float) -> Callable[[RawServer, _socket.socket], None]:
+    """Answers every request on a connection with a short stream (``Keep-Alive: <hint>``
+    when given) and keeps the connection — until it has been idle ``closes_after``
+    seconds: the next request is then read and dropped unanswered, the race a server whose
+    idle timer fires just as the client reuses the connection always loses."""
+    from rawserver import _read_request
+
+    def behave(srv: RawServer, conn: _socket.socket) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+        head += (b"Keep-Alive: " + hint + b"\r\n" if hint else b"") + b"\r\n"
+        while True:
+            srv.send(conn, head + chunk(chat_event("ok") + FINISH) + b"0\r\n\r\n")
+            idle_from = time.monotonic()
+            _read_request(conn)
+            if time.monotonic() - idle_from >= closes_after:
+                return  # closed unanswered
+
+    return behave
+
+
+def _two_streams(raw: RawServer, pause: float) -> list[str]:
+    service = LlmService(check_contract=True)
+    service.register_adapter(["local"], OpenAIChatAdapter(api_key="test-key-123456", base_url=f"{raw.url}/v1"))
+    finishes = []
+    for i in range(2):
+        if i:
+            time.sleep(pause)
+        result = service.stream(request(max_retries=0)).result()
+        failure = result.finish.failure
+        finishes.append(failure.code if failure else result.text)
+    return finishes
+
+
+@pytest.mark.parametrize("hint", [b"timeout=1", b"timeout=1, max=100", b"max=100,timeout=1.0"])
+def test_a_connection_idle_past_the_servers_hint_is_not_reused(hint: bytes) -> None:
+    # 0.6 s idle: past the 1 s hint less its margin (half of it), before the server's close
+    with RawServer(_keep_alive_server(hint, closes_after=0.6), max_connections=4) as raw:
+        assert _two_streams(raw, pause=0.6) == ["ok", "ok"]
+        assert raw.accepted == 2  # a new connection for the second stream, none resent
+
+
+def test_a_connection_within_the_hint_is_reused() -> None:
+    with RawServer(_keep_alive_server(b"timeout=5", closes_after=5.0), max_connections=4) as raw:
+        assert _two_streams(raw, pause=0.1) == ["ok", "ok"]
+        assert raw.accepted == 1
+
+
+def test_without_a_hint_the_connection_is_reused_and_the_race_is_the_servers() -> None:
+    # What rule 5 is for: the same server without the header loses the race, and a POST is
+    # not resent (max_retries=0 here; the attempt loop's retry is the remedy then).
+    with RawServer(_keep_alive_server(None, closes_after=0.5), max_connections=4) as raw:
+        assert _two_streams(raw, pause=0.6) == ["ok", "TRANSPORT"]
+        assert raw.accepted == 1
 
 
 # --------------------------------------------------------------------------- pool.py rule 3: a caller's session
