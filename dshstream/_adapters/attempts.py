@@ -12,7 +12,9 @@ another lives here):
    the consumer leaves.
 2. **Reported once.** Every failed attempt is reported exactly once through ``report`` —
    a raised failure and an in-band one (a last ``Finish`` carrying a failure) alike — and
-   the reported failure (with its diagnostics) is the one the consumer sees.
+   the reported failure (with its diagnostics) is the one the consumer sees. A raised
+   failure's diagnostics say whether its attempt had been accepted (``accepted``, rule 3),
+   for a caller that retries on its own (the batch executor).
 3. **Retried only before acceptance.** An attempt is retried only while it was not
    accepted and produced nothing: an accepted request may be billed, so it is never
    resent. Then, in this order: the auth flow hears the failure
@@ -132,7 +134,10 @@ def run_attempts(
                         batches.close()  # before the resource is left (rule 1)
                 return
             except LlmError as exc:
-                failure = report(exc.failure, attempt, produced, started, watch)
+                # rule 3's fact, kept for callers that retry themselves (the batch executor)
+                first = exc.failure
+                first = replace(first, diagnostics={**(first.diagnostics or {}), "accepted": accepted or bool(produced)})
+                failure = report(first, attempt, produced, started, watch)
                 if produced or accepted:  # rule 3: it may be billed
                     raise error_for(failure) from None
                 # asked after every failed attempt: a pool settles that attempt's key (rule 3)

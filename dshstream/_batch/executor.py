@@ -15,8 +15,10 @@ Contract:
    :class:`~dshstream._batch.limiter.ProviderLimiter`), and tells it the attempt's
    ``metadata.rate_limits`` or its 429 (``failure.retry_after``). The adapter's own
    retries are off (``max_retries=0`` unless the request sets it) so every wait goes
-   through the limiter; a retryable HTTP failure before the answer (a 429, a 5xx) is
-   tried again, up to ``max_attempts``, never one cut after content arrived.
+   through the limiter; a retryable failure before the answer (a 429, a 5xx, a connection
+   refused, reset or timed out before any response: the attempt loop's ``accepted``
+   diagnostic is false) is tried again, up to ``max_attempts``, never one the provider had
+   accepted.
 5. **Resumable.** ``checkpoint=PATH`` (:mod:`~dshstream._batch.checkpoint`): a finished
    row is appended as it completes, before it is yielded; a key already done is not sent
    again, its stored row is yielded (``resumed=True``).
@@ -485,8 +487,11 @@ class _Run:
                 return self._result(job, response, failure, attempts, started)
 
     def _retry(self, failure: LlmFailure, attempts: int, job: _Job) -> bool:
-        """Rule 4: a retryable HTTP failure before the answer, attempts left."""
-        if not failure.retryable or failure.status is None or failure.status < 429 or attempts >= self.max_attempts:
+        """Rule 4: a retryable failure before the answer, attempts left."""
+        before_answer = (failure.status is not None and failure.status >= 429) or (
+            failure.status is None and (failure.diagnostics or {}).get("accepted") is False
+        )
+        if not failure.retryable or not before_answer or attempts >= self.max_attempts:
             return False
         if job.cancel.is_set() or self.stop.is_set():
             return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from dshstream import ConfigurationError, GenerateOptions, LlmService, Message, 
 from dshstream._core.rate_limits import parse_rate_limits
 from dshstream.batch import BatchProgress, BatchResult, ProviderLimiter, run_many
 from dshstream._rate_limited_server import RateLimitedServer
+from rawserver import CHUNKED_HEADERS, RawServer, chunk, reset
 
 
 def _service(server: RateLimitedServer) -> LlmService:
@@ -243,3 +245,48 @@ def test_a_shared_limiter_takes_launch_numbers_and_gives_back_a_dead_workers_slo
     assert holder.stats()["p"] == {"in_flight": 1, "launched": 3, "rate_limited": 0, "allowed": 2.0}
     holder.finish("p", 3, ("rate_limited", 0.01))
     assert holder.stats()["p"]["rate_limited"] == 1 and holder.stats()["p"]["in_flight"] == 0
+
+
+# --------------------------------------------------------------------------- rule 4: before the answer
+
+
+def _drop_first_then_answer(srv: RawServer, conn: socket.socket) -> None:
+    """The first connection is closed before any answer; later ones get a whole stream."""
+    if srv.accepted == 1:
+        conn.close()
+        return
+    body = (b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"fine"},"finish_reason":"stop"}]}\n\n'
+            b"data: [DONE]\n\n")
+    srv.send(conn, CHUNKED_HEADERS + chunk(body) + b"0\r\n\r\n")
+
+
+def _cut_after_the_answer(srv: RawServer, conn: socket.socket) -> None:
+    """A 200 and the first text, then a reset: the provider accepted (and may bill) it."""
+    srv.send(conn, CHUNKED_HEADERS + chunk(
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"par"},"finish_reason":null}]}\n\n'))
+    reset(conn)
+
+
+def _raw_service(raw: RawServer) -> LlmService:
+    service = LlmService()
+    service.register_adapter(["local"], OpenAIChatAdapter(base_url=f"{raw.url}/v1", dialect="custom", api_key=""))
+    return service
+
+
+def test_a_connection_dropped_before_any_answer_is_sent_again() -> None:
+    with RawServer(_drop_first_then_answer, max_connections=4) as raw:
+        rows = list(run_many([{"id": "a", "prompt": "p"}], service=_raw_service(raw), provider="local",
+                             model="m", progress=False))
+    assert [(r.ok, r.text, r.attempts) for r in rows] == [(True, "fine", 2)]
+    assert raw.accepted == 2
+
+
+def test_a_stream_cut_after_the_answer_is_not_sent_again() -> None:
+    with RawServer(_cut_after_the_answer, max_connections=4) as raw:
+        rows = list(run_many([{"id": "a", "prompt": "p"}], service=_raw_service(raw), provider="local",
+                             model="m", progress=False))
+    (row,) = rows
+    assert not row.ok and row.attempts == 1 and row.failure is not None
+    assert row.failure.code == "TRANSPORT" and row.failure.diagnostics is not None
+    assert row.failure.diagnostics["accepted"] is True
+    assert raw.accepted == 1
