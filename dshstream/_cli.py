@@ -316,7 +316,7 @@ def _server_options(command: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code (the module docstring lists them)."""
     args = _parser().parse_args(argv)
     out, err = sys.stdout, sys.stderr
     try:
@@ -615,7 +615,7 @@ def _key_from(name: str) -> str:
 
 
 def _adapter(provider: str, api_key: str | None, base_url: str | None = None) -> LlmAdapter:
-    """An adapter talking to ``provider``'s own host (or ``base_url``)."""
+    """An adapter for ``provider``'s own host (or ``base_url``)."""
     from ._defaults import keyed_adapter
 
     return keyed_adapter(provider, api_key, base_url)
@@ -739,9 +739,7 @@ def _connect(
     dialect: str | None = None,
     model: str = "",
 ) -> tuple[LlmService, Target]:
-    """A service with one adapter for ``provider``, and what an explanation of its
-    failures may name; or a :class:`UsageError` saying what is missing (the key variable
-    to set, or ``--base-url``)."""
+    """:func:`_service_for`, and what an explanation of its failures may name."""
     service = _service_for(provider, api_key_env=api_key_env, base_url=base_url, dialect=dialect, model=model)
     url = getattr(service.adapter_for(provider), "base_url", None)
     return service, Target(
@@ -948,13 +946,10 @@ def _conversation(
 ) -> int:
     """``chat`` on a terminal with no prompt: turns until ``/exit`` or end of input.
 
-    The history holds each kept turn: the user's message and the reply as the service
-    returned it (:meth:`AssembledResponse.message`: provider, model and replay state, so
-    the adapter gets its own state back). A reply cut short by Ctrl-C keeps its visible
-    text (no replay state: it is not a whole turn); a failed turn is dropped (the next
-    prompt replaces it). Ctrl-C while an answer streams cancels that stream through its
-    cancel event (the transport ends the read at once); a second Ctrl-C before it ends
-    interrupts as usual. Ctrl-C at the prompt clears the line.
+    A reply cut short by Ctrl-C keeps its visible text but no replay state (it is not a
+    whole turn). Ctrl-C while an answer streams cancels it through its cancel event (the
+    transport ends the read at once); a second Ctrl-C before it ends interrupts as usual.
+    Ctrl-C at the prompt clears the line.
     """
     from ._core.request import Message
 

@@ -132,7 +132,6 @@ DEMOS: tuple[Demo, ...] = (
 
 
 def load_transcript(name: str) -> bytes:
-    """The bytes of a bundled demo transcript."""
     return resources.files(_PACKAGE).joinpath("demo_data").joinpath(name).read_bytes()  # one step each: 3.10
 
 

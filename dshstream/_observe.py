@@ -199,10 +199,8 @@ def open_watch(
     telemetry: Callable[[], Telemetry | None] | None = None,
 ) -> StreamWatch | None:
     """A started watch for a stream of ``options``, or ``None`` when nobody listens (rule 2).
-
-    An adapter-level watch links to the current watch when it is the same stream's (the
-    options carry the same cancel event: the service gives every stream its own, and passes
-    it on to the adapter); a service-level one never links (rule 4)."""
+    Only an adapter-level watch links to the current one, and only when the options carry
+    the same cancel event (rule 4)."""
     parent = current() if level == "adapter" else None
     if parent is not None and (options.cancel is None or parent._cancel is not options.cancel):
         parent = None  # another stream pulled inside that one's pull (a listener's own call)
@@ -223,10 +221,8 @@ def watching(
     telemetry: Callable[[], Telemetry | None] | None = None,
 ) -> Iterator[StreamWatch | None]:
     """The adapter-level watch of one stream for the ``with`` block around an adapter's
-    stream generator (``None`` when nobody listens, rule 2): however the block ends — its
-    end, an exception, ``GeneratorExit`` when the consumer stops or the generator is
-    collected — the open attempt, then the stream, end exactly once
-    (:meth:`StreamWatch.close`, rule 4)."""
+    stream generator (``None`` when nobody listens, rule 2); however the block ends, the
+    open attempt, then the stream, end exactly once (:meth:`StreamWatch.close`, rule 4)."""
     watch = open_watch(observer, options, "adapter", telemetry)
     if watch is None:
         yield None
@@ -338,7 +334,6 @@ class StreamWatch:
 
     @property
     def done(self) -> bool:
-        """Whether the ``StreamFinished`` has been reported."""
         return self._done
 
     # ------------------------------------------------------------------ emitting
@@ -454,7 +449,7 @@ class StreamWatch:
     # ------------------------------------------------------------------ attempts
 
     def begin_attempt(self, attempt: int, url: str | None = None) -> None:
-        """HTTP attempt ``attempt`` (1-based) starts, towards ``url``."""
+        """HTTP attempt ``attempt`` (1-based) starts."""
         self._attempt = attempt
         self._attempt_chunks = 0
         self._attempt_t0 = time.monotonic()
@@ -555,7 +550,7 @@ class StreamWatch:
             self.finish(_reason_for(error, self.provider, self._cancelled()))
 
     def failed(self, error: BaseException) -> None:
-        """The stream's source raised ``error`` (the stream is dead)."""
+        """The stream's source raised ``error``: the stream is dead."""
         self.finish(_reason_for(error, self.provider, self._cancelled()))
 
     def finish(self, reason: FinishReason | None = None) -> None:
@@ -665,7 +660,6 @@ def _carries_secret(text: str, secrets: frozenset[str]) -> bool:
 
 
 def _clean(value: str | None, secrets: frozenset[str]) -> str | None:
-    """``value``, or ``None`` when it is empty or carries a secret."""
     if not value or _carries_secret(value, secrets):
         return None
     return value
@@ -687,7 +681,6 @@ def _clean_failure(failure: LlmFailure, secrets: frozenset[str]) -> LlmFailure:
 
 
 def _clean_reason(reason: FinishReason, secrets: frozenset[str]) -> FinishReason:
-    """``reason`` with its raw word and failure checked (rule 7)."""
     raw = _clean(reason.raw, secrets) if reason.raw else None
     failure = _clean_failure(reason.failure, secrets) if reason.failure is not None else None
     if raw == reason.raw and failure is reason.failure:

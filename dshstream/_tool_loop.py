@@ -1,5 +1,5 @@
 """The tool loop: stream a step, run the tool calls it asked for, append the assistant turn
-and the results to history, and repeat until a step asks for no tool, done once and right.
+and the results to history, and repeat until a step asks for no tool.
 
 Contract (:func:`run_tools` returns a :class:`ToolLoopStream`):
 
@@ -33,8 +33,6 @@ Contract (:func:`run_tools` returns a :class:`ToolLoopStream`):
 5. **End.** The loop ends when a step asks for no tool (``stopped="done"``) or when step
    ``max_steps`` asks for tools anyway (``stopped="max_steps"``): those last calls are not
    run but answered with error results, so the history stays valid for the next turn.
-   The result carries every step, the whole history, the usage summed over the steps and
-   the last response.
 7. **Per-step caps.** One step runs at most ``max_calls_per_step`` calls (default
    :data:`DEFAULT_MAX_CALLS_PER_STEP`, 64) and sends back at most
    ``max_step_result_chars`` characters of tool output in all (default
@@ -45,21 +43,20 @@ Contract (:func:`run_tools` returns a :class:`ToolLoopStream`):
    count in call order: the one that crosses the budget is cut to what is left (and says
    so), and once it is spent the later calls are not run (``limited``); with
    ``parallel`` a later call may have run already: its result is not sent (``withheld``).
-   Either way every call gets an error result saying why and naming the setting, so the
-   model sees it and the history stays valid, and the step says which caps applied
-   (:attr:`ToolLoopStep.limited_by`, and a warning in the log).
+   Every such call gets an error result naming the setting, so the model sees it and the
+   history stays valid; :attr:`ToolLoopStep.limited_by` (and a log warning) says which
+   caps applied.
 6. **Control.** ``close()`` (from any thread) and ``cancel()`` work across steps: the step
    streaming is cut (its finish is ``aborted``), calls not yet started are answered as not
    run, and no further request is made; a tool already running is not interrupted. With
    ``parallel`` the loop does not wait for it either: a pooled call still running is
    answered ``abandoned`` (its thread runs on, and the interpreter waits for it at exit)
    and the loop ends at once. Without ``parallel`` the calls run in the consuming thread,
-   so a tool that never returns holds the loop: the cancel takes effect when it returns
-   (give such tools their own timeout, or use ``parallel``). A
-   consumer busy in ``next()`` meanwhile gets the step's ``aborted`` finish and then the
-   ``ABORTED`` :class:`ToolLoopError`; after ``close()`` of an idle loop iteration just
-   stops, and :meth:`~ToolLoopStream.result` raises that error. ``KeyboardInterrupt``
-   closes the loop and propagates.
+   so a tool that never returns holds the loop until it returns (give such tools their
+   own timeout, or use ``parallel``). A consumer busy in ``next()`` meanwhile gets the
+   step's ``aborted`` finish and then the ``ABORTED`` :class:`ToolLoopError`; after
+   ``close()`` of an idle loop iteration just stops, and :meth:`~ToolLoopStream.result`
+   raises that error. ``KeyboardInterrupt`` closes the loop and propagates.
 """
 
 from __future__ import annotations
@@ -153,8 +150,8 @@ class ToolOutcome:
 
 @dataclass(frozen=True, slots=True)
 class ToolLoopStep:
-    """One completed step: the response, the assistant turn appended for it, and the
-    outcome of each of its tool calls, in call order."""
+    """One completed step: its response, the assistant turn appended for it, and each tool
+    call's outcome, in call order."""
 
     number: int
     response: AssembledResponse
@@ -171,8 +168,7 @@ class ToolLoopStep:
 
 @dataclass(frozen=True, slots=True)
 class ToolLoopResult:
-    """A finished loop: every step, the whole history (ready for the next user turn), the
-    usage summed over the steps, the last response and why the loop stopped."""
+    """A finished loop (rule 5); ``history`` is ready for the next user turn."""
 
     steps: tuple[ToolLoopStep, ...]
     history: tuple[Message, ...]
@@ -199,12 +195,8 @@ class ToolLoopResult:
 
 
 class ToolLoopError(LlmError):
-    """A tool loop ended by a failed step (an ``error``/``aborted`` finish).
-
-    ``failure`` is the step's failure; ``step`` its number; ``steps``/``history`` what
-    completed before it (the history never holds the failed step); ``response`` the failed
-    step's partial response; ``usage`` the usage summed over every step, the failed one too.
-    """
+    """A tool loop ended by a failed step (rule 4); ``step`` is its number, ``usage`` counts
+    the failed step too."""
 
     def __init__(
         self,
@@ -244,16 +236,12 @@ def run_tools(
     """Run the tool loop for ``options`` on ``service``; iterate the result for the chunks
     of every step, or call ``.result()``.
 
-    ``options.tools`` are the :class:`~dshstream._core.request.ToolSpec` s offered to the
-    model; ``tools`` maps each spec's name to the function that runs it (called as
-    ``fn(**arguments)``). ``max_steps`` bounds the requests made; ``approve(call)`` must
-    return ``True`` for a call to run; ``parallel`` runs a step's calls in a thread pool
-    (``True``: one thread per call, an ``int``: that many threads); a result longer than
-    ``max_result_chars`` is cut there (rule 2); one step runs at most
-    ``max_calls_per_step`` calls and sends back at most ``max_step_result_chars``
-    characters of results (rule 7). Raises
-    ``ConfigurationError`` at once for bad arguments (a spec without a function...); every
-    other failure is a :class:`ToolLoopError` from iteration or ``result()``.
+    ``tools`` maps each of ``options.tools``' names to its function; ``max_steps`` bounds
+    the requests made; ``approve(call)`` must return ``True`` for a call to run;
+    ``parallel`` runs a step's calls in a thread pool (``True``: one thread per call, an
+    ``int``: that many). The result caps are rules 2 and 7. Raises ``ConfigurationError``
+    at once for bad arguments (a spec without a function...); every other failure is a
+    :class:`ToolLoopError` from iteration or ``result()``.
     """
     if not callable(getattr(service, "stream", None)):
         raise invalid(f"run_tools: service must be an LlmService, got {describe(service)}", wrong_type=True)
@@ -310,9 +298,8 @@ def _workers(parallel: object) -> int:
 
 
 class ToolLoopStream:
-    """What :func:`run_tools` returns: an iterator of the chunks of every step, with
-    ``step``, ``steps``, ``history`` and ``usage`` as they stand, ``result()``,
-    ``close()`` (from any thread) and ``cancel()``; a context manager that closes."""
+    """What :func:`run_tools` returns: an iterator of the chunks of every step, whose
+    ``steps``, ``history`` and ``usage`` say how things stand; a context manager that closes."""
 
     def __init__(
         self,
@@ -417,8 +404,7 @@ class ToolLoopStream:
     # ------------------------------------------------------------------ control
 
     def cancel(self) -> None:
-        """Ask the loop to stop from any thread: the step streaming ends ``aborted``, calls
-        not started are not run, no further request is made."""
+        """Ask the loop to stop, from any thread (rule 6)."""
         self._cancel.set()
 
     def close(self) -> None:
@@ -455,8 +441,8 @@ class ToolLoopStream:
     # ------------------------------------------------------------------ results
 
     def result(self) -> ToolLoopResult:
-        """Run the loop to its end and return the result; raises :class:`ToolLoopError`
-        when a step failed or the loop was closed."""
+        """Run the loop to its end; raises :class:`ToolLoopError` when a step failed or the
+        loop was closed."""
         for _ in self:
             pass
         if self._error is not None:
@@ -527,8 +513,7 @@ class ToolLoopStream:
     def _answer(
         self, calls: Sequence[ToolCallBlock], skip: str | None
     ) -> tuple[tuple[ToolOutcome, ...], tuple[StepLimit, ...]]:
-        """Every call's outcome, in call order: refused, skipped, limited or run (maybe in a
-        pool); and the per-step caps that applied (rule 7)."""
+        """Every call's outcome, in call order, and the per-step caps that applied (rule 7)."""
         outcomes: list[ToolOutcome | None] = []
         runnable: list[tuple[int, ToolCallBlock, ToolFunction, dict[str, Any]]] = []
         limited_by: list[StepLimit] = []

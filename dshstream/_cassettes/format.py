@@ -55,12 +55,8 @@ _BASE64_LINE = 76
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Interaction:
-    """One recorded exchange: the request as sent (redacted) and the answer as read.
-
-    ``request_body`` and ``body`` are bytes: the request's as dshstream sent it (its
-    secrets and named fields redacted), the answer's exactly as the stream read it (a
-    known secret echoed in it redacted). ``end`` and ``timing``: rule 1.
-    """
+    """One recorded exchange (rule 1): ``request_body`` as dshstream sent it, redacted;
+    ``body`` exactly as the stream read it, a known secret echoed in it redacted."""
 
     method: str
     url: str

@@ -82,7 +82,7 @@ class _Tape:
         self.write()
 
     def write(self) -> None:
-        """Put the interaction in its place (once)."""
+        """Put the interaction in its place, once."""
         with self._lock:
             if self._written:
                 return
