@@ -131,13 +131,8 @@ def keep_alive_timeout(headers: Mapping[str, str] | None) -> float | None:
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
-    """Seconds to wait before retrying, from ``retry-after-ms`` or ``retry-after``.
-
-    ``retry-after-ms`` (milliseconds) wins when valid. ``retry-after`` is either digits
-    (decimal seconds allowed) or an HTTP date in the future (relative to ``now``, a Unix
-    time, default the current time). Zero, negative, garbage, overflowing and past values
-    give ``None``. Header names are case-insensitive.
-    """
+    """Seconds to wait before retrying (rules 1-3), ``None`` when the headers don't say;
+    ``now`` is a Unix time (default the current time)."""
     lowered = lower_headers(headers)
     millis = lowered.get("retry-after-ms")
     if millis is not None:
@@ -232,16 +227,10 @@ def parse_rate_limit_reset(headers: Mapping[str, str] | None, now: float | None 
 
 
 def request_id_from(headers: Mapping[str, str] | None, secrets: Iterable[str] = ()) -> str | None:
-    """The provider's request id from ``headers``, checking in order ``x-request-id``,
-    ``request-id``, ``x-amzn-requestid``, ``x-amz-request-id``, ``x-deepseek-request-id``,
-    ``x-groq-id``, ``x-goog-request-id``, ``mistral-correlation-id``, ``x-kong-request-id``,
-    ``apim-request-id``, ``x-ms-request-id``, ``x-correlation-id`` and finally ``cf-ray``.
-
-    Values that are not short plain tokens (at most 200 characters of
-    ``[A-Za-z0-9_.:/=+-]``) are skipped, and so is any value that redaction would change:
-    one that contains ``secrets``, a registered secret (:func:`known_secrets`) or its
-    encodings, or looks like a credential. A server reflecting the API key in a header
-    therefore never puts it in ``failure.request_id``."""
+    """The provider's request id from ``headers`` (the id rules 1-3: the
+    :data:`REQUEST_ID_HEADERS` in order, a plain id only), or ``None``; ``secrets`` are
+    checked besides the registered ones, so a server reflecting the API key in a header
+    never puts it in ``failure.request_id``."""
     lowered = lower_headers(headers)
     every_secret = all_secrets(secrets)
     for name in REQUEST_ID_HEADERS:

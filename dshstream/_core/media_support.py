@@ -45,7 +45,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class MediaSupport:
-    """What one provider API takes of media parts (rule 4).
+    """What one provider API takes of media parts (rule 1).
 
     ``types`` maps a kind to its accepted media types and each one's wire name (a format
     word like ``png``, or the media type the API spells differently); a kind that is

@@ -58,10 +58,9 @@ def partial_json(
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_chars: int | None = DEFAULT_MAX_CHARS,
 ) -> Iterator[JsonSnapshot]:
-    """Snapshots of the JSON in a chunk stream (module rules 1-4): of its text blocks, or with
-    ``tool=`` of the arguments of the first tool call with that name or id. ``deltas=True``
-    fills each snapshot's ``deltas``. The arguments are checked here; the chunks are read
-    as the snapshots are."""
+    """Snapshots of the JSON in a chunk stream (rules 1-4): of its text blocks, or with
+    ``tool=`` (a name or a call id) of one tool call's arguments. ``deltas=True`` fills
+    each snapshot's ``deltas``."""
     if tool is not None:
         tool = check_str(tool, "partial_json(tool=)")
     reader = PartialJsonReader(

@@ -53,11 +53,9 @@ Complexity. Feeding is linear in the text: every character is scanned once (runs
 string characters, whitespace and digits by compiled regexes); only an incomplete escape
 or literal (at most 11 characters) or opening fence line (at most 40) is carried over and
 scanned again with the next piece; strings, keys and numbers grow as lists of pieces,
-never by re-concatenation. Taking a snapshot of the reader's state is
-O(depth): closed values never change again, so a snapshot is the live tree plus the
-current length of each open container and of the open string. Building its ``value`` (a
-fresh tree of ``dict``/``list``/``str``/numbers that belongs to the caller) is
-O(size of the value), done on first access only; deltas cost O(depth) per value.
+never by re-concatenation. A snapshot is O(depth) (rule 8) because closed values never
+change again: it is the live tree plus the current length of each open container and of
+the open string. Deltas cost O(depth) per value.
 """
 
 from __future__ import annotations
@@ -188,13 +186,9 @@ def _materialize(capture: _Capture) -> Any:
 
 
 class PartialJsonReader:
-    """Reads one JSON document fed in pieces; see the module rules.
-
-    ``feed(text)`` returns the deltas it produced (an empty list when ``deltas=False``);
-    ``snapshot`` is the settled value so far as a fresh tree; ``close()`` ends the input.
-    ``max_depth`` caps nesting (1 to 1000), ``max_chars`` the characters fed (``None``: no
-    cap). ``skip_prose`` ignores text around an object or array (rule 5).
-    """
+    """Reads one JSON document fed in pieces (rules 1-7). ``max_depth`` caps nesting (1 to
+    1000), ``max_chars`` the characters fed (``None``: no cap); with ``deltas=False``
+    :meth:`feed` returns empty lists; ``skip_prose``: rule 5."""
 
     __slots__ = (
         "_deltas", "_skip_prose", "_max_depth", "_max_chars",
@@ -655,14 +649,10 @@ _UNBUILT: Any = _Missing()
 @final
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class JsonSnapshot:
-    """One view of a JSON document while it streams.
-
-    ``value`` is what has settled (module rules 1-3): a fresh tree of ``dict``, ``list``,
-    ``str``, numbers, ``bool`` and ``None`` that belongs to the caller, built on first
-    access and then kept (``None`` when nothing settled before a cut). ``done``: the
-    document is complete and ``value`` is final. ``truncated``: the stream ended before the
-    document was complete; ``value`` is what had settled, kept. ``deltas``: the changes
-    since the previous snapshot (when asked for). ``version``: the reader's version.
+    """One view of a JSON document while it streams. ``value`` is what has settled (rules
+    1-3, 8; ``None`` when nothing settled before a cut); ``done``: the document is complete
+    and ``value`` final; ``truncated``: the stream ended before it was; ``deltas``: the
+    changes since the previous snapshot (when asked for); ``version``: the reader's.
     """
 
     done: bool

@@ -465,13 +465,9 @@ _READ_PIECE = 1024 * 1024
 
 
 def _read_file(filename: str, where: str) -> bytes:
-    """The bytes of the regular file ``filename``, at most :data:`MAX_PART_BYTES` (rule 2).
-
-    The file is opened without blocking (a FIFO with no writer would block ``open``) and
-    checked on its descriptor: anything but a regular file (a directory, a FIFO, a device
-    such as ``/dev/zero``, a socket) is refused before a byte is read; so is a file whose
-    size is over the limit. A file that grows past the limit while it is read is refused
-    too: never more than the limit plus one byte is read."""
+    """The bytes of the regular file ``filename`` (rule 2). It is opened without blocking (a
+    FIFO with no writer would block ``open``) and checked on its descriptor before a byte
+    is read; a file that grows past the limit while it is read is refused too."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(filename, flags)
     try:

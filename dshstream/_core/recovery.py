@@ -31,9 +31,8 @@ Rules:
   name-shaped and not key-shaped (a registered secret, a known key format such as Groq's
   ``gsk_...`` or an AWS access key id, which are valid variable names too), so a key
   passed by mistake is refused, never echoed.
-* :func:`may_view_detail` says who may see ``failure.detail`` (the redacted upstream text):
-  only someone who could replace the failing key — its owner, for a server or a personal
-  key; nobody in the app for a subscription denial (the detail goes to operator logs).
+* :func:`may_view_detail` says who may see ``failure.detail``: only someone who could
+  replace the failing key.
 """
 
 from __future__ import annotations
@@ -341,14 +340,14 @@ def recovery_tips(
     base_url_option: str | Sequence[str] | None = None,
     shared_key: bool = True,
 ) -> tuple[str, ...]:
-    """Short, actionable tips for ``failure`` as seen by the owner of a ``credential``.
+    """Short, actionable tips for ``failure`` as seen by the owner of a ``credential``
+    (rules 1-3 say what each source gets; the tips never contain upstream text).
 
-    ``credential`` is ``"server"`` (an operator's key), ``"personal"`` (the user's own) or
-    ``"subscription"`` (a paid plan); see the module docstring for what each gets.
     ``key_env`` names the variable(s) the personal key is read from (``"OPENAI_API_KEY"``),
     ``base_url_option`` how the user points at another server (``"--base-url"``, or several
-    ways: ``("--base-url", "LLAMACPP_BASE_URL")``); both only refine the personal tips. ``shared_key=False`` says there is no shared key to switch
-    back to (a command line, a notebook). The tips never contain upstream text.
+    ways: ``("--base-url", "LLAMACPP_BASE_URL")``); both only refine the personal tips.
+    ``shared_key=False`` says there is no shared key to switch back to (a command line, a
+    notebook).
     """
     source = _failure_of(failure)
     check_choice(credential, "credential", CREDENTIAL_SOURCES)
@@ -391,12 +390,10 @@ def _personal(
 
 
 def may_view_detail(credential: CredentialSource, viewer_owns_key: bool) -> bool:
-    """Whether a viewer may see ``failure.detail`` (the redacted upstream text).
-
-    Only someone who could replace the failing key may: the owner of a server key (the
-    operator) or of a personal key (the user). A subscription denial is never shown in
-    detail to anyone in the app (billing copy only; the detail stays in operator logs).
-    """
+    """Whether a viewer may see ``failure.detail`` (the redacted upstream text): only one
+    who could replace the failing key, the owner of a server key (the operator) or of a
+    personal key (the user); a subscription denial never (its detail stays in operator
+    logs)."""
     check_choice(credential, "credential", CREDENTIAL_SOURCES)
     if not isinstance(viewer_owns_key, bool):
         raise invalid(f"viewer_owns_key must be a bool, got {describe(viewer_owns_key)}", wrong_type=True)

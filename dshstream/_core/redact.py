@@ -111,10 +111,8 @@ _registry_lock = threading.Lock()
 
 
 def register_secret(secret: str | None) -> None:
-    """Remember ``secret`` process-wide so log and failure redaction removes it.
-
-    Empty values and values shorter than :data:`MIN_SECRET_LENGTH` are ignored.
-    """
+    """Remember ``secret`` process-wide so log and failure redaction removes it; one
+    shorter than :data:`MIN_SECRET_LENGTH` is ignored."""
     if not secret or len(secret) < MIN_SECRET_LENGTH:
         return
     with _registry_lock:
@@ -324,14 +322,13 @@ def truncate(text: str, limit: int) -> str:
 
 
 def redact(text: str, secrets: Iterable[str] = (), limit: int | None = None) -> str:
-    """Remove ``secrets`` (and their encodings), then credential patterns, then truncate.
+    """Remove ``secrets`` (and their encodings), then credential patterns, then cut to
+    ``limit`` characters, marker excluded (the module's passes 1-3).
 
-    ``limit`` (characters kept, marker excluded) is applied after redaction, so a secret
-    straddling the cut never leaves a readable prefix behind. With a ``limit``, a text far
-    longer than it is redacted only as far as the kept part can reach (a head of
-    ``8 * limit + 16 KiB``; the rest when redaction shrank that head below ``limit + 8 KiB``),
-    so a 10 MB exception message costs what a short one does; the marker then counts the
-    unread tail as it was.
+    With a ``limit``, a text far longer than it is redacted only as far as the kept part
+    can reach (a head of ``8 * limit + 16 KiB``; the rest when redaction shrank that head
+    below ``limit + 8 KiB``), so a 10 MB exception message costs what a short one does; the
+    marker then counts the unread tail as it was.
     """
     if limit is not None and len(text) > _head_length(limit):
         head = text[: _head_length(limit)]

@@ -54,11 +54,11 @@ def _frozen_copy(schema: Mapping[Any, Any], field_name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class JsonSchema:
-    """Ask for JSON that follows ``schema`` (a JSON Schema object).
+    """Ask for JSON that follows ``schema``, a JSON Schema object (rules 1-3).
 
     ``name`` identifies the format to the provider (OpenAI shows it to the model; on the
     forced-tool path it is the tool's name); ``description`` tells the model what the
-    object is for. ``strict`` asks for guaranteed conformance (see the module rules).
+    object is for.
     """
 
     name: str

@@ -218,13 +218,8 @@ def _header_problem(value: str) -> str | None:
 
 
 def check_api_key(value: object, field: str = "api_key") -> str | None:
-    """An API key fit for an HTTP header, or ``None`` for ``None``/``""`` (no key).
-
-    Refused, with a message that names ``field`` and the problem but never the key or any
-    part of it: a non-``str`` (only its type is named), a control character (``\\r``,
-    ``\\n``, ``\\t`` ...), a character outside Latin-1, leading/trailing whitespace, or
-    whitespace only.
-    """
+    """An API key fit for an HTTP header, or ``None`` for ``None``/``""`` (no key); a bad
+    one is refused naming ``field`` and the problem, never any part of the key."""
     if value is None or value == "":
         return None
     if not isinstance(value, str):

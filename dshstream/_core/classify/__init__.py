@@ -13,15 +13,10 @@ registry).
 * :func:`content_filter_summary` — the categories an Azure content-filter verdict
   blocked, for a failure's detail.
 
-Every result is an :class:`~dshstream._core.types.LlmFailure` built with
-:func:`~dshstream._core.errors.make_failure`. ``message`` is a headline built from the provider
-name, the code and the status (``"openai: rate limited (RATE_LIMIT, HTTP 429)"``) and
-never contains upstream text. ``detail`` is the upstream text (the error message with its
-type/code, or the raw body) after :func:`~dshstream._core.redact.redact` with the given
-secrets **and** every registered secret, at most 2,000 characters. ``request_id`` (from
-headers or the payload) is kept only when it is a short plain token that redaction leaves
-unchanged, and ``serving_provider`` is redacted, stripped of control characters and
-bounded to 100 characters.
+Every result is an :class:`~dshstream._core.types.LlmFailure` built by :mod:`.builder`,
+whose rules say what of the upstream text a failure may carry: ``message`` is a headline
+of facts (``"openai: rate limited (RATE_LIMIT, HTTP 429)"``), never upstream text;
+``detail`` is the upstream text redacted with the given and every registered secret.
 
 Order: HTTP status, then the provider's error type/code, then wording (word-boundary
 matches); the numbered rules are in :mod:`.decision`. One concern per module, in the

@@ -71,16 +71,9 @@ def classify_error_payload(
     status: int | None = None,
     secrets: Iterable[str] = (),
 ) -> LlmFailure:
-    """Classify an in-band error object (already-parsed JSON, or its text/bytes).
-
-    Understands OpenAI ``{"error": {...}}`` (``error`` may be a string, ``code`` numeric),
-    Anthropic ``{"type": "error", "error": {"type": ...}}``, Gemini ``{"error": {"code",
-    "status", "details"}}`` (also double-encoded, also wrapped in a list), OpenRouter
-    error chunks (``metadata.provider_name`` → ``serving_provider``), Responses API
-    ``{"type": "error", "code": ...}`` and ``response.failed`` events, Groq
-    ``tool_use_failed``. A numeric ``code`` (``500``, ``"429"``) is used as the status when
-    ``status`` is not given (or is below 400).
-    """
+    """Classify an in-band error object (already-parsed JSON, or its text/bytes): the
+    shapes :mod:`.payload` reads (its rules 1-5); a numeric ``code`` is the status when
+    ``status`` is not given or is below 400 (rule 2)."""
     reported = _valid_status(status)
     if reported is not None and reported < 400:
         reported = None

@@ -184,12 +184,9 @@ SERVER_ERROR = _rx(
 
 
 def is_context_overflow(text: str) -> bool:
-    """True when ``text`` says the prompt does not fit the model's context window.
-
-    Generic phrasings ("too many tokens", "token limit exceeded") count only when the text
-    is not rate-limit wording: ``ThrottlingException: Too many tokens, rate limit reached``
-    is a rate limit.
-    """
+    """True when ``text`` says the prompt does not fit the model's context window; generic
+    phrasings count only without rate-limit wording (rule 3: ``ThrottlingException: Too
+    many tokens, rate limit reached`` is a rate limit)."""
     text = collapse(text)
     if _OVERFLOW_STRONG.search(text):
         return True
@@ -206,16 +203,14 @@ def is_quota_exhausted(text: str) -> bool:
 def is_credit_limit(text: str) -> bool:
     """True when ``text`` says the request cannot be afforded but a smaller one can
     ("can only afford", "fewer max_tokens", "requires more credits", "insufficient
-    credits"). Mutually exclusive with :func:`is_quota_exhausted`, which wins."""
+    credits"); rule 4."""
     text = collapse(text)
     return bool(_CREDIT.search(text)) and not _QUOTA.search(text)
 
 
 def is_model_not_found(text: str) -> bool:
-    """True when ``text`` says the model is unknown, unsupported, retired or deprecated.
-
-    A bare "not found" is not enough: the wording must name a model.
-    """
+    """True when ``text`` says the model is unknown, unsupported, retired or deprecated
+    (rule 5: the wording must name a model)."""
     text = collapse(text)
     return bool(_MODEL_STRONG.search(text) or _MODEL_WEAK.search(text))
 

@@ -211,11 +211,8 @@ def _scan(text: str) -> list[_Frame] | None:
 
 
 def repair_incomplete_json(text: str, max_chars: int = DEFAULT_MAX_REPAIR_CHARS) -> str | None:
-    """Repair a JSON object cut short; see the module docstring for the rules.
-
-    Returns compact JSON text (``ensure_ascii=False``) of the complete part, or ``None``
-    for empty, oversized (``len(text) > max_chars``), valid, non-object or malformed input.
-    """
+    """Repair a JSON object cut short (the module's rules): the compact JSON text of its
+    complete part, or ``None`` (also when ``len(text) > max_chars``)."""
     if not text or len(text) > max_chars:
         return None
     start = _skip_ws(text, 0)

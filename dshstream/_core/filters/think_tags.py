@@ -17,8 +17,8 @@ text. A tag may be split across chunks at any point.
   into a tag (at most 64 characters), plus — when that run could be a closer and we are
   outside a block — the rest of the chunk it arrived in.
 * :meth:`ThinkTagStripper.flush`: inside a block, held text is reasoning. Outside, held text
-  that never became a tag is **visible** (a stream ending ``Hello <`` keeps ``Hello <``;
-  the seed lost it), except a truncated closer — ``</`` plus the start of a tag name, or a
+  that never became a tag is **visible** (a stream ending ``Hello <`` keeps ``Hello <``),
+  except a truncated closer — ``</`` plus the start of a tag name, or a
   namespaced ``</ns:`` run — which is treated like an orphan closer: the held text before
   it becomes reasoning and the fragment is dropped (``tail.</thi`` → reasoning ``tail.``).
   A truncated closer inside a block is dropped too (it is markup, not thought).
