@@ -36,7 +36,7 @@ Contract: stdlib plus dshstream's validators, errors and redaction; no I/O of it
    dshstream's own (the ``authorized_user`` reader) reads :func:`current_limits` on that
    worker and sends its token request under the same limits, so it ends with the stream.
    No fetch starts after the deadline or a cancel. Without limits (``list_models`` without
-   a timeout, direct use) the callable runs on the caller's thread, as before.
+   a timeout, direct use) the callable runs on the caller's thread.
 7. **A key pool** (:class:`~dshstream._adapters.key_pool.KeyPool`) is a credential too,
    and this is the one place every adapter learns it: :meth:`CredentialSource.get` picks a
    key from the pool per attempt (when every key is cooling or parked, the pool's failure

@@ -106,9 +106,7 @@ class MessagesSettings(TypedDict, total=False):
 
 
 class MessagesBody:
-    """Builds Anthropic Messages request bodies from :class:`GenerateOptions`: the base of
-    :class:`~dshstream._adapters.anthropic.AnthropicWire` (and its Vertex subclass), and
-    held by Bedrock's InvokeModel wire, which sends the same body less ``model``/``stream``.
+    """Builds Anthropic Messages request bodies from :class:`GenerateOptions` (rules 1-7).
     ``label`` names the route in refusals; :attr:`media` may be set per instance."""
 
     #: whether the host serves native structured outputs (``output_config.format``)

@@ -26,8 +26,7 @@ Contract (sans-IO; pure functions of the options):
      mode ``{"type": "json_object"}``.
    * Anthropic Messages: ``output_config: {"format": {"type": "json_schema", "schema"}}``
      (anthropic-sdk-python ``OutputConfigParam``/``JSONOutputFormatParam``; GA, no beta
-     header; the earlier beta spelled it ``output_format`` under
-     ``structured-outputs-2025-11-13``) on the models that have it — Claude 4.5 and later
+     header) on the models that have it — Claude 4.5 and later
      (Haiku 4.5, Sonnet 4.5, Opus 4.5, ...), on the Claude API and on Bedrock
      (InvokeModel: the same ``output_config.format``). Anthropic has no JSON mode.
    * Bedrock Converse: ``outputConfig: {"textFormat": {"type": "json_schema",
