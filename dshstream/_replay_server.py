@@ -47,7 +47,6 @@ class Route:
 
 @dataclass
 class RecordedRequest:
-    """One request the server received."""
 
     method: str
     path: str

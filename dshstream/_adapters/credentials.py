@@ -44,14 +44,12 @@ Contract: stdlib plus dshstream's validators, errors and redaction; no I/O of it
    key_pool rule 4). Its keys are registered for redaction by the pool itself, for its
    lifetime (never through the :data:`HISTORY`, which would forget them).
 8. **One stream's view.** :meth:`CredentialSource.for_stream` gives the source as one
-   stream's attempts use it (the auth flows' ``for_stream``, attempts rule 3): for a pool
-   it remembers the lease of the stream's current attempt, so
-   :meth:`~CredentialSource.refresh_after` settles exactly the key that attempt used —
-   attempts of one stream are sequential, so no other stream's pick can be mistaken for
-   it, however many threads share the pool — and answers ``True`` (move to the next key
-   at once) when that key was cooled or parked, at most once per key of the pool
-   (:attr:`~CredentialSource.refresh_limit`). For a callable it refreshes once per stream
-   (rule 4). A fixed key, or none, is its own view.
+   stream's attempts use it (attempts rule 3). For a pool it remembers the lease of the
+   stream's current attempt, so :meth:`~CredentialSource.refresh_after` settles exactly
+   the key that attempt used (a stream's attempts are sequential, so no other stream's
+   pick is mistaken for it) and moves to the next key at once when that key was cooled
+   or parked, at most once per key (:attr:`~CredentialSource.refresh_limit`). For a
+   callable it refreshes once per stream (rule 4). A fixed key, or none, is its own view.
 """
 
 from __future__ import annotations
@@ -272,7 +270,6 @@ class CredentialSource:
 
     @property
     def value(self) -> Credential | None:
-        """The key, the callable or the pool, as configured."""
         return self._value
 
     @property

@@ -163,7 +163,6 @@ class MessagesBody:
         return None
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
-        """The JSON body for ``options``."""
         support = (
             CacheSupport(points=True, automatic=self.automatic_cache_host, max_points=4, longest_first=True)
             if self.caches_prompts

@@ -37,12 +37,10 @@ lives in ``failure.detail``.
 ``ConfigurationError`` is also a :class:`ValueError` and ``ConfigurationTypeError`` also a
 :class:`TypeError`, so caller mistakes can be caught the usual Python way too. Their
 messages name the field, the type of the value given and what is expected; they never
-echo a credential. ``ProviderError`` and ``NetworkError`` are families only: no code is
-theirs, so ``except dshstream.ProviderError`` catches every refusal of the provider and
-``except dshstream.NetworkError`` every failure on the way (all retryable by default).
-``ToolLoopError`` is defined by the tool loop (:mod:`dshstream._tool_loop`, a higher
-layer: it carries the loop's steps and history) and wraps the failed step's failure, so it
-has no code of its own either; the step's own exception is its ``__cause__``.
+echo a credential. ``ProviderError`` and ``NetworkError`` are families only (no code is
+theirs). ``ToolLoopError`` is defined by the tool loop (:mod:`dshstream._tool_loop`, a
+higher layer: it carries the loop's steps and history); it has no code of its own either,
+and the step's own exception is its ``__cause__``.
 
 The registry (:data:`ERROR_CODES`):
 
@@ -350,7 +348,6 @@ def error_class_for(failure: LlmFailure) -> type[LlmError]:
 
 
 def error_for(failure: LlmFailure) -> LlmError:
-    """The exception instance to raise for ``failure``."""
     return error_class_for(failure)(failure)
 
 

@@ -55,7 +55,6 @@ class JsonlRow:
 
 
 class JsonlReader:
-    """Incremental JSON Lines reader; see the module docstring for the contract."""
 
     __slots__ = ("_max", "_what", "_provider", "_pending", "_line", "_skipping", "_at_start", "_closed")
 

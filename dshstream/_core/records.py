@@ -25,13 +25,11 @@ clock, no I/O (the records are built by :mod:`dshstream._observe`).
 5. ``started_at`` is wall-clock time (``time.time()``); every duration is in seconds on the
    monotonic clock, measured from the start of the stream (``time_to_first_chunk``,
    ``duration``) or of the attempt (:attr:`AttemptRecord.duration`).
-6. No field a record takes from the response — ``response_id``, ``response_model``,
-   ``serving_provider``, ``request_id``, ``finish.raw``, a failure's code, message,
-   detail, request id and serving provider (a fallback target's failure too) — carries a
-   registered secret: a proxy that
-   echoes the key into them gets that field dropped (``None``) where the record is built
-   (:mod:`dshstream._observe` rule 7), so the log line's ``record.dshstream`` and the
-   OpenTelemetry attributes, built from the records, never carry it either.
+6. No field a record takes from the response carries a registered secret: a proxy that
+   echoes the key into one gets that field dropped (``None``) where the record is built
+   (:mod:`dshstream._observe` rule 7 lists the fields), so the log line's
+   ``record.dshstream`` and the OpenTelemetry attributes, built from the records, never
+   carry it either.
 7. :class:`StreamStarted` carries what the adapter says of the request before sending it
    (:class:`Telemetry`, ``LlmAdapter.telemetry``): the conventions' well-known provider
    name, the operation name, and the server's host and port — so a tracer has them at the

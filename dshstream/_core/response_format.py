@@ -99,7 +99,6 @@ ResponseFormat: TypeAlias = Union[JsonSchema, JsonMode]
 
 
 def check_response_format(value: object, field_name: str) -> JsonSchema | JsonMode | None:
-    """``value`` if it is ``None``, a :class:`JsonSchema` or a :class:`JsonMode`."""
     if value is None or isinstance(value, (JsonSchema, JsonMode)):
         return value
     hint = (

@@ -106,14 +106,12 @@ def check_str(value: object, field: str, *, nonempty: bool = True) -> str:
 
 
 def check_str_or_none(value: object, field: str) -> str | None:
-    """``value`` if it is ``None`` or a ``str``."""
     if value is None or isinstance(value, str):
         return value
     _fail(f"{field} must be a str or None, got {describe(value)}", wrong_type=True)
 
 
 def check_bool_or_none(value: object, field: str) -> bool | None:
-    """``value`` if it is ``None``, ``True`` or ``False``."""
     if value is None or type(value) is bool:
         return value
     _fail(f"{field} must be True, False or None, got {describe(value)}", wrong_type=True)
@@ -174,7 +172,6 @@ def check_timeout(value: object, field: str, *, allow_none: bool = True) -> floa
 
 
 def check_choice(value: object, field: str, choices: Iterable[str]) -> str:
-    """``value`` if it is one of ``choices``."""
     options = tuple(choices)
     if isinstance(value, str) and value in options:
         return value
@@ -183,7 +180,6 @@ def check_choice(value: object, field: str, choices: Iterable[str]) -> str:
 
 
 def check_mapping(value: object, field: str) -> Mapping[Any, Any]:
-    """``value`` if it is a :class:`~collections.abc.Mapping` (a ``dict``)."""
     if isinstance(value, Mapping):
         return value
     _fail(f"{field} must be a mapping (a dict), got {describe(value)}", wrong_type=True)

@@ -73,7 +73,6 @@ _TAG = re.compile(r"<[^>]{0,2000}>")
 
 @dataclass
 class ErrorFacts:
-    """Facts dug out of an error payload."""
 
     message: str | None = None
     type: str | None = None
