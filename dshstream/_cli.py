@@ -29,14 +29,12 @@ Keys: a key read from the environment goes only to its provider's own host. With
 ``--base-url`` no environment key is sent unless the caller names the variable with
 ``--api-key-env``.
 
-Clouds, configured from the environment their SDKs read: ``-p azure`` (the model is the
-deployment; ``AZURE_OPENAI_ENDPOINT`` or ``--base-url``, ``AZURE_OPENAI_API_KEY`` or
-``--api-key-env``, ``OPENAI_API_VERSION``), ``-p vertex`` (``GOOGLE_CLOUD_PROJECT``,
-``GOOGLE_CLOUD_LOCATION``, Application Default Credentials of the ``authorized_user``
-kind; ``--api-key-env`` names an express-mode key instead; a ``claude-*`` model goes to
-Claude on Vertex) and ``-p vertex-anthropic``; ``-p bedrock`` (Amazon Bedrock Converse:
-``AWS_REGION``, and ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` or
-``AWS_BEARER_TOKEN_BEDROCK``).
+Clouds are configured from the environment their SDKs read (the variables:
+:mod:`dshstream._defaults`; ``AWS_SESSION_TOKEN`` too): ``-p azure`` (the model is the
+deployment; ``--base-url`` and ``--api-key-env`` stand in for the endpoint and key
+variables), ``-p vertex`` (``--api-key-env`` names an express-mode key instead; a
+``claude-*`` model goes to Claude on Vertex), ``-p vertex-anthropic`` and ``-p bedrock``
+(Amazon Bedrock Converse).
 
 ``chat --attach FILE`` (repeatable) sends an image, a document or an audio file with the
 prompt; its kind comes from the file's content (or extension). A file the provider cannot

@@ -32,10 +32,9 @@ history made portable for each target: :mod:`dshstream._core.portable`):
    A cancel, or the request's ``timeout`` running out, ends the chain at once: nothing
    more is sent.
 5. **Observed.** The stream's watch (when someone watches) hears every HTTP attempt of
-   every target, numbered over the whole stream and with the target's position
-   (``AttemptRecord.target``), and one ``AttemptRecord`` with outcome ``skipped`` per
-   skipped target (no HTTP attempt: ``attempt`` 0); its ``StreamFinished`` carries the
-   trail (``fallback``).
+   every target and one ``skipped`` record per skipped target, and its ``StreamFinished``
+   carries the trail (:mod:`~dshstream._core.records` rule 1, :mod:`dshstream._observe`
+   rule 8).
 6. **Never raises.** Anything a target's adapter raises is that target's failure (an
    ``LlmError``'s own failure; any other exception ``UNKNOWN`` with its redacted text);
    closing the stream closes the target being streamed.

@@ -38,14 +38,12 @@ Contract (:func:`run_tools` returns a :class:`ToolLoopStream`):
    ``max_step_result_chars`` characters of tool output in all (default
    :data:`DEFAULT_MAX_STEP_RESULT_CHARS`, 1,000,000; each result is also cut at
    ``max_result_chars``, rule 2): a model asking for 10,000 calls, or for 1,000 results of
-   100,000 characters, must neither run them all nor make a next request of 100 MB. The
-   calls past the first ``max_calls_per_step`` are not run (status ``limited``). Results
-   count in call order: the one that crosses the budget is cut to what is left (and says
-   so), and once it is spent the later calls are not run (``limited``); with
-   ``parallel`` a later call may have run already: its result is not sent (``withheld``).
-   Every such call gets an error result naming the setting, so the model sees it and the
-   history stays valid; :attr:`ToolLoopStep.limited_by` (and a log warning) says which
-   caps applied.
+   100,000 characters, must neither run them all nor make a next request of 100 MB. Calls
+   past the first ``max_calls_per_step`` are not run (``limited``). Results count in call
+   order: the one that crosses the budget is cut to what is left (and says so); after it
+   the later calls are not run (``limited``) or, with ``parallel``, not sent if they ran
+   already (``withheld``). Each gets an error result naming the setting, so the history
+   stays valid; :attr:`ToolLoopStep.limited_by` (and a log warning) says which caps applied.
 6. **Control.** ``close()`` (from any thread) and ``cancel()`` work across steps: the step
    streaming is cut (its finish is ``aborted``), calls not yet started are answered as not
    run, and no further request is made; a tool already running is not interrupted. With

@@ -39,8 +39,7 @@ Contract: stdlib plus dshstream's validators, errors and redaction; no I/O of it
    a timeout, direct use) the callable runs on the caller's thread.
 7. **A key pool** (:class:`~dshstream._adapters.key_pool.KeyPool`) is a credential too,
    and this is the one place every adapter learns it: :meth:`CredentialSource.get` picks a
-   key from the pool per attempt (when every key is cooling or parked, the pool's failure
-   is raised, and the attempt loop waits for the first free key as for a ``Retry-After``:
+   key from the pool per attempt (with no key usable, the pool's failure is raised:
    key_pool rule 4). Its keys are registered for redaction by the pool itself, for its
    lifetime (never through the :data:`HISTORY`, which would forget them).
 8. **One stream's view.** :meth:`CredentialSource.for_stream` gives the source as one

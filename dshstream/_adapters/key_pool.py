@@ -34,11 +34,9 @@ held only to read or change its state.
    raises the real failure: the most recent failure of the keys that decide (the cooling
    ones when any cools, else the parked ones), its message saying that all N keys are
    cooling or parked and when the first is free, its ``retry_after`` the seconds until
-   then. Nothing is sent. The attempt loop then waits for that key as for any
-   ``Retry-After`` — within the stream's deadline, the retry policy's cap and
-   ``max_retries``, a cancel ending the wait at once (``ABORTED``) — and tries again, or
-   ends the stream with that failure; every key parked is not retryable: it ends at
-   once.
+   then. Nothing is sent; the attempt loop waits for that key as for any ``Retry-After``
+   (attempts rule 3). With every key parked the failure is not retryable: the stream ends
+   at once.
 5. **State.** :meth:`KeyPool.state` is a snapshot for dashboards: one frozen
    :class:`KeyState` per key (label, uses, failures, cooling until — a Unix time —,
    parked, last failure code). No secret appears in a ``repr``, a state, a log line or a

@@ -2,10 +2,8 @@
 wrote each turn is sent back to that provider only.
 
 Contract: stdlib, ``types`` and ``request`` only; pure functions, no I/O. The service calls
-:func:`portable_history` for each target of a fallback chain, with ``native(message)``:
-whether the message's provider and the target are registered to the very same adapter
-instance (the service's replay routing, :mod:`dshstream._service`) and the message names
-no other model than the target's (:mod:`dshstream._fallback` rule 1). A message is
+:func:`portable_history` for each target of a fallback chain, with ``native(message)``
+(which turns are native: :mod:`dshstream._fallback` rule 1). A message is
 *foreign* to the target when its provider is another adapter's (or none the service
 knows); a turn of the target's own provider by another model is neither native nor foreign.
 
