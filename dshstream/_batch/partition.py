@@ -12,12 +12,10 @@ Contract:
    numpy scalars are plain values; ``messages`` is a list of ``{role, content}`` or its
    JSON text.
 2. **Columns out.** A dict of lists, one entry per row, in input order
-   (:data:`RESULT_COLUMNS` with their pandas dtypes; :data:`SPARK_SCHEMA` as Spark's):
-   ``id``, ``key``, ``ok``, ``text``, ``tool_calls`` (JSON text: a list of ``{id, name,
-   arguments}``), ``finish``, ``failure_code``, ``failure_message`` (redacted),
-   ``input_tokens``, ``output_tokens`` (0 without usage), ``cost``, ``attempts``,
-   ``request_id``, ``resumed``. A failing row is a row with ``ok`` false; nothing raises
-   for one row.
+   (:data:`RESULT_COLUMNS` with their pandas dtypes; :data:`SPARK_SCHEMA` as Spark's);
+   ``tool_calls`` is JSON text (a list of ``{id, name, arguments}``), ``failure_message``
+   is redacted, the token counts are 0 without usage. A failing row is a row with ``ok``
+   false; nothing raises for one row.
 3. **Checkpoint.** With ``checkpoint_dir``, the partition's rows go to
    ``checkpoint_dir/part-HASH.jsonl``, HASH the SHA-256 of the rows' keys in order: a
    retried task (the same rows, after a worker died) reopens the same file and sends only
