@@ -5,15 +5,14 @@ Contract: stdlib and the core's redaction only; pure functions of the values giv
 secrets known (the request's own, and the process registry every adapter registers its
 key in, :func:`~dshstream._core.redact.known_secrets`).
 
-1. **Headers.** The credential headers — ``authorization``, ``proxy-authorization``,
-   ``x-api-key``, ``api-key``, ``x-goog-api-key``, ``cookie``, ``set-cookie``,
-   ``x-amz-security-token``, and AWS SigV4's ``x-amz-date`` and
-   ``x-amz-content-sha256`` (they change with every signature) — keep their name, their
-   value becomes ``[REDACTED]``; so does any header whose name reads as a credential
-   (:func:`~dshstream._core.redact.is_sensitive_key`, or a name ending in ``secret``,
-   ``token``, ``key``, ``password``, ``credential(s)`` or ``signature``, case, ``-`` and
-   ``_`` aside: ``x-client-secret``, ``x-auth-token``). Every other value has each known
-   secret removed (a rate limit's ``...-remaining-tokens`` is kept).
+1. **Headers.** The credential headers (:data:`CREDENTIAL_HEADERS`, AWS SigV4's
+   ``x-amz-date`` and ``x-amz-content-sha256`` among them: they change with every
+   signature) keep their name, their value becomes ``[REDACTED]``; so does any header
+   whose name reads as a credential (:func:`~dshstream._core.redact.is_sensitive_key`, or
+   a name ending in ``secret``, ``token``, ``key``, ``password``, ``credential(s)`` or
+   ``signature``, case, ``-`` and ``_`` aside: ``x-client-secret``, ``x-auth-token``).
+   Every other value has each known secret removed (a rate limit's
+   ``...-remaining-tokens`` is kept).
 2. **The URL** goes through :func:`~dshstream._core.redact.redact`: a key in the query
    (``?key=...``), a password in the authority and every known secret are removed.
 3. **A request body.** A JSON body keeps its shape: the value of a sensitive key

@@ -61,10 +61,11 @@ class Message:
     ``content`` is plain text or a sequence of blocks; a user turn may mix in media parts
     (:class:`~dshstream._core.parts.ImagePart`, ``DocumentPart``, ``AudioPart``), in the
     order they should reach the model: ``Message.user("What is this?",
-    ImagePart.from_path("cat.png"))``. Assistant turns produced by dshstream (``AssembledResponse.message()``) also carry the
-    ``provider`` and ``model`` that wrote them and the adapter-owned ``replay_state`` the
-    next request needs. ``cache`` (a :class:`~dshstream._core.prompt_cache.CachePoint`)
-    asks the provider to cache the prompt up to and including this turn.
+    ImagePart.from_path("cat.png"))``. Assistant turns produced by dshstream
+    (``AssembledResponse.message()``) also carry the ``provider`` and ``model`` that wrote
+    them and the adapter-owned ``replay_state`` the next request needs. ``cache`` (a
+    :class:`~dshstream._core.prompt_cache.CachePoint`) asks the provider to cache the
+    prompt up to and including this turn.
     """
 
     role: Role
