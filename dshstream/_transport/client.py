@@ -24,6 +24,12 @@ made before the request is sent, then sent.
    model list, a token endpoint).
 5. **No thread per request.** A request :func:`~dshstream._transport.pool.inline_safe`
    allows is sent on the caller's thread (stream rule 1), any other on a send worker.
+6. **No ``.netrc`` credentials.** ``requests`` applies a ``~/.netrc`` entry for the host
+   (or its ``default`` entry) as Basic auth to any request sent without ``auth`` — over the
+   adapter's ``Authorization`` header (an OpenAI key replaced: a 401), beside an
+   ``x-api-key`` (the netrc password sent to the provider). Every send passes an ``auth``
+   that changes nothing (:func:`_headers_as_built`), so the request goes out with the
+   headers its auth flow built; a caller's ``session.auth`` is left to apply as before.
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ Session = requests.Session
 
 #: seconds a connect may take (rule 2)
 DEFAULT_CONNECT_TIMEOUT = 10.0
+
+
+def _headers_as_built(prepared: requests.PreparedRequest) -> requests.PreparedRequest:
+    """Rule 6: an ``auth`` for ``requests`` that leaves the request as it is."""
+    return prepared
 
 
 def _new_session() -> requests.Session:
@@ -104,6 +115,8 @@ class HttpTransport(BaseTransport[HttpStream]):
         if data is not None:
             kwargs["data"] = data
         kwargs.update(self.connection.send_kwargs(self.session))  # rule 4
+        if self.session.auth is None:
+            kwargs["auth"] = _headers_as_built  # rule 6
         watch_session(self.session)  # pool rule 3: adapters mounted since, proxy managers made since
         stream.send(self.session, method, kwargs, inline=inline_safe(self.session, request.url))
         return stream

@@ -7,6 +7,7 @@ never carry a key.
   result is a ``REDIRECT`` failure and B receives nothing.
 - Environment keys go only to the provider's own host (the adapter tests prove the
   own-host half on the wire; here: never to another base_url, unless passed or named).
+- A ``~/.netrc`` entry never replaces the key or reaches the provider.
 - Before headers: a host that never completes the TCP handshake (a full accept queue), a
   server that accepts and never answers, one that trickles header bytes. The total
   deadline, the idle clock, ``cancel`` and ``close()`` end each within a tick, and no
@@ -20,6 +21,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -37,7 +39,7 @@ from dshstream._adapters.http import HttpAdapter
 from dshstream._core.assembler import AssembledResponse
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
-from helpers import fixture_bytes
+from helpers import fake_key, fixture_bytes
 from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, RawServer, chunk
 
 KEY = "sk-trust-boundary-0123456789abcdef"
@@ -355,3 +357,38 @@ def test_early_hints_before_the_answer_are_skipped(framing: str) -> None:
     with RawServer(behave) as raw:
         result, _ = run(ADAPTERS["openai-chat"](raw.url))
     assert result.text == "hi" and result.finish.kind == "stop", result.finish
+
+
+# --------------------------------------------------------------------------- client rule 6: ~/.netrc
+
+
+NETRC_PASSWORD = "netrc-only-password-5521"
+
+
+@pytest.mark.parametrize("entry", ["default", "machine 127.0.0.1"])
+def test_a_netrc_entry_neither_replaces_the_key_nor_reaches_the_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    # requests would send the netrc login as Basic auth to any host the entry matches:
+    # over an OpenAI Bearer key (a 401), beside Anthropic's x-api-key (the password leaked).
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"{entry} login someone password {NETRC_PASSWORD}\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    key = fake_key("sk-", 40)
+    chat = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    with ReplayServer() as server:
+        server.add("/v1/chat/", Route(body=chat))
+        server.add("/v1/messages", Route(body=fixture_bytes("anthropic/text.sse")))
+        for adapter in (OpenAIChatAdapter(api_key=key, base_url=f"{server.url}/v1"),
+                        AnthropicAdapter(api_key=key, base_url=server.url)):
+            service = LlmService()
+            service.register_adapter(["p"], adapter)
+            result = service.stream(GenerateOptions(provider="p", model="m", messages=(Message.user("x"),),
+                                                    max_retries=0)).result()
+            assert result.finish.failure is None, result.finish
+        chat_request, messages_request = server.requests
+    assert chat_request.headers["authorization"] == f"Bearer {key}"
+    assert messages_request.headers["x-api-key"] == key and "authorization" not in messages_request.headers
+    for sent in (chat_request, messages_request):
+        assert not any("Basic" in value or NETRC_PASSWORD in value for value in sent.headers.values())
