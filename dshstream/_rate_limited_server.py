@@ -69,6 +69,9 @@ class RateLimitedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in separate writes: without TCP_NODELAY the body waits
+            # for the client's delayed ACK (~40 ms a response on loopback)
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -88,7 +91,8 @@ class RateLimitedServer:
         self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # a short poll: stop() waits for serve_forever to notice, half a second by default
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def start(self) -> RateLimitedServer:
         self.window_start = time.monotonic()

@@ -57,6 +57,9 @@ class RecordedRequest:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    # headers and body go out in separate writes: without TCP_NODELAY the body waits
+    # for the client's delayed ACK (~40 ms a response on loopback)
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass

@@ -28,6 +28,7 @@ def message(prompt: str) -> dict[str, Any]:
 
 
 class BatchesStandIn(BaseHTTPRequestHandler):
+    disable_nagle_algorithm = True  # each response is several small writes: no delayed-ACK wait
     batches: dict[str, list[dict[str, Any]]] = {}
     polls: dict[str, int] = {}
 

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class _Handler(BaseHTTPRequestHandler):
+    disable_nagle_algorithm = True  # each response is several small writes: no delayed-ACK wait
     def log_message(self, format: str, *args: object) -> None:  # keep the log quiet
         pass
 

@@ -69,6 +69,7 @@ def chromium() -> tuple[str, str]:
 
 
 class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
+    disable_nagle_algorithm = True  # each response is several small writes: no delayed-ACK wait
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
 
