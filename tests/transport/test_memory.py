@@ -21,8 +21,8 @@ from dshstream._core.pump import pump
 from dshstream._core.types import Finish, StreamChunk
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
-from dshstream._transport import HttpTransport, MemoryAnswer, MemoryTransport, SentRequest
-from dshstream._transport.interface import ResponseStream, Transport
+from dshstream._transport import HttpTransport, MemoryAnswer, MemoryStream, MemoryTransport, SentRequest
+from dshstream._transport.interface import Call, ResponseStream, Transport
 
 REAL = FIXTURES
 KEY = "mem-test-key-123456"
@@ -164,7 +164,7 @@ def test_a_get_that_fails_to_send_is_sent_once_more() -> None:
 def test_a_form_post_is_url_encoded_and_bounded() -> None:
     transport = MemoryTransport(MemoryAnswer.of_json({"access_token": "t"}))
     assert transport.post_form("http://m.invalid/token", {"grant_type": "refresh", "x": "a b"},
-                               provider="p") == {"access_token": "t"}
+                               call=Call("p")) == {"access_token": "t"}
     sent = transport.requests[-1]
     assert sent.data == b"grant_type=refresh&x=a+b"
     assert sent.headers["content-type"] == "application/x-www-form-urlencoded"
@@ -251,7 +251,9 @@ def test_the_pump_reads_a_memory_stream_like_an_http_one(after: bytes) -> None:
     pieces = [event("a"), b": keep-alive\n\n", event("b")[:9], event("b")[9:], END, after]
     transport = MemoryTransport(MemoryAnswer(pieces))
     decoder = StreamDecoder(translator_for("openai-chat", provider="p"))
-    with transport.open(HttpRequest(url="http://m.invalid/", headers={}, body={}), provider="p") as stream:
+    opened = transport.open(HttpRequest(url="http://m.invalid/", headers={}, body={}), provider="p")
+    assert isinstance(opened, MemoryStream)
+    with opened as stream:
         batches = list(pump(stream, decoder, cancel=None, provider="p"))
     assert [c.text for batch in batches for c in batch if isinstance(c, TextDelta)] == ["a", "b"]
     assert isinstance(batches[-1][-1], Finish)
