@@ -54,7 +54,7 @@ from .._core.attribution import AppIdentity, merge_headers
 from .._core.errors import LlmError, error_for, make_failure
 from .._core.redact import register_secret
 from .._core.validate import check_api_key, invalid
-from .._transport import Call, HttpTransport
+from .._transport import HttpTransport
 from .._transport.tls import ConnectionSettings
 from .credentials import FetchLimits, current_limits
 
@@ -224,7 +224,11 @@ class AuthorizedUserCredentials:
                     "refresh_token": self._refresh_token,
                 },
                 merge_headers(identity=self.identity),
-                call=Call(_PROVIDER, secrets, timeout, cancel, TOKEN_BODY_LIMIT),
+                provider=_PROVIDER,
+                secrets=secrets,
+                timeout=timeout,
+                cancel=cancel,
+                limit=TOKEN_BODY_LIMIT,
             )
         except LlmError as exc:
             failure = exc.failure

@@ -54,7 +54,7 @@ from .._core.request import GenerateOptions
 from .._core.types import Finish, ResponseMetadata, StreamChunk
 from .._core.validate import describe, invalid
 from .._core.wires.translator import Translator
-from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_QUIET_TIMEOUT, Call, ResponseStream
+from .._transport import DEFAULT_IDLE_TIMEOUT, DEFAULT_QUIET_TIMEOUT, ResponseStream
 from .credentials import FetchLimits
 
 if TYPE_CHECKING:
@@ -328,7 +328,9 @@ class Resumption:
                 url,
                 {},
                 {**adapter.request_headers(streaming=False), **added},
-                call=Call(options.provider, secrets, timeout=max(0.001, stop - time.monotonic())),
+                provider=options.provider,
+                secrets=secrets,
+                timeout=max(0.001, stop - time.monotonic()),
             )
         except Exception as exc:  # noqa: BLE001 - best effort: a cancel never breaks the close
             log.info("%s: cancelling the response failed (%s)", options.provider, type(exc).__name__)

@@ -44,7 +44,6 @@ from __future__ import annotations
 from .client import DEFAULT_CONNECT_TIMEOUT as DEFAULT_CONNECT_TIMEOUT
 from .client import HttpTransport as HttpTransport
 from .client import Session as Session
-from .interface import Call as Call
 from .interface import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
 from .interface import DEFAULT_QUIET_TIMEOUT as DEFAULT_QUIET_TIMEOUT
 from .interface import DEFAULT_JSON_TIMEOUT as DEFAULT_JSON_TIMEOUT
@@ -68,7 +67,6 @@ __all__ = [
     "ERROR_BODY_LIMIT",
     "JSON_BODY_LIMIT",
     "RELEASE_WAIT",
-    "Call",
     "HttpStream",
     "HttpTransport",
     "MemoryAnswer",

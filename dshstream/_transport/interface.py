@@ -38,8 +38,8 @@ Every transport keeps these rules (both built-in ones get them from
    :meth:`Transport.send_stream` (one stream request under its
    :class:`~dshstream._transport.watchdog.Limits`) and :meth:`Transport.send_call` (one
    non-stream request under a :class:`Call`, its answer handed to a reader). A
-   non-stream call's options are one :class:`Call` value; ``open`` and ``get_json`` keep
-   their keyword arguments (what the adapters pass) and build the value themselves.
+   non-stream call's optional keywords are declared once, as :class:`CallOptions`, and
+   become one :class:`Call` value.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 from urllib.parse import urlencode
 
 from .._core.http_request import HttpRequest
@@ -57,6 +57,9 @@ from .._core.validate import invalid
 from .answers import ERROR_BODY_LIMIT, bytes_answer, json_answer
 from .watchdog import Limits
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_JSON_TIMEOUT",
@@ -64,6 +67,7 @@ __all__ = [
     "ERROR_BODY_LIMIT",
     "JSON_BODY_LIMIT",
     "Call",
+    "CallOptions",
     "ResponseStream",
     "Transport",
 ]
@@ -79,6 +83,20 @@ DEFAULT_JSON_TIMEOUT = 30.0
 JSON_BODY_LIMIT = 16 * 1024 * 1024
 
 T = TypeVar("T")
+
+
+class CallOptions(TypedDict, total=False):
+    """The optional keywords of every non-stream call (rule 5), each defaulting to
+    :class:`Call`'s."""
+
+    #: credentials redacted from a failure (a form's refresh token, the request's key)
+    secrets: tuple[str, ...]
+    #: seconds in all, from the call on (``None``: no limit)
+    timeout: float | None
+    #: an event another thread may set: ``ABORTED``
+    cancel: threading.Event | None
+    #: the most bytes read of the answer (not of an open ``get_stream`` answer)
+    limit: int
 
 
 @dataclass(frozen=True)
@@ -180,55 +198,58 @@ class Transport(Protocol):
         )
         return self.send_stream(method, request, limits, started)
 
-    def get_json(
-        self,
-        url: str,
-        headers: dict[str, str],
-        *,
-        provider: str,
-        secrets: tuple[str, ...] = (),
-        timeout: float | None = DEFAULT_JSON_TIMEOUT,
-        cancel: threading.Event | None = None,
-        limit: int = JSON_BODY_LIMIT,
-    ) -> Any:
+    def get_json(self, url: str, headers: dict[str, str], *, provider: str, **options: Unpack[CallOptions]) -> Any:
         """GET ``url`` and return its JSON — at most ``limit`` bytes, within ``timeout``
         seconds in all — or raise a classified LlmError (rule 1)."""
-        call = Call(provider, secrets, timeout, cancel, limit)
+        call = Call(provider, **options)
         return self.send_call("GET", _request(url, headers, call), None, call, _json(call))
 
-    def post_form(self, url: str, form: Mapping[str, str], headers: Mapping[str, str] | None = None, *,
-                  call: Call) -> Any:
+    def post_form(
+        self, url: str, form: Mapping[str, str], headers: Mapping[str, str] | None = None, *, provider: str,
+        **options: Unpack[CallOptions],
+    ) -> Any:
         """POST ``form`` (``application/x-www-form-urlencoded``) to ``url`` and return the
-        JSON answer, read as :meth:`get_json` reads one (``call.secrets``: the form's
+        JSON answer, read as :meth:`get_json` reads one (``secrets``: the form's
         credentials, redacted from a failure)."""
+        call = Call(provider, **options)
         sent = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json", **(headers or {})}
         return self.send_call("POST", _request(url, sent, call), urlencode(dict(form)).encode("ascii"), call, _json(call))
 
-    def post_json(self, url: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None, *,
-                  call: Call) -> Any:
+    def post_json(
+        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None, *, provider: str,
+        **options: Unpack[CallOptions],
+    ) -> Any:
         """POST ``body`` as JSON to ``url`` (not a stream: a token count, a batch) and
         return the JSON answer."""
+        call = Call(provider, **options)
         sent = {"content-type": "application/json", "accept": "application/json", **(headers or {})}
         request = HttpRequest(url=url, headers=sent, body=dict(body), secrets=call.secrets)
         return self.send_call("POST", request, request.body_bytes(), call, _json(call))
 
-    def post_bytes(self, url: str, data: bytes, content_type: str, headers: Mapping[str, str] | None = None, *,
-                   call: Call) -> Any:
+    def post_bytes(
+        self, url: str, data: bytes, content_type: str, headers: Mapping[str, str] | None = None, *, provider: str,
+        **options: Unpack[CallOptions],
+    ) -> Any:
         """POST ``data`` (already encoded, labelled ``content_type``: a multipart upload)
         to ``url`` and return the JSON answer."""
+        call = Call(provider, **options)
         sent = {"accept": "application/json", **(headers or {}), "content-type": content_type}
         return self.send_call("POST", _request(url, sent, call), data, call, _json(call))
 
-    def get_bytes(self, url: str, headers: Mapping[str, str], *, call: Call) -> bytes:
-        """GET ``url`` and return its body, at most ``call.limit`` bytes (a larger body is
+    def get_bytes(self, url: str, headers: Mapping[str, str], *, provider: str, **options: Unpack[CallOptions]) -> bytes:
+        """GET ``url`` and return its body, at most ``limit`` bytes (a larger body is
         ``MALFORMED_RESPONSE``, never cut silently)."""
+        call = Call(provider, **options)
         return self.send_call("GET", _request(url, headers, call), None, call,
                               lambda stream: bytes_answer(stream, call.provider, call.limit))
 
-    def get_stream(self, url: str, headers: Mapping[str, str], *, call: Call) -> ResponseStream:
+    def get_stream(
+        self, url: str, headers: Mapping[str, str], *, provider: str, **options: Unpack[CallOptions]
+    ) -> ResponseStream:
         """GET ``url`` and return its open 2xx answer for the caller to read piece by piece
         and close (a result file read as it arrives, never held whole; the caller bounds
         it)."""
+        call = Call(provider, **options)
         return self.send_call("GET", _request(url, headers, call), None, call, _handed_on)
 
 

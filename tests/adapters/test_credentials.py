@@ -49,7 +49,7 @@ from dshstream._core.redact import known_secrets, redact
 from dshstream._core.validate import check_credential
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
-from dshstream._transport import Call, HttpTransport
+from dshstream._transport import HttpTransport
 from helpers import client_sockets, fixture_bytes, routed_session
 from rawserver import RawServer
 
@@ -331,7 +331,7 @@ def test_post_form_sends_a_form_and_reads_bounded_json(server: ReplayServer) -> 
     transport = HttpTransport()
     answer = transport.post_form(
         f"{server.url}/token", {"grant_type": "refresh_token", "refresh_token": "1//rt value&x=y"},
-        {"user-agent": "t/1"}, call=Call("oauth"),
+        {"user-agent": "t/1"}, provider="oauth",
     )
     assert answer == {"access_token": "at-1", "expires_in": 3599}
     sent = server.requests[0]
@@ -340,7 +340,7 @@ def test_post_form_sends_a_form_and_reads_bounded_json(server: ReplayServer) -> 
     assert sent.headers["user-agent"] == "t/1"
     assert parse_qs(sent.body) == {"grant_type": ["refresh_token"], "refresh_token": ["1//rt value&x=y"]}
     with pytest.raises(LlmError) as info:
-        transport.post_form(f"{server.url}/token", {"a": "b"}, call=Call("oauth", limit=10))
+        transport.post_form(f"{server.url}/token", {"a": "b"}, provider="oauth", limit=10)
     assert info.value.failure.code == "MALFORMED_RESPONSE"
 
 
@@ -351,10 +351,10 @@ def test_post_form_never_follows_a_redirect_and_redacts_its_secrets(server: Repl
                              status=400, content_type="application/json"))
     transport = HttpTransport()
     with pytest.raises(LlmError) as info:
-        transport.post_form(f"{server.url}/moved", {"refresh_token": secret}, call=Call("oauth", secrets=(secret,)))
+        transport.post_form(f"{server.url}/moved", {"refresh_token": secret}, provider="oauth", secrets=(secret,))
     assert info.value.failure.code == "REDIRECT" and len(server.requests) == 1
     with pytest.raises(LlmError) as info:
-        transport.post_form(f"{server.url}/bad", {"refresh_token": secret}, call=Call("oauth", secrets=(secret,)))
+        transport.post_form(f"{server.url}/bad", {"refresh_token": secret}, provider="oauth", secrets=(secret,))
     assert info.value.failure.status == 400 and secret not in repr(info.value.failure)
 
 

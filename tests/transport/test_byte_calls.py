@@ -9,7 +9,7 @@ import pytest
 from dshstream import ConfigurationError, LlmError, LlmService, OpenAIChatAdapter
 from dshstream._batch.provider.calls import BatchCalls
 from dshstream.batch import submit_batch
-from dshstream._transport import Call, HttpTransport, MemoryAnswer, MemoryTransport
+from dshstream._transport import HttpTransport, MemoryAnswer, MemoryTransport
 from helpers import fake_key
 from service.provider_batch_server import BatchApiServer
 
@@ -19,15 +19,15 @@ JSON = {"content-type": "application/json"}
 
 def test_get_bytes_returns_the_body_within_its_bound() -> None:
     transport = MemoryTransport(MemoryAnswer([b"line one\n", b"line two\n"], headers={"content-type": "application/octet-stream"}))
-    assert transport.get_bytes("http://127.0.0.1:1/f", {}, call=Call("p", limit=18)) == b"line one\nline two\n"
+    assert transport.get_bytes("http://127.0.0.1:1/f", {}, provider="p", limit=18) == b"line one\nline two\n"
     with pytest.raises(LlmError) as caught:
-        transport.get_bytes("http://127.0.0.1:1/f", {}, call=Call("p", limit=17))
+        transport.get_bytes("http://127.0.0.1:1/f", {}, provider="p", limit=17)
     assert caught.value.code == "MALFORMED_RESPONSE" and "larger than 17 bytes" in caught.value.failure.message
 
 
 def test_get_bytes_is_tried_once_more_after_a_transport_failure() -> None:
     transport = MemoryTransport(MemoryAnswer(fail=ConnectionResetError()), MemoryAnswer(b"ok", headers={}))
-    assert transport.get_bytes("http://127.0.0.1:1/f", {}, call=Call("p")) == b"ok"
+    assert transport.get_bytes("http://127.0.0.1:1/f", {}, provider="p") == b"ok"
     assert [r.method for r in transport.requests] == ["GET", "GET"]
 
 
@@ -37,13 +37,13 @@ def test_post_bytes_sends_the_body_with_its_type_and_classifies_a_refusal() -> N
         MemoryAnswer(b'{"error": {"message": "bad key ' + KEY.encode() + b'"}}', status=401, headers=JSON),
     )
     answer = transport.post_bytes("http://127.0.0.1:1/files", b"--b\r\n", "multipart/form-data; boundary=b",
-                                  {"authorization": f"Bearer {KEY}", "content-type": "application/json"}, call=Call("p"))
+                                  {"authorization": f"Bearer {KEY}", "content-type": "application/json"}, provider="p")
     assert answer == {"id": "file-1"}
     sent = transport.requests[0]
     assert sent.method == "POST" and sent.data == b"--b\r\n"
     assert sent.headers["content-type"] == "multipart/form-data; boundary=b"  # the caller's JSON type replaced
     with pytest.raises(LlmError) as caught:
-        transport.post_bytes("http://127.0.0.1:1/files", b"", "text/plain", call=Call("p", secrets=(KEY,)))
+        transport.post_bytes("http://127.0.0.1:1/files", b"", "text/plain", provider="p", secrets=(KEY,))
     assert caught.value.code == "AUTH" and KEY not in str(caught.value.failure)
 
 
@@ -53,9 +53,9 @@ def test_both_calls_over_loopback_http() -> None:
         made = transport.post_bytes(f"{server.url}/v1/files", b'--x\r\nContent-Disposition: form-data; name="purpose"'
                                     b'\r\n\r\nbatch\r\n--x\r\nContent-Disposition: form-data; name="file"; '
                                     b'filename="a.jsonl"\r\n\r\n{}\n\r\n--x--\r\n', "multipart/form-data; boundary=x",
-                                    call=Call("p"))
+                                    provider="p")
         assert made["purpose"] == "batch"
-        assert transport.get_bytes(f"{server.url}/v1/files/{made['id']}/content", {}, call=Call("p")) == b"{}\n"
+        assert transport.get_bytes(f"{server.url}/v1/files/{made['id']}/content", {}, provider="p") == b"{}\n"
 
 
 def test_a_rejected_callable_key_is_fetched_again_once() -> None:
@@ -91,7 +91,7 @@ def test_a_transport_without_the_byte_calls_is_refused() -> None:
 def test_get_stream_hands_the_open_answer_on_and_is_tried_once_more() -> None:
     transport = MemoryTransport(MemoryAnswer(fail=ConnectionResetError()),
                                 MemoryAnswer([b"one\n", b"two\n"], headers={"content-type": "application/jsonl"}))
-    stream = transport.get_stream("http://127.0.0.1:1/f", {}, call=Call("p"))
+    stream = transport.get_stream("http://127.0.0.1:1/f", {}, provider="p")
     try:  # a JSON Lines label is not judged as a JSON document: the caller reads the body
         assert list(stream) == [b"one\n", b"two\n"]
     finally:
@@ -99,7 +99,7 @@ def test_get_stream_hands_the_open_answer_on_and_is_tried_once_more() -> None:
     assert [r.method for r in transport.requests] == ["GET", "GET"]
     refused = MemoryTransport(MemoryAnswer(b'{"error": {"message": "no such file"}}', status=404, headers=JSON))
     with pytest.raises(LlmError) as caught:
-        refused.get_stream("http://127.0.0.1:1/f", {}, call=Call("p"))
+        refused.get_stream("http://127.0.0.1:1/f", {}, provider="p")
     assert caught.value.failure.status == 404 and caught.value.code == "HTTP_404"
 
 
@@ -109,6 +109,6 @@ def test_get_stream_over_loopback_http() -> None:
         made = transport.post_bytes(f"{server.url}/v1/files", b'--x\r\nContent-Disposition: form-data; name="purpose"'
                                     b'\r\n\r\nbatch\r\n--x\r\nContent-Disposition: form-data; name="file"; '
                                     b'filename="a.jsonl"\r\n\r\n{"a": 1}\n{"b": 2}\n\r\n--x--\r\n',
-                                    "multipart/form-data; boundary=x", call=Call("p"))
-        with transport.get_stream(f"{server.url}/v1/files/{made['id']}/content", {}, call=Call("p")) as stream:
+                                    "multipart/form-data; boundary=x", provider="p")
+        with transport.get_stream(f"{server.url}/v1/files/{made['id']}/content", {}, provider="p") as stream:
             assert b"".join(stream) == b'{"a": 1}\n{"b": 2}\n'

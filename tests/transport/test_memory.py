@@ -22,7 +22,7 @@ from dshstream._core.types import Finish, StreamChunk
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
 from dshstream._transport import HttpTransport, MemoryAnswer, MemoryStream, MemoryTransport, SentRequest
-from dshstream._transport.interface import Call, ResponseStream, Transport
+from dshstream._transport.interface import ResponseStream, Transport
 
 REAL = FIXTURES
 KEY = "mem-test-key-123456"
@@ -164,7 +164,7 @@ def test_a_get_that_fails_to_send_is_sent_once_more() -> None:
 def test_a_form_post_is_url_encoded_and_bounded() -> None:
     transport = MemoryTransport(MemoryAnswer.of_json({"access_token": "t"}))
     assert transport.post_form("http://m.invalid/token", {"grant_type": "refresh", "x": "a b"},
-                               call=Call("p")) == {"access_token": "t"}
+                               provider="p") == {"access_token": "t"}
     sent = transport.requests[-1]
     assert sent.data == b"grant_type=refresh&x=a+b"
     assert sent.headers["content-type"] == "application/x-www-form-urlencoded"

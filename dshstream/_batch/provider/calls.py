@@ -42,7 +42,6 @@ from ..._core.jsonl import DEFAULT_MAX_LINE, JsonlReader, JsonlRow
 from ..._core.multipart import MultipartFile, encode_multipart
 from ..._core.redact import redact
 from ..._core.validate import invalid
-from ..._transport import JSON_BODY_LIMIT, Call
 
 if TYPE_CHECKING:
     from ..._adapters.http import HttpAdapter
@@ -83,9 +82,7 @@ class BatchCalls:
             if not callable(getattr(transport, name, None)):
                 raise invalid(f"{adapter.title}: the transport has no {name}, needed by a provider batch", wrong_type=True)
 
-    def _call(self, send: Callable[[dict[str, str], Call], T], limit: int = JSON_BODY_LIMIT) -> T:
-        """``send`` with the request headers and the call's options (its credentials, the
-        time left, the cancel, ``limit``), once more after a refreshed credential (rule 3)."""
+    def _call(self, send: Callable[[dict[str, str], tuple[str, ...], float], T]) -> T:
         flow = self.adapter.auth_flow.for_stream()
         deadline = time.monotonic() + self.timeout
         refreshes = 0
@@ -93,7 +90,7 @@ class BatchCalls:
             added, secrets = flow.headers(self.provider, FetchLimits(deadline=deadline, cancel=self.cancel))
             headers = {**self.adapter.request_headers(streaming=False), **added}
             try:
-                return send(headers, Call(self.provider, secrets, max(0.001, deadline - time.monotonic()), self.cancel, limit))
+                return send(headers, secrets, max(0.001, deadline - time.monotonic()))
             except LlmError as exc:  # rule 3
                 if not flow.refresh_after(exc.failure, self.provider) or refreshes >= flow.refresh_limit:
                     raise
@@ -101,21 +98,26 @@ class BatchCalls:
 
     def get_json(self, url: str) -> Any:
         transport: Any = self.adapter.transport
-        return self._call(lambda headers, call: transport.get_json(
-            url, headers, provider=call.provider, secrets=call.secrets, timeout=call.timeout, cancel=call.cancel))
+        return self._call(lambda headers, secrets, left: transport.get_json(
+            url, headers, provider=self.provider, secrets=secrets, timeout=left, cancel=self.cancel))
 
     def post_json(self, url: str, body: Mapping[str, Any]) -> Any:
         transport: Any = self.adapter.transport
-        return self._call(lambda headers, call: transport.post_json(url, body, headers, call=call))
+        return self._call(lambda headers, secrets, left: transport.post_json(
+            url, body, headers, provider=self.provider, secrets=secrets, timeout=left, cancel=self.cancel))
 
     def post_multipart(self, url: str, fields: Mapping[str, str], files: list[MultipartFile]) -> Any:
         data, content_type = encode_multipart(fields, files)
         transport: Any = self.adapter.transport
-        return self._call(lambda headers, call: transport.post_bytes(url, data, content_type, headers, call=call))
+        return self._call(lambda headers, secrets, left: transport.post_bytes(
+            url, data, content_type, headers, provider=self.provider, secrets=secrets, timeout=left,
+            cancel=self.cancel))
 
     def get_bytes(self, url: str) -> bytes:
         transport: Any = self.adapter.transport
-        data: bytes = self._call(lambda headers, call: transport.get_bytes(url, headers, call=call), self.result_limit)
+        data: bytes = self._call(lambda headers, secrets, left: transport.get_bytes(
+            url, headers, provider=self.provider, secrets=secrets, timeout=left, cancel=self.cancel,
+            limit=self.result_limit))
         return data
 
     def jsonl_rows(self, url: str, what: str) -> Iterator[JsonlRow]:
@@ -135,7 +137,8 @@ class BatchCalls:
             for start in range(0, len(data), _PIECE):
                 yield data[start:start + _PIECE]
             return
-        stream = self._call(lambda headers, call: opener(url, headers, call=call))
+        stream = self._call(lambda headers, secrets, left: opener(
+            url, headers, provider=self.provider, secrets=secrets, timeout=left, cancel=self.cancel))
         try:
             size = 0
             for piece in stream:
