@@ -56,7 +56,7 @@ from .._core.wires.translator import Translator
 from .auth import HeaderAuth
 from .http import HttpAdapter
 from .messages_body import MessagesBody, MessagesSettings
-from .settings import HttpSettings
+from .settings import HttpSettings, split_settings
 from .structured_output import unwrapped
 from .wire import ModelListFormat, Wire
 
@@ -79,11 +79,10 @@ class ClaudeSettings(HttpSettings, MessagesSettings, total=False):
     adapter's and the Messages body's."""
 
 
-def split_claude(settings: ClaudeSettings) -> tuple[HttpSettings, MessagesSettings]:
-    """``settings`` as the HTTP adapter's and the Messages body's (rule 2)."""
-    rest: dict[str, Any] = dict(settings)
-    claude = {name: rest.pop(name) for name in MessagesSettings.__optional_keys__ if name in rest}
-    return cast(HttpSettings, rest), cast(MessagesSettings, claude)
+def split_claude(given: ClaudeSettings) -> tuple[HttpSettings, MessagesSettings]:
+    """``given`` as the HTTP adapter's settings and the Messages body's (rule 2)."""
+    settings, claude = split_settings(given, MessagesSettings.__optional_keys__)
+    return settings, cast(MessagesSettings, claude)
 
 __all__ = [
     "AnthropicAdapter", "AnthropicWire", "DEFAULT_BASE_URL", "DEFAULT_VERSION", "FALLBACK_BETA", "Fallbacks",
