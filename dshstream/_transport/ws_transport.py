@@ -11,7 +11,8 @@ reads a :class:`~dshstream._transport.ws_stream.WsStream` as it reads an HTTP st
    not take, or is not documented to: every turn streams). Everything else goes over
    HTTP, unchanged: ``GET`` (continuing a stored stream), a ``background`` request
    (resumable: its cut is continued over HTTP),
-   ``get_json``/``post_form``/``post_json``, a turn while another is in flight on the
+   every non-stream call (``send_call``: ``get_json``, ``post_form``, ``post_json``, the
+   byte calls), a turn while another is in flight on the
    socket (one response at a time on a connection), and any exchange while a cassette
    intercepts the HTTP transport (:mod:`~dshstream._transport.intercept`: it records and
    replays HTTP).
