@@ -15,6 +15,10 @@ Contract:
    (:class:`~dshstream._adapters.auth.HeaderAuth`, a bare key, never in a URL; a callable
    is asked before each attempt) + the attempt loop (:mod:`~dshstream._adapters.http`). It
    overrides no hook: its ``__init__`` only resolves the settings and builds the two.
+   What shapes the body (``default_max_tokens``, ``thinking_budgets``, ``thinking_mode``,
+   ``structured_output``, ``eager_input_streaming``) is one group of keyword settings,
+   :class:`ClaudeSettings`, that every Claude route's adapter takes and hands to its wire
+   (:func:`split_claude`); absent ones take :class:`MessagesBody`'s defaults.
 3. **Models.** ``GET /v1/models?limit=1000``, ``display_name`` as the name.
 4. **Server-side fallback.** ``fallbacks=`` (``"default"``, or a sequence of mappings with
    ``model`` and, each optional, ``max_tokens``, ``thinking``, ``output_config``,
@@ -42,7 +46,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union, cast
 
 from .._core.messages_dialects import MESSAGES_DIALECTS, MessagesDialect
 from .._core.request import GenerateOptions
@@ -51,9 +55,9 @@ from .._core.wires.anthropic import WIRE, AnthropicTranslator
 from .._core.wires.translator import Translator
 from .auth import HeaderAuth
 from .http import HttpAdapter
-from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, MessagesSettings
-from .settings import HttpSettings
-from .structured_output import StructuredMode, unwrapped
+from .messages_body import MessagesBody, MessagesSettings
+from .settings import HttpSettings, split_settings
+from .structured_output import unwrapped
 from .wire import ModelListFormat, Wire
 
 if TYPE_CHECKING:
@@ -68,6 +72,17 @@ FALLBACK_FIELDS = ("model", "max_tokens", "thinking", "output_config", "speed")
 
 #: ``fallbacks=``: the API's default chain, or entries of ``FALLBACK_FIELDS``
 Fallbacks = Union[Literal["default"], Sequence[Mapping[str, Any]]]
+
+
+class ClaudeSettings(HttpSettings, MessagesSettings, total=False):
+    """The keyword settings of every Claude route's adapter (rule 2): every HTTP
+    adapter's and the Messages body's."""
+
+
+def split_claude(given: ClaudeSettings) -> tuple[HttpSettings, MessagesSettings]:
+    """``given`` as the HTTP adapter's settings and the Messages body's (rule 2)."""
+    settings, claude = split_settings(given, MessagesSettings.__optional_keys__)
+    return settings, cast(MessagesSettings, claude)
 
 __all__ = [
     "AnthropicAdapter", "AnthropicWire", "DEFAULT_BASE_URL", "DEFAULT_VERSION", "FALLBACK_BETA", "Fallbacks",
@@ -202,15 +217,11 @@ class AnthropicAdapter(HttpAdapter):
         self,
         *,
         anthropic_version: str = DEFAULT_VERSION,
-        default_max_tokens: int = DEFAULT_MAX_TOKENS,
-        thinking_budgets: Mapping[str, int] | None = None,
-        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
-        structured_output: StructuredMode = "auto",
-        eager_input_streaming: bool = True,
         fallbacks: Fallbacks | None = None,
         dialect: str = "anthropic",
-        **settings: Unpack[HttpSettings],
+        **given: Unpack[ClaudeSettings],
     ) -> None:
+        settings, claude = split_claude(given)
         name = type(self).__name__
         preset: MessagesDialect = MESSAGES_DIALECTS[check_choice(dialect, f"{name}.dialect", MESSAGES_DIALECTS)]
         chain = check_fallbacks(fallbacks, f"{name}.fallbacks")
@@ -222,13 +233,6 @@ class AnthropicAdapter(HttpAdapter):
         )
         #: the compatible server's preset (rule 6)
         self.dialect = preset
-        claude = MessagesSettings(
-            default_max_tokens=default_max_tokens,
-            thinking_budgets=thinking_budgets,
-            thinking_mode=thinking_mode,
-            structured_output=structured_output,
-            eager_input_streaming=eager_input_streaming,
-        )
         betas = split_betas(self.extra_headers)
         self.wire: AnthropicWire = AnthropicWire(
             self.base_url, self.title, anthropic_version=anthropic_version, fallbacks=chain, betas=betas, **claude

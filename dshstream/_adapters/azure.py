@@ -68,7 +68,7 @@ from .._core.validate import check_base_url, check_choice, check_credential, che
 from .auth import AuthFlow, HeaderAuth
 from .credentials import Credential, CredentialSource, holds_keys
 from .openai_chat import OpenAIChatAdapter, OpenAIChatWire
-from .openai_responses import OpenAIResponsesAdapter, OpenAIResponsesWire
+from .openai_responses import OpenAIResponsesAdapter, OpenAIResponsesWire, ResponsesAdapterSettings, ResponsesSettings
 from .settings import HttpSettings, resolve_api_key
 from .structured_output import refuse
 
@@ -270,19 +270,9 @@ class AzureResponsesWire(_AtAzure, OpenAIResponsesWire):
         title: str,
         *,
         api_version: str = DEFAULT_API_VERSION,
-        include_encrypted_reasoning: bool = True,
-        reasoning_summary: str | None = "auto",
-        send_item_ids: bool = True,
-        compact_threshold: int | None = None,
+        **body: Unpack[ResponsesSettings],
     ) -> None:
-        super().__init__(
-            base_url,
-            title,
-            include_encrypted_reasoning=include_encrypted_reasoning,
-            reasoning_summary=reasoning_summary,
-            send_item_ids=send_item_ids,
-            compact_threshold=compact_threshold,
-        )
+        super().__init__(base_url, title, **body)
         self.api_version = api_version
 
     #: Azure answers POST .../responses/input_tokens with 404 "Unknown request URL"
@@ -357,29 +347,15 @@ class AzureOpenAIResponsesAdapter(_OnAzure, OpenAIResponsesAdapter):
         endpoint: str | None = None,
         api_version: str | None = None,
         auth: AzureAuth | None = None,
-        include_encrypted_reasoning: bool = True,
-        reasoning_summary: str | None = "auto",
-        send_item_ids: bool = True,
-        compact_threshold: int | None = None,
-        **settings: Unpack[HttpSettings],
+        **given: Unpack[ResponsesAdapterSettings],
     ) -> None:
-        target = self._on_azure(endpoint, api_version, auth, settings)
-        super().__init__(
-            key_env=None,
-            include_encrypted_reasoning=include_encrypted_reasoning,
-            reasoning_summary=reasoning_summary,
-            send_item_ids=send_item_ids,
-            compact_threshold=compact_threshold,
-            **settings,
-        )
+        target = self._on_azure(endpoint, api_version, auth, given)
+        super().__init__(key_env=None, **given)
         # the Responses adapter built its wire without Azure's URL settings: this one has them
         self.wire: AzureResponsesWire = self.wire_class(
             self.base_url,
             self.title,
             api_version=target.api_version,
-            include_encrypted_reasoning=include_encrypted_reasoning,
-            reasoning_summary=reasoning_summary,
-            send_item_ids=send_item_ids,
-            compact_threshold=self.compact_threshold,
+            **self._body,
         )
         self.auth_flow = self._azure_auth()

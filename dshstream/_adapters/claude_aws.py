@@ -29,20 +29,18 @@ Contract (checked against anthropic-sdk-python's ``lib/aws`` client):
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .._core.log import get_logger
 from .._core.redact import redact
 from .._core.validate import check_api_key, check_credential, check_str_or_none, invalid
-from .anthropic import DEFAULT_VERSION, AnthropicWire, Fallbacks, check_fallbacks, split_betas
+from .anthropic import DEFAULT_VERSION, AnthropicWire, ClaudeSettings, Fallbacks, check_fallbacks, split_betas
+from .anthropic import split_claude
 from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
 from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
 from .aws_signing import environment_access_keys
 from .http import HttpAdapter
-from .messages_body import DEFAULT_MAX_TOKENS, MessagesSettings
-from .settings import HttpSettings, checked_base_url, same_host
-from .structured_output import StructuredMode
+from .settings import checked_base_url, same_host
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -102,14 +100,10 @@ class ClaudePlatformAwsAdapter(AwsSigning, HttpAdapter):
         region: str | None = None,
         credentials: AwsCredentialsLike | None = None,
         anthropic_version: str = DEFAULT_VERSION,
-        default_max_tokens: int = DEFAULT_MAX_TOKENS,
-        thinking_budgets: Mapping[str, int] | None = None,
-        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
-        structured_output: StructuredMode = "auto",
-        eager_input_streaming: bool = True,
         fallbacks: Fallbacks | None = None,
-        **settings: Unpack[HttpSettings],
+        **given: Unpack[ClaudeSettings],
     ) -> None:
+        settings, claude = split_claude(given)
         name = type(self).__name__
         workspace = _workspace(workspace_id, f"{name}.workspace_id")
         chain = check_fallbacks(fallbacks, f"{name}.fallbacks")
@@ -154,13 +148,6 @@ class ClaudePlatformAwsAdapter(AwsSigning, HttpAdapter):
         settings["base_url"] = base_url
         settings["api_key"] = api_key
         super().__init__(default_base_url=home or base_url, key_env=(), **settings)
-        claude = MessagesSettings(
-            default_max_tokens=default_max_tokens,
-            thinking_budgets=thinking_budgets,
-            thinking_mode=thinking_mode,
-            structured_output=structured_output,
-            eager_input_streaming=eager_input_streaming,
-        )
         self.wire: ClaudePlatformAwsWire = ClaudePlatformAwsWire(
             self.base_url,
             self.title,

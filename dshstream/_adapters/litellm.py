@@ -176,7 +176,7 @@ from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
 from .prompt_cache import NO_CACHING, check_prompt_cache
 from .wire import check_media_parts
-from .openai_chat import chat_plain_turn, chat_tool_call, reasoning_text
+from .openai_chat import AssistantTurn, chat_plain_turn, chat_tool_call
 from .reporting import attempt_reporter, request_summary
 from .settings import FailureReporter, checked_base_url, resolve_api_key, same_host
 from .structured_output import chat_response_format
@@ -894,11 +894,8 @@ class LiteLLMAdapter(LlmAdapter):
         plain = chat_plain_turn(message, self.media or OPENAI_CHAT)
         if plain is not None:
             return plain
-        text = message.text
-        reasoning = reasoning_text(message)
-        calls = message.tool_calls
+        text, reasoning, calls, replay = AssistantTurn.of(message)
         out: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
-        replay = message.replay_state if isinstance(message.replay_state, dict) else {}
         thinking = replay.get("thinking_blocks") if replay.get("wire") == "litellm" else None
         if thinking:
             out["thinking_blocks"] = thinking

@@ -24,7 +24,7 @@ caching requests.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._core.dialects import Dialect, get_dialect
 from .._core.errors import LlmError
@@ -98,9 +98,21 @@ def chat_tool_call(call: ToolCallBlock) -> dict[str, Any]:
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or "{}"}}
 
 
-def reasoning_text(message: Message) -> str:
-    """The reasoning of an assistant turn, joined."""
-    return "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
+class AssistantTurn(NamedTuple):
+    """What an assistant turn sends back in a chat-completions form (this wire's, or
+    LiteLLM's): its text, its reasoning joined, its tool calls and its replay state
+    (``{}`` without one)."""
+
+    text: str
+    reasoning: str
+    calls: tuple[ToolCallBlock, ...]
+    replay: dict[str, Any]
+
+    @classmethod
+    def of(cls, message: Message) -> AssistantTurn:
+        replay = message.replay_state if isinstance(message.replay_state, dict) else {}
+        reasoning = "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
+        return cls(message.text, reasoning, message.tool_calls, replay)
 
 
 class OpenAIChatWire(Wire):
@@ -207,10 +219,7 @@ class OpenAIChatWire(Wire):
         plain = chat_plain_turn(message, self.media or OPENAI_CHAT)
         if plain is not None:
             return plain
-        text = message.text
-        reasoning = reasoning_text(message)
-        calls = message.tool_calls
-        replay = message.replay_state if isinstance(message.replay_state, dict) else {}
+        text, reasoning, calls, replay = AssistantTurn.of(message)
         out: dict[str, Any] = {"role": "assistant", "content": text}
         if reasoning and self.dialect.reasoning_content_passback:
             out["reasoning_content"] = reasoning

@@ -69,7 +69,10 @@ Contract:
    a variable the caller names goes anywhere) + the attempt loop
    (:mod:`~dshstream._adapters.http`). It overrides no hook: its ``__init__`` resolves the
    settings and builds :attr:`OpenAIResponsesAdapter.wire_class`; the wire's settings read
-   back through read-only properties (``include_encrypted_reasoning``...).
+   back through read-only properties (``include_encrypted_reasoning``...). What shapes
+   the body (``include_encrypted_reasoning``, ``reasoning_summary``, ``send_item_ids``,
+   ``compact_threshold``) is one group of keyword settings, :class:`ResponsesSettings`,
+   that every Responses route's adapter and wire take (defaults: the wire's).
    ``compact_threshold`` (a positive int, else ``ConfigurationError`` naming it) turns on
    server-side compaction (rule 2).
 5. **Resumable.** With ``GenerateOptions.resumable`` the request is a stored background
@@ -89,7 +92,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 from urllib.parse import quote, urlencode
 
 from .._core.errors import LlmError
@@ -113,7 +116,7 @@ from .._core.validate import invalid
 from .http import HttpAdapter
 from .prompt_cache import OPENAI_CACHING, check_prompt_cache, openai_cache_fields, openai_mark
 from .responses_session import ResponsesSession
-from .settings import HttpSettings
+from .settings import HttpSettings, split_settings
 from .structured_output import responses_text_format
 from .wire import Wire, obfuscation_field
 
@@ -208,6 +211,34 @@ def tool_output_item(block: ToolResultBlock, kind: str | None) -> dict[str, Any]
     return {"type": "function_call_output", "call_id": call_id, "output": content}
 
 
+class ResponsesSettings(TypedDict, total=False):
+    """What shapes a Responses body (rule 4), as every Responses route's wire and adapter
+    takes it; an absent one takes :class:`OpenAIResponsesWire`'s default."""
+
+    #: whether ``include: ["reasoning.encrypted_content"]`` is sent (default on; rule 3)
+    include_encrypted_reasoning: bool
+    #: the ``reasoning.summary`` asked for with an effort (default ``"auto"``; ``None``: none)
+    reasoning_summary: str | None
+    #: whether replayed items carry their ``id`` (default on)
+    send_item_ids: bool
+    #: input tokens past which the server compacts the context (default ``None``: never; rule 2)
+    compact_threshold: int | None
+
+
+class ResponsesAdapterSettings(HttpSettings, ResponsesSettings, total=False):
+    """The keyword settings of every Responses route's adapter (rule 4): every HTTP
+    adapter's and the Responses body's."""
+
+
+def split_responses(given: ResponsesAdapterSettings) -> tuple[HttpSettings, ResponsesSettings]:
+    """``given`` as the HTTP adapter's settings and the Responses body's (rule 4), a
+    ``compact_threshold`` checked."""
+    settings, group = split_settings(given, ResponsesSettings.__optional_keys__)
+    if group.get("compact_threshold") is not None:
+        group["compact_threshold"] = check_positive_int(group["compact_threshold"], "compact_threshold")
+    return settings, cast(ResponsesSettings, group)
+
+
 class OpenAIResponsesWire(Wire):
     """The Responses request and translator (rules 1-3)."""
 
@@ -219,23 +250,20 @@ class OpenAIResponsesWire(Wire):
         base_url: str,
         title: str,
         *,
-        include_encrypted_reasoning: bool = True,
-        reasoning_summary: str | None = "auto",
-        send_item_ids: bool = True,
         include_obfuscation: bool | None = None,
-        compact_threshold: int | None = None,
+        **body: Unpack[ResponsesSettings],
     ) -> None:
         super().__init__(base_url, title)
         #: the ``stream_options.include_obfuscation`` sent (``None``: none; wire rule 9)
         self.include_obfuscation = obfuscation_field(base_url, include_obfuscation)
         #: input tokens past which the server compacts the context (``None``: never; rule 2)
-        self.compact_threshold = compact_threshold
+        self.compact_threshold = body.get("compact_threshold")
         #: whether ``include: ["reasoning.encrypted_content"]`` is sent (rule 3 turns it off)
-        self.include_encrypted_reasoning = include_encrypted_reasoning
+        self.include_encrypted_reasoning = body.get("include_encrypted_reasoning", True)
         #: the ``reasoning.summary`` asked for with an effort (``None``: none)
-        self.reasoning_summary = reasoning_summary
+        self.reasoning_summary = body.get("reasoning_summary", "auto")
         #: whether replayed items carry their ``id``
-        self.send_item_ids = send_item_ids
+        self.send_item_ids = body.get("send_item_ids", True)
 
     # ------------------------------------------------------------------ request
 
@@ -548,30 +576,19 @@ class OpenAIResponsesAdapter(HttpAdapter):
         self,
         *,
         key_env: str | None = "OPENAI_API_KEY",
-        include_encrypted_reasoning: bool = True,
-        reasoning_summary: str | None = "auto",
-        send_item_ids: bool = True,
         include_obfuscation: bool | None = None,
-        compact_threshold: int | None = None,
-        **settings: Unpack[HttpSettings],
+        **given: Unpack[ResponsesAdapterSettings],
     ) -> None:
         choice = check_bool_or_none(include_obfuscation, f"{type(self).__name__}.include_obfuscation")
-        if compact_threshold is not None:
-            compact_threshold = check_positive_int(compact_threshold, "compact_threshold")
+        settings, body = split_responses(given)
         super().__init__(
             key_env=(key_env,) if key_env else (),
             # the default variable goes only to the provider; one the caller named goes anywhere
             key_any_host=key_env != self.own_key_env,
             **settings,
         )
-        self.wire: OpenAIResponsesWire = self.wire_class(
-            self.base_url,
-            self.title,
-            include_encrypted_reasoning=include_encrypted_reasoning,
-            reasoning_summary=reasoning_summary,
-            send_item_ids=send_item_ids,
-            compact_threshold=compact_threshold,
-        )
+        self._body = body  # a subclass that builds its own wire passes them on
+        self.wire: OpenAIResponsesWire = self.wire_class(self.base_url, self.title, **body)
         if choice is not None:  # set after: a wire subclass's __init__ need not take it
             self.wire.include_obfuscation = choice
 

@@ -5,7 +5,9 @@ from the environment, once, when an adapter is built.
 
 1. Every adapter accepts these settings as keyword arguments (``**settings``) and hands
    them to :class:`~dshstream._adapters.http.HttpAdapter` unchanged; an adapter declares
-   only the options of its own API.
+   only the options of its own API. A group of options several adapters share (what
+   shapes a Messages or a Responses body) is one more TypedDict beside these, taken out of
+   the keywords by :func:`split_settings`.
 2. Settings are validated when the adapter is built: a wrong type or value raises
    :class:`~dshstream._core.errors.ConfigurationError` naming the setting, never echoing a key.
 3. A key read from the environment goes only to its provider's own host: the variables
@@ -23,8 +25,8 @@ from the environment, once, when an adapter is built.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 from urllib.parse import urlsplit
 
 from .._core.log import get_logger
@@ -49,7 +51,9 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["DEFAULT_MAX_EVENT_SIZE", "FailureReporter", "HttpSettings", "resolve_api_key", "same_host"]
+__all__ = [
+    "DEFAULT_MAX_EVENT_SIZE", "FailureReporter", "HttpSettings", "resolve_api_key", "same_host", "split_settings",
+]
 
 #: hears every failed attempt: the failure and its prompt-free diagnostic record
 FailureReporter = Callable[["LlmFailure", dict[str, Any]], None]
@@ -95,6 +99,14 @@ class HttpSettings(TypedDict, total=False):
     trust_store: Literal["system"] | None
     #: proxy URLs by scheme (``{"https": "http://proxy:3128"}``), over HTTPS_PROXY/HTTP_PROXY
     proxies: Mapping[str, str] | None
+
+
+def split_settings(given: Mapping[str, Any], names: Iterable[str]) -> tuple[HttpSettings, dict[str, Any]]:
+    """``given`` as every HTTP adapter's settings and the group ``names`` picks (rule 1);
+    what is in neither is left for :func:`checked` to refuse."""
+    rest = dict(given)
+    group = {name: rest.pop(name) for name in names if name in rest}
+    return cast(HttpSettings, rest), group
 
 
 def checked(settings: HttpSettings) -> HttpSettings:

@@ -66,16 +66,15 @@ from urllib.parse import quote
 from .._core.log import get_logger
 from .._core.request import GenerateOptions
 from .._core.validate import check_choice, check_credential, check_str_or_none, invalid
-from .anthropic import AnthropicAdapter, AnthropicWire
+from .anthropic import AnthropicAdapter, AnthropicWire, ClaudeSettings, split_claude
 from .auth import HeaderAuth
 from .credentials import Credential, CredentialSource, holds_keys
 from .gemini import FOREIGN_THOUGHT_SIGNATURE, GeminiAdapter, GeminiWire
-from .messages_body import DEFAULT_MAX_TOKENS, MessagesSettings
+from .messages_body import MessagesSettings
 from .google_oauth import AuthorizedUserCredentials, default_credentials_file
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
 from .._transport.tls import ConnectionSettings, check_connection
-from .structured_output import StructuredMode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -430,22 +429,11 @@ class VertexAnthropicAdapter(_OnVertex, AnthropicAdapter):
         location: str | None = None,
         credentials_file: str | os.PathLike[str] | None = None,
         anthropic_version: str = VERTEX_ANTHROPIC_VERSION,
-        default_max_tokens: int = DEFAULT_MAX_TOKENS,
-        thinking_budgets: Mapping[str, int] | None = None,
-        thinking_mode: Literal["auto", "adaptive", "enabled"] = "auto",
-        structured_output: StructuredMode = "auto",
-        eager_input_streaming: bool = True,
-        **settings: Unpack[HttpSettings],
+        **given: Unpack[ClaudeSettings],
     ) -> None:
         # Anthropic's adapter, with Vertex's wire and auth (rule 4)
+        settings, claude = split_claude(given)
         target = self._on_vertex(project, location, credentials_file, None, settings, express_allowed=False)
-        claude = MessagesSettings(
-            default_max_tokens=default_max_tokens,
-            thinking_budgets=thinking_budgets,
-            thinking_mode=thinking_mode,
-            structured_output=structured_output,
-            eager_input_streaming=eager_input_streaming,
-        )
         self.wire: VertexAnthropicWire = VertexAnthropicWire(
             self.base_url,
             self.title,

@@ -30,8 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._core.request import GenerateOptions
-from .openai_responses import OpenAIResponsesAdapter, OpenAIResponsesWire
-from .settings import HttpSettings
+from .openai_responses import OpenAIResponsesAdapter, OpenAIResponsesWire, ResponsesAdapterSettings
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -68,17 +67,7 @@ class XAIAdapter(OpenAIResponsesAdapter):
         self,
         *,
         key_env: str | None = "XAI_API_KEY",
-        include_encrypted_reasoning: bool = True,
-        reasoning_summary: str | None = None,
-        send_item_ids: bool = True,
-        compact_threshold: int | None = None,
-        **settings: Unpack[HttpSettings],
+        **given: Unpack[ResponsesAdapterSettings],
     ) -> None:
-        super().__init__(
-            key_env=key_env,
-            include_encrypted_reasoning=include_encrypted_reasoning,
-            reasoning_summary=reasoning_summary,
-            send_item_ids=send_item_ids,
-            compact_threshold=compact_threshold,
-            **settings,
-        )
+        given.setdefault("reasoning_summary", None)  # xAI's default: no summary asked for
+        super().__init__(key_env=key_env, **given)

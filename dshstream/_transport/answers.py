@@ -8,7 +8,7 @@ judge every answer here (through :class:`~dshstream._transport.base.BaseTranspor
 in-memory answer fails exactly as the same bytes over HTTP would.
 
 1. **Bounded bodies.** A 2xx answer is handed on. A non-2xx body is read up to
-   :data:`~dshstream._transport.interface.ERROR_BODY_LIMIT` bytes and classified
+   :data:`ERROR_BODY_LIMIT` bytes and classified
    (:func:`~dshstream._core.classify.classify_http_error`, the request's credentials
    redacted); a body that fails to read counts as empty. A 1xx that is not followed by a
    final answer is a ``MALFORMED_RESPONSE`` failure.
@@ -41,15 +41,16 @@ from .._core.errors import LlmError, error_for, make_failure
 from .._core.http_request import HttpRequest
 from .._core.redact import redact
 from .._core.types import LlmFailure
-from .interface import ERROR_BODY_LIMIT
 
+#: the most bytes read from an error body
+ERROR_BODY_LIMIT = 65536
 #: what a 407 means and where the credentials go (rule 2)
 PROXY_AUTH_HEADLINE = (
     "the proxy wants credentials (HTTP 407): put user:password@ in the proxy URL "
     "(HTTPS_PROXY / HTTP_PROXY or proxies=)"
 )
 
-__all__ = ["PROXY_AUTH_HEADLINE", "Answer", "bytes_answer", "json_answer", "refuse_non_stream", "settle"]
+__all__ = ["ERROR_BODY_LIMIT", "PROXY_AUTH_HEADLINE", "Answer", "bytes_answer", "json_answer", "refuse_non_stream", "settle"]
 
 
 class Answer(Protocol):

@@ -77,6 +77,16 @@ class Limits:
             return None
         return (idle if quiet is None else max(idle, quiet)) + 4 * WATCH_INTERVAL
 
+    def start(self, started: float | None, now: float) -> float:
+        """When the idle clock starts — ``started``, at most ``now`` (default ``now``) —
+        once no limit is reached by ``now``; else the first one is raised (nothing starts
+        past a limit)."""
+        started = now if started is None else min(started, now)
+        reached = self.reached(started, now)
+        if reached is not None:
+            raise error_for(make_failure(*reached, provider=self.provider))
+        return started
+
     def reached(self, last_content: float, now: float, quiet: bool = False) -> tuple[str, str] | None:
         """The ``(code, message)`` of the first limit reached by ``now`` (rule 2), or
         ``None``; the idle clock runs from ``last_content``, with the quiet budget instead

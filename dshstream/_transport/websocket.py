@@ -73,7 +73,7 @@ from .._core.ws_frames import (
     encode_frame,
     read_close,
 )
-from .._core.ws_handshake import AnswerReader, SocketUrl, check_upgrade, new_key, upgrade_request
+from .._core.ws_handshake import AnswerReader, HandshakeAnswer, SocketUrl, check_upgrade, new_key, upgrade_request
 from .answers import PROXY_AUTH_HEADLINE
 from .failures import send_failure
 from .interface import ERROR_BODY_LIMIT
@@ -277,13 +277,7 @@ def open_socket(
             sock.do_handshake()
         key = new_key()
         sock.sendall(upgrade_request(where, request.headers, key))
-        reader = AnswerReader()
-        answer = None
-        while answer is None:
-            data = sock.recv(_READ)
-            if not data:
-                raise ConnectionError("the server closed the connection during the WebSocket handshake")
-            answer = reader.feed(data)
+        answer = _answer(sock, "the server closed the connection during the WebSocket handshake")
         if answer.status != 101:
             # only an error's body is read: it is classified (a 2xx may stream forever)
             body = _refusal_body(sock, answer.headers, answer.rest) if answer.status >= 400 else b""
@@ -314,13 +308,7 @@ def _tunnel(sock: socket.socket, where: SocketUrl, via: SplitResult, provider: s
         pair = f"{unquote(via.username)}:{unquote(via.password or '')}"
         lines.append("Proxy-Authorization: Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii"))
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("utf-8"))
-    reader = AnswerReader()
-    answer = None
-    while answer is None:
-        data = sock.recv(_READ)
-        if not data:
-            raise ConnectionError("the proxy closed the connection during CONNECT")
-        answer = reader.feed(data)
+    answer = _answer(sock, "the proxy closed the connection during CONNECT")
     if answer.status == 407:
         raise error_for(
             make_failure("PROXY_AUTH", f"{provider}: {PROXY_AUTH_HEADLINE} (PROXY_AUTH)", status=407, provider=provider)
@@ -334,6 +322,19 @@ def _tunnel(sock: socket.socket, where: SocketUrl, via: SplitResult, provider: s
                 status=answer.status,
             )
         )
+
+
+def _answer(sock: socket.socket, closed: str) -> HandshakeAnswer:
+    """The status line and headers read off ``sock`` (an upgrade's or a ``CONNECT``'s
+    answer, rule 2); the connection closed first is a ``ConnectionError`` saying ``closed``."""
+    reader = AnswerReader()
+    while True:
+        data = sock.recv(_READ)
+        if not data:
+            raise ConnectionError(closed)
+        answer = reader.feed(data)
+        if answer is not None:
+            return answer
 
 
 def _refusal_body(sock: socket.socket, headers: Mapping[str, str], rest: bytes) -> bytes:

@@ -11,7 +11,8 @@ reads a :class:`~dshstream._transport.ws_stream.WsStream` as it reads an HTTP st
    not take, or is not documented to: every turn streams). Everything else goes over
    HTTP, unchanged: ``GET`` (continuing a stored stream), a ``background`` request
    (resumable: its cut is continued over HTTP),
-   ``get_json``/``post_form``/``post_json``, a turn while another is in flight on the
+   every non-stream call (``send_call``: ``get_json``, ``post_form``, ``post_json``, the
+   byte calls), a turn while another is in flight on the
    socket (one response at a time on a connection), and any exchange while a cassette
    intercepts the HTTP transport (:mod:`~dshstream._transport.intercept`: it records and
    replays HTTP).
@@ -79,9 +80,9 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from .._core.classify.classifiers import classify_error_payload
@@ -94,8 +95,7 @@ from .._core.ws_handshake import socket_url
 from . import intercept
 from .answers import settle
 from .sockets import shutdown_socket
-from .interface import DEFAULT_IDLE_TIMEOUT, DEFAULT_JSON_TIMEOUT, JSON_BODY_LIMIT, ResponseStream
-from .interface import Transport as TransportProtocol
+from .interface import Call, ResponseStream, Transport
 from .tls import ConnectionSettings
 from .watchdog import Limits
 from .websocket import Refusal, WebSocket, open_socket
@@ -112,6 +112,7 @@ CONNECTION_LIMIT_CODE = "websocket_connection_limit_reached"
 DEFAULT_MAX_AGE = 55 * 60.0
 #: upgrade answers that say there is no WebSocket here (rule 5)
 _NO_SOCKET_STATUSES = frozenset({400, 404, 405, 426, 501})
+T = TypeVar("T")
 _INITIAL_DELAY = 0.5
 _MAX_DELAY = 8.0
 
@@ -138,12 +139,12 @@ class _NoSocket(Exception):
     """This turn cannot have the socket: it goes over HTTP (rule 5)."""
 
 
-class WebSocketTransport:
+class WebSocketTransport(Transport):
     """Streams Responses turns over one kept WebSocket, everything else over ``http``."""
 
     def __init__(
         self,
-        http: TransportProtocol,
+        http: Transport,
         *,
         connection: ConnectionSettings | None = None,
         connect_timeout: float = 10.0,
@@ -191,29 +192,10 @@ class WebSocketTransport:
 
     # ------------------------------------------------------------------ the seam
 
-    def open(
-        self,
-        request: HttpRequest,
-        *,
-        provider: str,
-        cancel: threading.Event | None = None,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        deadline: float | None = None,
-        started: float | None = None,
-        quiet_timeout: float | None = None,
-        method: str = "POST",
-    ) -> ResponseStream:
+    def send_stream(self, method: str, request: HttpRequest, limits: Limits, started: float | None) -> ResponseStream:
         """A turn over the socket (rules 1-5), or over HTTP."""
-        limits = dict(
-            provider=provider,
-            cancel=cancel,
-            idle_timeout=idle_timeout,
-            deadline=deadline,
-            started=started,
-            quiet_timeout=quiet_timeout,
-        )
         if method != "POST" or request.body.get("background") or intercept.current() is not None:
-            return self._over_http(request, method, limits)
+            return self._over_http(method, request, limits, started)
         with self._lock:
             if self._busy or self._given_up is not None:
                 busy = True
@@ -221,43 +203,28 @@ class WebSocketTransport:
                 busy = False
                 self._busy = True
         if busy:
-            return self._over_http(request, method, limits)
+            return self._over_http(method, request, limits, started)
         try:
-            stream = self._turn(request, Limits(provider, cancel, deadline, idle_timeout, quiet_timeout), started)
+            stream = self._turn(request, limits, started)
         except _NoSocket as why:
             self._idle()
-            log.info("%s: this turn goes over HTTP (%s)", provider, why)
-            return self._over_http(request, method, limits)
+            log.info("%s: this turn goes over HTTP (%s)", limits.provider, why)
+            return self._over_http(method, request, limits, started)
         except BaseException:
             self._idle()
             raise
         self.stats.socket_turns += 1
         return stream
 
-    def _over_http(self, request: HttpRequest, method: str, limits: Mapping[str, Any]) -> ResponseStream:
+    def _over_http(self, method: str, request: HttpRequest, limits: Limits, started: float | None) -> ResponseStream:
         self.stats.http_turns += 1
-        return self.http.open(request, method=method, **limits)
+        return self.http.send_stream(method, request, limits, started)
 
-    def get_json(
-        self,
-        url: str,
-        headers: dict[str, str],
-        *,
-        provider: str,
-        secrets: tuple[str, ...] = (),
-        timeout: float | None = DEFAULT_JSON_TIMEOUT,
-        cancel: threading.Event | None = None,
-        limit: int = JSON_BODY_LIMIT,
-    ) -> Any:
-        return self.http.get_json(
-            url, headers, provider=provider, secrets=secrets, timeout=timeout, cancel=cancel, limit=limit
-        )
-
-    def post_form(self, url: str, form: Mapping[str, str], headers: Mapping[str, str] | None = None, **kw: Any) -> Any:
-        return self.http.post_form(url, form, headers, **kw)
-
-    def post_json(self, url: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None, **kw: Any) -> Any:
-        return self.http.post_json(url, body, headers, **kw)
+    def send_call(
+        self, method: str, request: HttpRequest, data: bytes | None, call: Call, read: Callable[[ResponseStream], T]
+    ) -> T:
+        """Over HTTP, always (rule 1)."""
+        return self.http.send_call(method, request, data, call, read)
 
     def close(self) -> None:
         """Close the kept socket (rule 6); the next turn connects again. A turn in flight on
@@ -277,11 +244,7 @@ class WebSocketTransport:
     # ------------------------------------------------------------------ one turn
 
     def _turn(self, request: HttpRequest, limits: Limits, started: float | None) -> WsStream:
-        now = time.monotonic()
-        started = now if started is None else min(started, now)
-        reached = limits.reached(started, now)
-        if reached is not None:  # base rule 1: nothing starts past a limit
-            raise error_for(make_failure(*reached, provider=limits.provider))
+        started = limits.start(started, time.monotonic())  # base rule 1: nothing starts past a limit
         body = _create_body(request)
         stream = WsStream(request, limits, started, self._done)
         stream.sent_body = body

@@ -1,16 +1,20 @@
 """AnthropicAdapter's request options over loopback HTTP: server-side fallback (``fallbacks=``
 and its beta header), the code-execution container sent back on the next turn, the
 compatible servers (``dialect=``: DeepSeek, LM Studio, Ollama) and structured output on the
-forced-tool path with a sentence before the tool call (a real Claude recording)."""
+forced-tool path with a sentence before the tool call (a real Claude recording); and the
+Messages settings every Claude route's adapter hands to its wire (``ClaudeSettings``)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from dshstream._adapters.anthropic import AnthropicAdapter
+from dshstream._adapters.claude_aws import ClaudePlatformAwsAdapter
+from dshstream._adapters.messages_body import MessagesBody
 from dshstream._adapters.vertex import VertexAnthropicAdapter
 from dshstream._core.errors import ConfigurationError
 from dshstream._core.parts import ImagePart
@@ -197,3 +201,30 @@ def test_a_forced_tool_answer_with_a_sentence_before_it_is_json_only(server: Rep
     assert result.metadata is not None and result.metadata.commentary == "I'll invoke the JSON response tool."
     snapshots = list(partial_json(chunks))
     assert snapshots[-1].done and snapshots[-1].value == json.loads(result.text)
+
+
+# --------------------------------------------------------------------------- the Messages settings
+
+
+CLAUDE_ROUTES: dict[str, Callable[..., AnthropicAdapter | ClaudePlatformAwsAdapter]] = {
+    "anthropic": lambda **given: AnthropicAdapter(api_key=KEY, **given),
+    "vertex": lambda **given: VertexAnthropicAdapter(project="p", location="us-east5", api_key="token-for-test", **given),
+    "aws": lambda **given: ClaudePlatformAwsAdapter(region="us-east-1", workspace_id="wrkspc_01", api_key="aws-key-for-test",
+                                                    **given),
+}
+
+
+@pytest.mark.parametrize("route", sorted(CLAUDE_ROUTES))
+def test_every_claude_route_hands_the_messages_settings_to_its_wire(route: str) -> None:
+    build = CLAUDE_ROUTES[route]
+    plain = build().wire
+    defaults = MessagesBody()
+    assert (plain.default_max_tokens, plain.thinking_mode, plain.structured_output, plain.eager_input_streaming) == (
+        defaults.default_max_tokens, defaults.thinking_mode, defaults.structured_output, defaults.eager_input_streaming)
+    wire = build(default_max_tokens=77, thinking_budgets={"claude-x": 2048}, thinking_mode="enabled",
+                 structured_output="tool", eager_input_streaming=False).wire
+    assert (wire.default_max_tokens, wire.thinking_mode, wire.structured_output, wire.eager_input_streaming) == (
+        77, "enabled", "tool", False)
+    assert wire.thinking_budgets["claude-x"] == 2048
+    with pytest.raises(ConfigurationError, match="unknown adapter setting 'thinking_mod'"):
+        build(thinking_mod="enabled")

@@ -270,6 +270,7 @@ def reader_kind(server: ReplayServer, route: Route) -> str:
     from dshstream._core.http_request import HttpRequest
 
     stream = transport.open(HttpRequest(url=f"{server.url}/kind/", headers={}, body={}), provider="t")
+    assert isinstance(stream, _transport.HttpStream)
     with stream:
         read: Any = stream._read
         owner = getattr(read, "__self__", None)

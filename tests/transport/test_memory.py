@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pytest
 
@@ -21,9 +22,11 @@ from dshstream._core.pump import pump
 from dshstream._core.types import Finish, StreamChunk
 from dshstream._replay_server import ReplayServer, Route
 from dshstream._service import LlmService
-from dshstream._transport import HttpTransport, MemoryAnswer, MemoryTransport, SentRequest
-from dshstream._transport.interface import ResponseStream, Transport
+from dshstream._transport import HttpTransport, MemoryAnswer, MemoryStream, MemoryTransport, SentRequest
+from dshstream._transport.interface import Call, ResponseStream, Transport
+from dshstream._transport.watchdog import Limits
 
+T = TypeVar("T")
 REAL = FIXTURES
 KEY = "mem-test-key-123456"
 
@@ -72,6 +75,59 @@ def failure_of(call: object) -> str:
 def test_both_transports_implement_the_protocol() -> None:
     transports: list[Transport] = [HttpTransport(), MemoryTransport(b"")]  # mypy checks the shapes
     assert all(callable(t.open) and callable(t.get_json) and callable(t.post_form) for t in transports)
+
+
+class _OwnTransport(Transport):
+    """A transport of one's own (interface rule 5): the two primitives only, over a
+    MemoryTransport, each recorded as ``(primitive, method, url, body, limits)``."""
+
+    def __init__(self, inner: MemoryTransport) -> None:
+        self.inner = inner
+        self.sent: list[tuple[str, str, str, bytes | None, Limits]] = []
+
+    def send_stream(self, method: str, request: HttpRequest, limits: Limits, started: float | None) -> ResponseStream:
+        self.sent.append(("stream", method, request.url, None, limits))
+        return self.inner.send_stream(method, request, limits, started)
+
+    def send_call(
+        self, method: str, request: HttpRequest, data: bytes | None, call: Call, read: Callable[[ResponseStream], T]
+    ) -> T:
+        self.sent.append(("call", method, request.url, data, call.limits()))
+        return self.inner.send_call(method, request, data, call, read)
+
+
+def test_a_transport_of_ones_own_gets_every_call_from_its_two_primitives() -> None:
+    def answer(sent: SentRequest) -> MemoryAnswer:
+        if sent.url.endswith("/stream"):
+            return MemoryAnswer([event("a"), END])
+        if sent.url.endswith("/file"):
+            return MemoryAnswer(b"0123456789", headers={"content-type": "application/octet-stream"})
+        return MemoryAnswer.of_json({"method": sent.method, "type": sent.headers.get("content-type")})
+
+    own = _OwnTransport(MemoryTransport(handler=answer))
+    cancel = threading.Event()
+    with own.open(HttpRequest(url="http://m.invalid/stream", headers={}, body={"a": 1}), provider="p",
+                  cancel=cancel, idle_timeout=7.0) as stream:
+        assert b"".join(stream) == event("a") + END
+    assert own.get_json("http://m.invalid/j", {}, provider="p") == {"method": "GET", "type": None}
+    assert own.post_form("http://m.invalid/f", {"a": "b c"}, provider="p")["type"] == "application/x-www-form-urlencoded"
+    assert own.post_json("http://m.invalid/p", {"n": 1}, provider="p", timeout=None)["type"] == "application/json"
+    assert own.post_bytes("http://m.invalid/b", b"--x--", "multipart/form-data; boundary=x", provider="p") == {
+        "method": "POST", "type": "multipart/form-data; boundary=x"}
+    assert own.get_bytes("http://m.invalid/file", {}, provider="p", limit=10) == b"0123456789"
+    assert failure_of(lambda: own.get_bytes("http://m.invalid/file", {}, provider="p", limit=9)) == "MALFORMED_RESPONSE"
+    with own.get_stream("http://m.invalid/file", {}, provider="p") as opened:
+        assert b"".join(opened) == b"0123456789"
+    kinds = [(kind, method, url.rsplit("/", 1)[1], body) for kind, method, url, body, _ in own.sent]
+    assert kinds == [("stream", "POST", "stream", None), ("call", "GET", "j", None),
+                     ("call", "POST", "f", b"a=b+c"), ("call", "POST", "p", b'{"n":1}'),
+                     ("call", "POST", "b", b"--x--"), ("call", "GET", "file", None),
+                     ("call", "GET", "file", None), ("call", "GET", "file", None)]
+    limits = [entry[4] for entry in own.sent]
+    assert limits[0].cancel is cancel and limits[0].idle_timeout == 7.0 and limits[0].provider == "p"
+    assert limits[1].deadline is not None and limits[3].deadline is None  # timeout=None: no limit
+    assert failure_of(lambda: own.open(HttpRequest(url="http://m.invalid/stream", headers={}, body={}),
+                                       provider="p", method="PUT")) == "INVALID_OPTIONS"
 
 
 def test_answers_are_validated_where_they_are_built() -> None:
@@ -251,7 +307,9 @@ def test_the_pump_reads_a_memory_stream_like_an_http_one(after: bytes) -> None:
     pieces = [event("a"), b": keep-alive\n\n", event("b")[:9], event("b")[9:], END, after]
     transport = MemoryTransport(MemoryAnswer(pieces))
     decoder = StreamDecoder(translator_for("openai-chat", provider="p"))
-    with transport.open(HttpRequest(url="http://m.invalid/", headers={}, body={}), provider="p") as stream:
+    opened = transport.open(HttpRequest(url="http://m.invalid/", headers={}, body={}), provider="p")
+    assert isinstance(opened, MemoryStream)
+    with opened as stream:
         batches = list(pump(stream, decoder, cancel=None, provider="p"))
     assert [c.text for batch in batches for c in batch if isinstance(c, TextDelta)] == ["a", "b"]
     assert isinstance(batches[-1][-1], Finish)
