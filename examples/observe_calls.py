@@ -84,7 +84,9 @@ def main() -> None:
     with ReplayServer() as server:
         server.add("/plain/", recording)
         server.add("/busy/", [RATE_LIMITED, Route(body=recording)])
-        server.add("/left/", Route(body=recording, pause_after_first=0.2))
+        # up to the first reasoning text, then a pause the caller leaves the stream in
+        head = b"\n\n".join(recording.split(b"\n\n")[:5]) + b"\n\n"
+        server.add("/left/", Route(body=b"", script=[head, 0.2, recording[len(head):]]))
         service = LlmService(observer=watch)
         for route in ("plain", "busy", "left"):
             # api_key and base_url only because the "provider" is the loopback server
