@@ -164,14 +164,16 @@ def test_tool_call_deltas_equal_their_constructor(index: int, call_id: str, name
 def test_the_writers_inline_deltas_equal_their_constructors(
     text: str, call_id: str, name: str | None, args: str
 ) -> None:
-    """deltas rule 4: the writer's inline text and tool-call deltas are the classes' own."""
+    """deltas rule 4: the writer's inline text, reasoning and tool-call deltas are the
+    classes' own."""
     writer = ChunkWriter(provider="test")
     writer.text("t", text)
     writer.tool_call("c", call_id, name, args)
-    made = [chunk for chunk in writer.take() if type(chunk) in (TextDelta, ToolCallDelta)]
-    expected = [TextDelta(0, text), ToolCallDelta(1, call_id, name, args)]
+    writer.reasoning("r", text)
+    made = [chunk for chunk in writer.take() if type(chunk) in (TextDelta, ToolCallDelta, ReasoningDelta)]
+    expected = [TextDelta(0, text), ToolCallDelta(1, call_id, name, args), ReasoningDelta(2, text)]
     assert made == expected
-    assert [type(chunk) for chunk in made] == [TextDelta, ToolCallDelta]
+    assert [type(chunk) for chunk in made] == [TextDelta, ToolCallDelta, ReasoningDelta]
     assert [repr(chunk) for chunk in made] == [repr(chunk) for chunk in expected]
     assert [hash(chunk) for chunk in made] == [hash(chunk) for chunk in expected]
 

@@ -51,8 +51,7 @@ from typing import Any
 
 from ..parts import decode_base64, normalize_media_type, sniff_media_type
 from ..redact import redact
-from ..sse import ServerSentEvent
-from ..strict_json import dump_json, loads_event
+from ..strict_json import dump_json
 from ..types import Citation, FinishKind, LlmFailure, TokenUsage
 from .json_values import dict_or_empty, first_str, int_or_none, list_or_empty
 from .translator import Translator
@@ -83,6 +82,8 @@ TOOL_CALL_FAILURES: dict[str, tuple[str, bool]] = {
 # grounding chunk key -> citation kind
 _GROUNDING_KINDS = {"web": "url", "retrievedContext": "document", "maps": "place"}
 _TEXT_PART_KEYS = frozenset({"text", "thought", "thoughtSignature"})
+#: a text part with no signature: ``_on_candidate``'s inlined case
+_PLAIN_PART_KEYS = frozenset({"text", "thought"})
 _PATH_TOKEN = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
 
 
@@ -298,15 +299,16 @@ class GeminiTranslator(Translator):
 
     # ------------------------------------------------------------------ events
 
-    def on_event(self, event: ServerSentEvent) -> None:
-        payload = loads_event(event.data)
+    def on_payload(self, event: str, payload: Any) -> None:
+        """One ``GenerateContentResponse`` (or error) already parsed; ``event`` is the SSE
+        event type. The base class's default dispatch feeds it (no terminal marker: rule 5)."""
         if type(payload) is list and len(payload) == 1:
             payload = payload[0]  # a JSON array of one response (or one error)
         if type(payload) is not dict:
-            if event.event == "error":
+            if event == "error":
                 self.fail_with(payload)
             return
-        if payload.get("error") is not None or event.event == "error":
+        if payload.get("error") is not None or event == "error":
             self.fail_with(payload)
             return
         writer = self.writer
@@ -340,8 +342,25 @@ class GeminiTranslator(Translator):
         parts = content.get("parts") if isinstance(content, dict) else None
         if type(parts) is list:
             for part in parts:
-                if type(part) is dict:
-                    self._on_part(part)
+                if type(part) is not dict:
+                    continue
+                # ``_on_part``'s plain text part, inlined (one call less per part): no
+                # signature, no call, only ``text`` and ``thought``, of the open block's kind
+                text = part.get("text")
+                if type(text) is str and text and part.keys() <= _PLAIN_PART_KEYS:
+                    thought = part.get("thought") is True
+                    if self._kind == ("reasoning" if thought else "text"):
+                        if thought:
+                            self.writer.reasoning(self._key, text)
+                        else:
+                            self.writer.text(self._key, text)
+                        last = self._parts[-1] if self._parts else None
+                        if type(last) is _TextPart and last.signature is None and last.thought == thought:
+                            last.pieces.append(text)
+                        else:
+                            self._parts.append(_TextPart(text, thought, None))
+                        continue
+                self._on_part(part)
         if "groundingMetadata" in candidate:
             grounding = candidate["groundingMetadata"]
             if type(grounding) is dict and grounding.get("groundingChunks"):
