@@ -178,21 +178,24 @@ class SSEDecoder:
                         except UnicodeDecodeError:
                             text = data.decode("utf-8", "replace")
                         end = len(text) - 2  # the last line's LF
-                        eol = text.find("\n")
-                        if eol == end:
-                            if text.startswith("data: "):  # the usual spacing: one test less
-                                return on_event("message", text[6:end], self._last_id)
-                            if text.startswith("data:"):
-                                return on_event("message", text[5:end], self._last_id)
-                        elif (
-                            text.startswith("data:", eol + 1)
-                            and text.startswith("event:")
-                            and text.find("\n", eol + 1) == end
-                        ):  # Anthropic's and Responses' every event
-                            event = text[7:eol] if text[6:7] == " " else text[6:eol]
-                            at = eol + 6  # the value, past "data:"
-                            value = text[at + 1 : end] if text[at : at + 1] == " " else text[at:end]
-                            return on_event(event or "message", value, self._last_id)
+                        # ``in`` on the value sliced anyway is the cheaper test (``find`` parses
+                        # its arguments): a data line without a line break is the whole event
+                        if text.startswith("data: "):  # the usual spacing: one test less
+                            value = text[6:end]
+                            if "\n" not in value:
+                                return on_event("message", value, self._last_id)
+                        elif text.startswith("data:"):
+                            value = text[5:end]
+                            if "\n" not in value:
+                                return on_event("message", value, self._last_id)
+                        elif text.startswith("event:"):  # Anthropic's and Responses' every event
+                            eol = text.find("\n")
+                            if text.startswith("data:", eol + 1):
+                                at = eol + 6  # the value, past "data:"
+                                value = text[at + 1 : end] if text[at : at + 1] == " " else text[at:end]
+                                if "\n" not in value:
+                                    event = text[7:eol] if text[6:7] == " " else text[6:eol]
+                                    return on_event(event or "message", value, self._last_id)
                         out = self._decode_lf(text)  # whole events: nothing is left over
                         self._clean = not self._dirty
                         return on_items(out)
@@ -202,22 +205,19 @@ class SSEDecoder:
                     except UnicodeDecodeError:
                         text = data.decode("utf-8", "replace")
                     end = len(text) - 4  # the last line's CRLF
-                    eol = text.find("\r")
-                    if text.find("\n") == eol + 1:  # the first line ends with CRLF
-                        if eol == end:
-                            if text.startswith("data:"):
-                                value = text[6:end] if text[5:6] == " " else text[5:end]
-                                return on_event("message", value, self._last_id)
-                        elif (
-                            text.startswith("event:")
-                            and text.startswith("data:", eol + 2)
-                            and text.find("\r", eol + 2) == end
-                            and text.find("\n", eol + 2) == end + 1
-                        ):
-                            event = text[7:eol] if text[6:7] == " " else text[6:eol]
+                    if text.startswith("data:"):
+                        value = text[6:end] if text[5:6] == " " else text[5:end]
+                        if "\r" not in value and "\n" not in value:
+                            return on_event("message", value, self._last_id)
+                    elif text.startswith("event:"):
+                        eol = text.find("\r")
+                        if text.startswith("\ndata:", eol + 1):  # the first line ends with CRLF
                             at = eol + 7  # the value, past "data:"
                             value = text[at + 1 : end] if text[at : at + 1] == " " else text[at:end]
-                            return on_event(event or "message", value, self._last_id)
+                            if "\r" not in value and "\n" not in value:
+                                event = text[7:eol] if text[6:7] == " " else text[6:eol]
+                                if "\n" not in event:
+                                    return on_event(event or "message", value, self._last_id)
             if not n:
                 return on_items([])
         else:
