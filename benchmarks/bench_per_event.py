@@ -19,7 +19,7 @@ Layers, each including the ones before it except the floor:
   ``data:`` line (what ``run.py``'s floor does after its read).
 * ``sse``: ``SSEDecoder.feed`` per piece.
 * ``decode``: SSE + the wire translator (``StreamDecoder``'s two stages, as the pump calls
-  them).
+  them: ``SSEDecoder.feed_with`` into ``Translator.feed_data``, plus one call per piece).
 * ``assemble``: + ``BlockAssembler.push`` of every chunk and the final ``result()`` (what
   the next layers do too, so their difference is the per-read machinery alone).
 * ``pump``: the byte pump over a fake body (one piece per read) into a ``ChunkStream``,
@@ -159,20 +159,30 @@ def layers(w: bench.Workload, pieces: list[bytes]) -> list[tuple[str, Callable[[
         for piece in pieces:
             feed(piece)
 
+    def stages(decoder: Any) -> Callable[[bytes], Any]:
+        """One piece through the decoder's two stages, as the pump calls them (a whole
+        event from ``feed_with`` straight to ``feed_data``)."""
+        frame, one, translate = decoder.framer.feed_with, decoder.translator.feed_data, decoder.translator.feed_events
+
+        def feed(piece: bytes) -> Any:
+            return frame(piece, one, translate)
+
+        return feed
+
     def decode() -> None:
         decoder = StreamDecoder(translator_for(wire))
-        frame, translate = decoder.framer.feed, decoder.translator.feed_events
+        feed = stages(decoder)
         for piece in pieces:
-            translate(frame(piece))
+            feed(piece)
         decoder.close()
 
     def assemble() -> None:
         decoder = StreamDecoder(translator_for(wire))
-        frame, translate = decoder.framer.feed, decoder.translator.feed_events
+        feed = stages(decoder)
         assembler = BlockAssembler()
         push = assembler.push
         for piece in pieces:
-            for chunk in translate(frame(piece)):
+            for chunk in feed(piece):
                 push(chunk)
         for chunk in decoder.close():
             push(chunk)

@@ -98,8 +98,14 @@ class StreamDecoder:
         return self.translator.done
 
     def feed(self, data: bytes) -> list[StreamChunk]:
-        """Decode a piece of the body; returns the chunks it completed."""
-        return self.translator.feed_events(self.framer.feed(data))
+        """Decode a piece of the body; returns the chunks it completed. Over SSE a whole
+        event goes from the framer to the translator as its strings (``feed_with`` into
+        ``feed_data``: no event object on the common path)."""
+        framer = self.framer
+        translator = self.translator
+        if type(framer) is SSEDecoder:
+            return framer.feed_with(data, translator.feed_data, translator.feed_events)
+        return translator.feed_events(framer.feed(data))
 
     def close(self) -> list[StreamChunk]:
         """End of body: flush the framer and finish the stream."""

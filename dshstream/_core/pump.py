@@ -39,6 +39,7 @@ from dataclasses import replace
 from typing import Any, Protocol, cast
 
 from .decode import StreamDecoder
+from .sse import SSEDecoder
 from .errors import LlmError, cancelled_message
 from .types import Finish, ResponseMetadata, StreamChunk
 
@@ -134,9 +135,14 @@ def _pump_body(
     """One body through the decoder (rules 1-4); ``True`` when the stream ended in it. At
     EOF of the ``last`` body the decoder is closed (rule 5)."""
     direct = type(decoder) is StreamDecoder  # a subclass may feed differently
-    frame = decoder.framer.feed
     translator = decoder.translator
     translate = translator.feed_events
+    framer = decoder.framer
+    frame = framer.feed
+    # ``StreamDecoder.feed``, inlined: over SSE a whole event reaches the translator as its
+    # strings (no event object, no list); an event-stream framer feeds the batch
+    feed_with = framer.feed_with if type(framer) is SSEDecoder else None
+    one = translator.feed_data
     touch = body.touch
     # rule 4, asked after every read: ``Event.is_set`` returns its ``_flag``, read here
     # directly (one Python call less per read) when the event is a plain one that has it
@@ -144,7 +150,12 @@ def _pump_body(
     cancelled = cancel.is_set if cancel is not None and flagged is None else None
     quiet = False
     for piece in body:
-        chunks = translate(frame(piece)) if direct else decoder.feed(piece)
+        if not direct:
+            chunks = decoder.feed(piece)
+        elif feed_with is not None:
+            chunks = feed_with(piece, one, translate)
+        else:
+            chunks = translate(frame(piece))
         if translator.quiet is not quiet:  # rule 2
             quiet = translator.quiet
             body.quiet(quiet)

@@ -16,17 +16,22 @@ plus one feed's bytes.
 With nothing carried over from earlier feeds, a feed that is one whole event (a
 ``data:`` line, or an ``event:`` line and a ``data:`` line, LF or CRLF framed: what
 providers write per HTTP chunk) takes a shortcut with the same output; anything else
-goes through the general line parser.
+goes through the general line parser. :meth:`SSEDecoder.feed_with` is :meth:`~SSEDecoder.feed`
+handing on what a feed completes: such a whole event as its three strings (type, data,
+last event ID: no :class:`ServerSentEvent` and no list is built; a consumer that needs the
+event object builds it from them), anything else as the list ``feed`` returns. Both are
+the same events, in the same order, whatever the split.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple, NoReturn, TypeAlias
+from collections.abc import Callable
+from typing import NamedTuple, NoReturn, TypeAlias, TypeVar
 
 from .errors import error_for, make_failure
 from .types import LlmFailure
 
-__all__ = ["SSEComment", "SSEDecoder", "SSEItem", "ServerSentEvent"]
+__all__ = ["OnEvent", "OnItems", "SSEComment", "SSEDecoder", "SSEItem", "ServerSentEvent"]
 
 
 class ServerSentEvent(NamedTuple):
@@ -52,8 +57,23 @@ class SSEComment(NamedTuple):
 
 SSEItem: TypeAlias = ServerSentEvent | SSEComment
 
+_T = TypeVar("_T")
+#: a whole event's type, data and last event ID (:meth:`SSEDecoder.feed_with`)
+OnEvent: TypeAlias = Callable[[str, str, "str | None"], _T]
+#: the events and comments of any other feed (:meth:`SSEDecoder.feed_with`)
+OnItems: TypeAlias = Callable[[list[SSEItem]], _T]
+
 _BOM = b"\xef\xbb\xbf"
 _new = tuple.__new__  # builds a NamedTuple without the Python-level __new__ frame
+
+
+def _event_list(event: str, data: str, last_id: str | None) -> list[SSEItem]:
+    """:meth:`SSEDecoder.feed`'s answer for a whole event."""
+    return [_new(ServerSentEvent, (event, data, last_id, None))]
+
+
+def _items(items: list[SSEItem]) -> list[SSEItem]:
+    return items
 
 
 def _normalize(region: bytes | bytearray) -> bytes | bytearray:
@@ -69,15 +89,6 @@ def _tail_size(region: bytes | bytearray, size: int) -> int:
     if region[:1] == b"\n":
         return len(region) - 1
     return size + len(region)
-
-
-def _typed(text: str, eol: int, start: int, end: int, last_id: str | None) -> ServerSentEvent:
-    """The event of a whole ``event:`` line (ending at ``eol``) and ``data:`` line (from
-    ``start`` to ``end``) that :meth:`SSEDecoder.feed` has checked: no other line break."""
-    event = text[7:eol] if text[6:7] == " " else text[6:eol]
-    value = start + 5
-    data = text[value + 1 : end] if text[value : value + 1] == " " else text[value:end]
-    return _new(ServerSentEvent, (event or "message", data, last_id, None))
 
 
 class SSEDecoder:
@@ -147,6 +158,14 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[SSEItem]:
         """Decode ``data``; return the events and comments it completes, in order."""
+        return self.feed_with(data, _event_list, _items)
+
+    def feed_with(self, data: bytes, on_event: OnEvent[_T], on_items: OnItems[_T]) -> _T:
+        """Decode ``data`` and hand on what it completes (the module docstring):
+        a feed that is one whole event of the common shape goes to ``on_event(event, data,
+        last_id)`` (no :class:`ServerSentEvent` or list is built), anything else — several
+        events, comments, ``retry:``, a partial event, none — to ``on_items(items)`` with
+        the list :meth:`feed` returns. Either's answer is returned."""
         n = len(data)
         if self._clean:  # the common case: whole events, nothing carried over (``_clean``)
             self._bytes_fed += n
@@ -159,57 +178,62 @@ class SSEDecoder:
                         except UnicodeDecodeError:
                             text = data.decode("utf-8", "replace")
                         end = len(text) - 2  # the last line's LF
-                        eol = text.find("\n")
-                        if eol == end:
-                            if text.startswith("data: "):  # the usual spacing: one test less
-                                return [_new(ServerSentEvent, ("message", text[6:end], self._last_id, None))]
-                            if text.startswith("data:"):
-                                return [_new(ServerSentEvent, ("message", text[5:end], self._last_id, None))]
-                        elif (
-                            text.startswith("data:", eol + 1)
-                            and text.startswith("event:")
-                            and text.find("\n", eol + 1) == end
-                        ):  # ``_typed``, inlined: Anthropic's and Responses' every event
-                            event = text[7:eol] if text[6:7] == " " else text[6:eol]
-                            at = eol + 6  # the value, past "data:"
-                            value = text[at + 1 : end] if text[at : at + 1] == " " else text[at:end]
-                            return [_new(ServerSentEvent, (event or "message", value, self._last_id, None))]
+                        # Slices, comparisons, ``in`` and ``partition`` only: ``startswith`` and
+                        # ``find`` parse an argument tuple, and cost about as much as all of
+                        # these together. The value sliced anyway holds no line break: one line.
+                        head = text[:6]
+                        if head == "data: ":  # the usual spacing first
+                            value = text[6:end]
+                            if "\n" not in value:
+                                return on_event("message", value, self._last_id)
+                        elif head == "event:":  # Anthropic's and Responses' every event
+                            line, _, rest = text.partition("\n")  # rest: the data line on
+                            value = rest[6:-2] if rest[:6] == "data: " else rest[5:-2] if rest[:5] == "data:" else "\n"
+                            if "\n" not in value:
+                                event = line[7:] if line[6:7] == " " else line[6:]
+                                return on_event(event or "message", value, self._last_id)
+                        elif head[:5] == "data:":
+                            value = text[5:end]
+                            if "\n" not in value:
+                                return on_event("message", value, self._last_id)
                         out = self._decode_lf(text)  # whole events: nothing is left over
                         self._clean = not self._dirty
-                        return out
-                elif data.endswith(b"\r\n\r\n"):  # CRLF framing (Gemini, many proxies)
+                        return on_items(out)
+                elif data[-4:] == b"\r\n\r\n":  # CRLF framing (Gemini, many proxies)
                     try:
                         text = data.decode()
                     except UnicodeDecodeError:
                         text = data.decode("utf-8", "replace")
                     end = len(text) - 4  # the last line's CRLF
-                    eol = text.find("\r")
-                    if text.find("\n") == eol + 1:  # the first line ends with CRLF
-                        if eol == end:
-                            if text.startswith("data:"):
-                                value = text[6:end] if text[5:6] == " " else text[5:end]
-                                return [_new(ServerSentEvent, ("message", value, self._last_id, None))]
-                        elif (
-                            text.startswith("event:")
-                            and text.startswith("data:", eol + 2)
-                            and text.find("\r", eol + 2) == end
-                            and text.find("\n", eol + 2) == end + 1
-                        ):
-                            return [_typed(text, eol, eol + 2, end, self._last_id)]
+                    head = text[:6]
+                    if head == "data: ":
+                        value = text[6:end]
+                        if "\r" not in value and "\n" not in value:
+                            return on_event("message", value, self._last_id)
+                    elif head == "event:":
+                        line, _, rest = text.partition("\r")  # rest: LF, the data line on
+                        value = rest[7:-4] if rest[:7] == "\ndata: " else rest[6:-4] if rest[:6] == "\ndata:" else "\n"
+                        if "\r" not in value and "\n" not in value and "\n" not in line:
+                            event = line[7:] if line[6:7] == " " else line[6:]
+                            return on_event(event or "message", value, self._last_id)
+                    elif head[:5] == "data:":
+                        value = text[5:end]
+                        if "\r" not in value and "\n" not in value:
+                            return on_event("message", value, self._last_id)
             if not n:
-                return []
+                return on_items([])
         else:
             if self._failure is not None:
                 raise error_for(self._failure)
             if not n:
-                return []
+                return on_items([])
             self._bytes_fed += n
         # The general parser. ``_clean`` is off while it runs (an ``EVENT_TOO_LARGE`` raised
         # in it leaves it off) and is set again from the state it leaves.
         self._clean = False
         out = self._feed_lines(data, n)
         self._clean = not (self._partial or self._dirty or self._skip_lf or self._at_start or self._event_size)
-        return out
+        return on_items(out)
 
     def _feed_lines(self, data: bytes, n: int) -> list[SSEItem]:
         """:meth:`feed` through the general line parser (``n``: ``len(data)``, counted)."""

@@ -104,15 +104,16 @@ def loads_event(data: str) -> Any:
         else:
             # msgspec refuses an escaped lone surrogate; checked anyway, so a parser that
             # let one through would still hand on what the standard path does (rule 3).
-            if "\\" in data and ("\\ud" in data or "\\uD" in data):
+            if "\\" in data and "\\u" in data and ("\\ud" in data or "\\uD" in data):
                 return fix_surrogates(value)
             return value
     try:
         value, end = _scan_once(data, 0)
         if end == len(data):
             # A lone-surrogate escape always has a backslash: one memchr settles most
-            # payloads, the two substring scans run only for those with escapes.
-            if "\\" in data and ("\\ud" in data or "\\uD" in data):
+            # payloads, a ``\\u`` scan those with other escapes (tool arguments' quotes),
+            # and the two surrogate scans run only for those with ``\\u`` escapes.
+            if "\\" in data and "\\u" in data and ("\\ud" in data or "\\uD" in data):
                 return fix_surrogates(value)
             return value
     except StopIteration:
@@ -123,7 +124,7 @@ def loads_event(data: str) -> Any:
         value = json.loads(data)  # leading/trailing whitespace
     except (ValueError, RecursionError):
         raise EventJsonError(data) from None
-    if "\\" in data and ("\\ud" in data or "\\uD" in data):
+    if "\\" in data and "\\u" in data and ("\\ud" in data or "\\uD" in data):
         return fix_surrogates(value)
     return value
 

@@ -27,7 +27,7 @@ from dshstream._chunk_stream import ChunkStream
 from dshstream._core.decode import StreamDecoder, translator_for
 from dshstream._core.errors import make_failure
 from dshstream._core.strict_json import fix_surrogates, loads_event
-from dshstream._core.sse import SSEDecoder, SSEItem
+from dshstream._core.sse import ServerSentEvent, SSEDecoder, SSEItem
 from dshstream._core.types import (
     BlockStart,
     Finish,
@@ -141,6 +141,66 @@ def test_an_event_over_the_limit_still_fails_on_the_fast_path() -> None:
     assert info.value.failure.code == "EVENT_TOO_LARGE"
 
 
+def _fed_with(pieces: Sequence[bytes], first: bytes = b":\n") -> tuple[list[SSEItem], list[str]]:
+    """Each piece through ``feed_with`` after ``first`` (past the BOM check): the items, with
+    each whole event rebuilt from the strings it handed on, and which way each piece went."""
+    decoder = SSEDecoder()
+    ways: list[str] = []
+
+    def one(event: str, data: str, last_id: str | None) -> list[SSEItem]:
+        ways.append("event")
+        return [ServerSentEvent(event, data, last_id)]
+
+    def items(found: list[SSEItem]) -> list[SSEItem]:
+        ways.append("items")
+        return found
+
+    out = decoder.feed_with(first, one, items)
+    for piece in pieces:
+        out += decoder.feed_with(piece, one, items)
+    return out, ways[1:]
+
+
+_shortcut_line = st.sampled_from(
+    ["data: x", "data:y", "data:", "data: ", "data:  z", "event: t", "event:", "event:t", "id: 3", "id:",
+     ": c", ":", "retry: 5", "retry: x", "data: é", "data: a\rb", "x", "datax: 1", "event: a b"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.lists(_shortcut_line, min_size=0, max_size=4), _eol), min_size=1, max_size=6))
+def test_feed_with_hands_on_the_same_events_as_feed_and_the_bytewise_decoder(
+    events: list[tuple[list[str], str]]
+) -> None:
+    """The whole-event shortcut (``feed_with``'s strings) against the general parser: CR,
+    comments, multi-line data, ``id:``/``retry:`` fields, and events split across reads."""
+    pieces = [("".join(line + eol for line in lines) + eol).encode() for lines, eol in events]
+    got, _ = _fed_with(pieces)
+    assert got == _per_event(pieces) == _bytewise(b":\n" + b"".join(pieces))
+    # the same bytes cut anywhere else: the general path and the shortcut agree
+    joined = b"".join(pieces)
+    for cut in (1, 2, 3, 7):
+        split = [joined[i : i + cut] for i in range(0, len(joined), cut)]
+        assert _fed_with(split)[0] == _bytewise(b":\n" + joined)
+
+
+def test_feed_with_takes_the_shortcut_for_the_common_shapes_only() -> None:
+    whole = [b"data: {}\n\n", b"data:x\n\n", b"event: e\ndata: x\n\n", b"data: x\r\n\r\n",
+             b"event: e\r\ndata: x\r\n\r\n"]
+    other = [b"data: a\ndata: b\n\n", b"id: 1\ndata: x\n\n", b": ping\n\n", b"retry: 5\ndata: x\n\n",
+             b"data: a\rb\r\n\r\n", b"event: e\ndata: x\r\n\r\n", b"data: x\n\ndata: y\n\n", b"data: x\n"]
+    for piece in whole:
+        assert _fed_with([piece], b"\n")[1] == ["event"], piece
+    for piece in other:
+        assert _fed_with([piece], b"\n")[1] == ["items"], piece
+
+
+def test_feed_with_carries_the_last_event_id() -> None:
+    got, ways = _fed_with([b"id: 7\ndata: a\n\n", b"data: b\n\n", b"event: e\r\ndata: c\r\n\r\n"], b"\n")
+    assert ways == ["items", "event", "event"]
+    assert [(e.id, e.data) for e in got if type(e) is ServerSentEvent] == [("7", "a"), ("7", "b"), ("7", "c")]
+
+
 # --------------------------------------------------------------------------- delta chunks
 
 
@@ -164,14 +224,16 @@ def test_tool_call_deltas_equal_their_constructor(index: int, call_id: str, name
 def test_the_writers_inline_deltas_equal_their_constructors(
     text: str, call_id: str, name: str | None, args: str
 ) -> None:
-    """deltas rule 4: the writer's inline text and tool-call deltas are the classes' own."""
+    """deltas rule 4: the writer's inline text, reasoning and tool-call deltas are the
+    classes' own."""
     writer = ChunkWriter(provider="test")
     writer.text("t", text)
     writer.tool_call("c", call_id, name, args)
-    made = [chunk for chunk in writer.take() if type(chunk) in (TextDelta, ToolCallDelta)]
-    expected = [TextDelta(0, text), ToolCallDelta(1, call_id, name, args)]
+    writer.reasoning("r", text)
+    made = [chunk for chunk in writer.take() if type(chunk) in (TextDelta, ToolCallDelta, ReasoningDelta)]
+    expected = [TextDelta(0, text), ToolCallDelta(1, call_id, name, args), ReasoningDelta(2, text)]
     assert made == expected
-    assert [type(chunk) for chunk in made] == [TextDelta, ToolCallDelta]
+    assert [type(chunk) for chunk in made] == [TextDelta, ToolCallDelta, ReasoningDelta]
     assert [repr(chunk) for chunk in made] == [repr(chunk) for chunk in expected]
     assert [hash(chunk) for chunk in made] == [hash(chunk) for chunk in expected]
 
@@ -204,6 +266,23 @@ _SSE_FIXTURES = [rel for rel in all_fixtures() if fixture_wire(rel) not in ("bed
 def _events(rel: str) -> list[Any]:
     decoder = SSEDecoder()
     return decoder.feed(fixture_bytes(rel)) + decoder.close()
+
+
+@pytest.mark.parametrize("rel", _SSE_FIXTURES)
+def test_feed_data_matches_feed_events(rel: str) -> None:
+    """``Translator.feed_data`` (one whole event as its strings: the shortcut's path) against
+    ``feed_events`` of the same event, for every wire (default dispatch or its own
+    ``on_event``)."""
+    wire = fixture_wire(rel)
+    by_data = translator_for(wire)
+    by_events = translator_for(wire)
+    got: list[StreamChunk] = []
+    expected: list[StreamChunk] = []
+    for event in _events(rel):
+        if type(event) is ServerSentEvent:
+            got += by_data.feed_data(event.event, event.data, event.id)
+            expected += by_events.feed_events([event])
+    assert got + by_data.close() == expected + by_events.close()
 
 
 @pytest.mark.parametrize("rel", _SSE_FIXTURES)

@@ -14,7 +14,8 @@ Contract (sans-IO, stdlib + ``types`` only):
    ``__slots__`` exactly its fields, two or four of them): :func:`_delta_maker` refuses
    any other class with ``TypeError`` when the module is imported, so a change to a delta
    class that would make the shortcut wrong fails at once, never silently.
-4. :data:`TEXT_DELTA_SLOTS` and :data:`TOOL_CALL_DELTA_SLOTS` are the same makers' parts
+4. :data:`TEXT_DELTA_SLOTS`, :data:`REASONING_DELTA_SLOTS` and :data:`TOOL_CALL_DELTA_SLOTS`
+   are the same makers' parts
    (the slot setters, in field order, checked as in rule 3) for the writer, which builds
    its most frequent chunks inline, ``object.__new__`` then each setter: one Python call
    less per delta, the same object as rule 1's.
@@ -28,7 +29,14 @@ from typing import Any, TypeVar
 
 from ..types import ReasoningDelta, TextDelta, ToolCallDelta
 
-__all__ = ["TEXT_DELTA_SLOTS", "TOOL_CALL_DELTA_SLOTS", "reasoning_delta", "text_delta", "tool_call_delta"]
+__all__ = [
+    "REASONING_DELTA_SLOTS",
+    "TEXT_DELTA_SLOTS",
+    "TOOL_CALL_DELTA_SLOTS",
+    "reasoning_delta",
+    "text_delta",
+    "tool_call_delta",
+]
 
 _D = TypeVar("_D", TextDelta, ReasoningDelta, ToolCallDelta)
 
@@ -80,7 +88,8 @@ text_delta: Callable[[int, str], TextDelta] = _delta_maker(TextDelta)
 reasoning_delta: Callable[[int, str], ReasoningDelta] = _delta_maker(ReasoningDelta)
 tool_call_delta: Callable[[int, str, str | None, str], ToolCallDelta] = _delta_maker(ToolCallDelta)
 
-#: ``TextDelta``'s setters (index, text), and ``ToolCallDelta``'s (index, id, name,
-#: arguments_delta), for a chunk built inline (rule 4)
+#: ``TextDelta``'s and ``ReasoningDelta``'s setters (index, text), and ``ToolCallDelta``'s
+#: (index, id, name, arguments_delta), for a chunk built inline (rule 4)
 TEXT_DELTA_SLOTS: tuple[_Setter, _Setter] = tuple(_slot_setters(TextDelta))  # type: ignore[assignment]
+REASONING_DELTA_SLOTS: tuple[_Setter, _Setter] = tuple(_slot_setters(ReasoningDelta))  # type: ignore[assignment]
 TOOL_CALL_DELTA_SLOTS: tuple[_Setter, _Setter, _Setter, _Setter] = tuple(_slot_setters(ToolCallDelta))  # type: ignore[assignment]

@@ -51,8 +51,7 @@ from typing import Any
 
 from ..parts import decode_base64, normalize_media_type, sniff_media_type
 from ..redact import redact
-from ..sse import ServerSentEvent
-from ..strict_json import dump_json, loads_event
+from ..strict_json import dump_json
 from ..types import Citation, FinishKind, LlmFailure, TokenUsage
 from .json_values import dict_or_empty, first_str, int_or_none, list_or_empty
 from .translator import Translator
@@ -83,6 +82,8 @@ TOOL_CALL_FAILURES: dict[str, tuple[str, bool]] = {
 # grounding chunk key -> citation kind
 _GROUNDING_KINDS = {"web": "url", "retrievedContext": "document", "maps": "place"}
 _TEXT_PART_KEYS = frozenset({"text", "thought", "thoughtSignature"})
+#: a text part with no signature: ``_plain_part``'s case
+_PLAIN_PART_KEYS = frozenset({"text", "thought"})
 _PATH_TOKEN = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
 
 
@@ -298,15 +299,16 @@ class GeminiTranslator(Translator):
 
     # ------------------------------------------------------------------ events
 
-    def on_event(self, event: ServerSentEvent) -> None:
-        payload = loads_event(event.data)
+    def on_payload(self, event: str, payload: Any) -> None:
+        """One ``GenerateContentResponse`` (or error) already parsed; ``event`` is the SSE
+        event type. The base class's default dispatch feeds it (no terminal marker: rule 5)."""
         if type(payload) is list and len(payload) == 1:
             payload = payload[0]  # a JSON array of one response (or one error)
         if type(payload) is not dict:
-            if event.event == "error":
+            if event == "error":
                 self.fail_with(payload)
             return
-        if payload.get("error") is not None or event.event == "error":
+        if payload.get("error") is not None or event == "error":
             self.fail_with(payload)
             return
         writer = self.writer
@@ -317,7 +319,21 @@ class GeminiTranslator(Translator):
         if type(candidates) is list:
             for candidate in candidates:
                 if type(candidate) is dict and candidate.get("index", 0) in (0, None):
-                    self._on_candidate(candidate)
+                    # the candidate, handled here: once per event (rule 1)
+                    content = candidate.get("content")  # ``dict_or_empty``, inlined
+                    parts = content.get("parts") if isinstance(content, dict) else None
+                    if type(parts) is list:
+                        for part in parts:
+                            if type(part) is dict and not self._plain_part(part):
+                                self._on_part(part)
+                    if "groundingMetadata" in candidate:
+                        grounding = candidate["groundingMetadata"]
+                        if type(grounding) is dict and grounding.get("groundingChunks"):
+                            self._grounding = grounding
+                    reason = candidate.get("finishReason")
+                    if isinstance(reason, str) and reason and reason != "FINISH_REASON_UNSPECIFIED":
+                        message = candidate.get("finishMessage")
+                        self._on_finish_reason(reason, message if isinstance(message, str) else None)
                     break
         usage = payload.get("usageMetadata")
         if type(usage) is dict and not _USAGE_COUNT_KEYS.isdisjoint(usage):
@@ -335,21 +351,25 @@ class GeminiTranslator(Translator):
             )
             writer.set_finish("error", block_reason, failure)
 
-    def _on_candidate(self, candidate: dict[str, Any]) -> None:
-        content = candidate.get("content")  # ``dict_or_empty``, inlined: once per event
-        parts = content.get("parts") if isinstance(content, dict) else None
-        if type(parts) is list:
-            for part in parts:
-                if type(part) is dict:
-                    self._on_part(part)
-        if "groundingMetadata" in candidate:
-            grounding = candidate["groundingMetadata"]
-            if type(grounding) is dict and grounding.get("groundingChunks"):
-                self._grounding = grounding
-        reason = candidate.get("finishReason")
-        if isinstance(reason, str) and reason and reason != "FINISH_REASON_UNSPECIFIED":
-            message = candidate.get("finishMessage")
-            self._on_finish_reason(reason, message if isinstance(message, str) else None)
+    def _plain_part(self, part: dict[str, Any]) -> bool:
+        """``_on_part`` of a plain text part (only ``text`` and ``thought``, no signature)
+        of the open block's kind, the common case; ``False``: any other part, untouched."""
+        text = part.get("text")
+        if type(text) is not str or not text or not part.keys() <= _PLAIN_PART_KEYS:
+            return False
+        thought = part.get("thought") is True
+        if self._kind != ("reasoning" if thought else "text"):
+            return False
+        if thought:
+            self.writer.reasoning(self._key, text)
+        else:
+            self.writer.text(self._key, text)
+        last = self._parts[-1] if self._parts else None
+        if type(last) is _TextPart and last.signature is None and last.thought == thought:
+            last.pieces.append(text)
+        else:
+            self._parts.append(_TextPart(text, thought, None))
+        return True
 
     def _on_part(self, part: dict[str, Any]) -> None:
         signature = part.get("thoughtSignature")

@@ -147,6 +147,8 @@ class OpenAIChatTranslator(Translator):
         # Where content and reasoning go: the filter pipeline, or straight to the writer.
         self._content: Callable[[str], None] = partial(self.writer.text, TEXT_KEY)
         self._reasoning: Callable[[str], None] = partial(self.writer.reasoning, REASONING_KEY)
+        #: ``_content`` is the writer's own (no filter stage, or all settled): called inline
+        self._direct = True
         if use_tags or spill_guard or verbatim_tools:
             self._filters = ContentFilters(
                 self.writer,
@@ -156,6 +158,7 @@ class OpenAIChatTranslator(Translator):
             )
             self._content = self._filtered_content
             self._reasoning = self._filters.reasoning
+            self._direct = False
         self._by_id: dict[str, int] = {}
         self._by_index: dict[int, int] = {}
         self._last_call: int | None = None
@@ -212,11 +215,27 @@ class OpenAIChatTranslator(Translator):
                     ((field, value),) = delta.items()
                     if field == "content" and type(value) is str:
                         if value:
-                            self._content(value)
+                            if self._direct:  # no filter stage left: ``_content``'s partial, inlined
+                                writer.text(TEXT_KEY, value)
+                            else:
+                                self._content(value)
                     elif field == "tool_calls" and type(value) is list:
                         for call in value:
-                            if type(call) is dict:
-                                self._on_tool_call(call)
+                            if type(call) is not dict:
+                                continue
+                            if len(call) == 2:
+                                # ``_on_tool_call``'s continuation shape, inlined:
+                                # {"index": i, "function": {"arguments": s}} of a known call
+                                function = call.get("function")
+                                if type(function) is dict and len(function) == 1:
+                                    index = call.get("index")
+                                    known = self._by_index.get(index) if type(index) is int else None
+                                    fragment = function.get("arguments")
+                                    if known is not None and type(fragment) is str:
+                                        self._last_call = known
+                                        writer.tool_call(known, None, None, fragment)
+                                        continue
+                            self._on_tool_call(call)
                     else:
                         self._on_delta(delta)
                 reason = choice.get("finish_reason")
@@ -243,6 +262,7 @@ class OpenAIChatTranslator(Translator):
         if filters.stripper is None and filters.guard is None and filters.verbatim is None:
             self._content = partial(self.writer.text, TEXT_KEY)
             self._reasoning = partial(self.writer.reasoning, REASONING_KEY)
+            self._direct = True
 
     def _on_delta(self, delta: dict[str, Any]) -> None:
         """A delta in general (``on_payload`` handles the one-field shapes itself)."""

@@ -2,8 +2,12 @@
 
 Contract (sans-IO: no sockets, time, threads or environment):
 
-1. **Input.** A translator is fed one SSE event at a time (:meth:`Translator.feed`) or a
-   batch of decoder output (:meth:`Translator.feed_events`, the hot path), and told about
+1. **Input.** A translator is fed one SSE event at a time (:meth:`Translator.feed`), a
+   batch of decoder output (:meth:`Translator.feed_events`), or one whole event as its
+   type, data and last event ID (:meth:`Translator.feed_data`, the hot path: what
+   :meth:`~dshstream._core.sse.SSEDecoder.feed_with` hands on; a wire that overrides
+   ``on_event`` gets the same :class:`~dshstream._core.sse.ServerSentEvent` it would
+   get from ``feed_events``), and told about
    the end of the input (:meth:`Translator.close`); each returns the chunks produced so
    far. Nothing is fed once its writer is ``"finished"`` (the writer's rule 2: one
    attribute read per event).
@@ -62,6 +66,8 @@ from .json_values import dict_or_empty, int_or_none
 from .writer import ChunkWriter
 
 __all__ = ["Translator"]
+
+_new = tuple.__new__  # a ServerSentEvent without the Python-level __new__ frame
 
 
 class Translator:
@@ -141,6 +147,26 @@ class Translator:
                         on_event(item)
         except EventJsonError as exc:  # from loads_event, anywhere in on_event
             self.end_malformed(exc.text)
+        out = writer.out  # ``writer.take()``, inlined: once per read
+        writer.out = []
+        return out
+
+    def feed_data(self, event: str, data: str, last_id: str | None) -> list[StreamChunk]:
+        """Translate one whole event given as its type, data and last event ID (rule 1):
+        :meth:`feed_events` of that one event, without the event object or its list for
+        the default :meth:`on_event` (rule 2, inlined as there)."""
+        writer = self.writer
+        if writer.state != "finished":
+            try:
+                if self._default_on_event:
+                    if data == self.terminal_data:
+                        self.complete()
+                    else:
+                        self.on_payload(event, loads_event(data))
+                else:
+                    self.on_event(_new(ServerSentEvent, (event, data, last_id, None)))
+            except EventJsonError as exc:
+                self.end_malformed(exc.text)
         out = writer.out  # ``writer.take()``, inlined: once per read
         writer.out = []
         return out
