@@ -37,13 +37,10 @@ private name                               read for
    ``raw.read(n)`` on a close-delimited body: they wait for ``n`` bytes or EOF).
 2. **Bulk reads.** An identity (uncompressed) body of an HTTP/1.1 ``http.client`` answer
    is read from its buffered socket file directly: a ``Transfer-Encoding: chunked`` body
-   with ``read1`` (what is there, at most one system call: the first event is not
+   with ``read1(65536)`` (what is there, at most one system call: the first event is not
    delayed) unframed by :class:`~dshstream._core.chunked.ChunkedDecoder`, many HTTP chunks
    per read instead of one read (and urllib3's and http.client's per-chunk calls) per
-   chunk; a close-delimited body with ``http.client``'s own ``read1``. The size asked for
-   adapts (:class:`ReadSize`): ``read1`` allocates the whole size before it blocks, so a
-   paced stream that gets one small event per read asks for 8 KiB, not 64 KiB held by
-   every waiting stream; a read that fills the size quadruples it, up to 64 KiB. At the end of a
+   chunk; a close-delimited body with ``http.client``'s own ``read1``. At the end of a
    chunked body the answer is closed as ``http.client`` closes it, and the connection
    may go back to the pool only when nothing followed the body
    (:attr:`ChunkedReader.reusable`). Anything unusual (compression, another HTTP
@@ -77,9 +74,7 @@ __all__ = [
     "INTERIM",
     "ChunkedReader",
     "Inflater",
-    "ReadSize",
     "Reader",
-    "SizedReader",
     "bulk_reader",
     "dns_host",
     "final_response",
@@ -91,8 +86,6 @@ __all__ = [
 Reader = Callable[[], bytes]
 
 _READ_SIZE = 65536
-#: rule 2's adaptive size: from here, x4 on a full read, /4 on one under a sixteenth
-_MIN_READ_SIZE = 8192
 _NO_DECODE = ("", "identity")
 #: rule 2 on (tests turn it off to compare with the standard path)
 BULK_READS = True
@@ -157,53 +150,20 @@ def bulk_reader(raw: Any) -> Reader | None:
             return None  # http.client has begun unframing it itself
         return ChunkedReader(answer, fp).read
     if answer.length is None and answer.will_close:  # close-delimited
-        return SizedReader(answer.read1).read
+        return functools.partial(answer.read1, _READ_SIZE)
     return None
-
-
-class SizedReader:
-    """``read1`` asked for rule 2's adaptive size (a close-delimited body)."""
-
-    __slots__ = ("read1", "_size")
-
-    def __init__(self, read1: Callable[[int], bytes]) -> None:
-        self.read1 = read1
-        self._size = ReadSize()
-
-    def read(self) -> bytes:
-        data = self.read1(self._size.size)
-        self._size.saw(len(data))
-        return data
-
-
-class ReadSize:
-    """Rule 2's read size: small while reads come back small, large for bulk bodies."""
-
-    __slots__ = ("size",)
-
-    def __init__(self) -> None:
-        self.size = _MIN_READ_SIZE
-
-    def saw(self, got: int) -> None:
-        size = self.size
-        if got >= size:
-            if size < _READ_SIZE:
-                self.size = min(_READ_SIZE, size * 4)
-        elif got < size >> 4 and size > _MIN_READ_SIZE:
-            self.size = max(_MIN_READ_SIZE, size >> 2)
 
 
 class ChunkedReader:
     """An identity ``Transfer-Encoding: chunked`` body read from ``http.client``'s buffered
     socket file in large pieces and unframed here (rule 2)."""
 
-    __slots__ = ("_answer", "_read1", "_decoder", "_size", "reusable")
+    __slots__ = ("_answer", "_read1", "_decoder", "reusable")
 
     def __init__(self, answer: http.client.HTTPResponse, fp: io.BufferedReader) -> None:
         self._answer = answer
         self._read1 = fp.read1
         self._decoder = ChunkedDecoder()
-        self._size = ReadSize()
         #: the body ended cleanly with nothing after it: the connection may be reused
         self.reusable = False
 
@@ -212,12 +172,10 @@ class ChunkedReader:
         nothing but framing); ``b""`` once the body ended."""
         decoder = self._decoder
         read1 = self._read1
-        size = self._size
         while not decoder.done:
             if decoder.failed:
                 decoder.close()  # raises the malformed framing found after the last payload
-            data = read1(size.size)
-            size.saw(len(data))
+            data = read1(_READ_SIZE)
             if not data:
                 if decoder.in_trailers:
                     break  # EOF for the trailer's end: http.client accepts it too (no reuse)

@@ -255,6 +255,7 @@ import urllib3  # noqa: E402
 
 from dshstream import _transport  # noqa: E402
 from dshstream._transport import readers  # noqa: E402
+from functools import partial as functools_partial  # noqa: E402
 
 from dshstream._core.types import StreamChunk  # noqa: E402
 from rawserver import CHUNKED_HEADERS, RawServer, chunk  # noqa: E402
@@ -276,7 +277,7 @@ def reader_kind(server: ReplayServer, route: Route) -> str:
         owner = getattr(read, "__self__", None)
         if isinstance(owner, readers.ChunkedReader):
             return "bulk-chunked"
-        if isinstance(owner, readers.SizedReader) and isinstance(getattr(owner.read1, "__self__", None), http.client.HTTPResponse):
+        if isinstance(read, functools_partial) and isinstance(getattr(read.func, "__self__", None), http.client.HTTPResponse):
             return "http.client"
         return "standard"
 
@@ -361,34 +362,6 @@ def test_bulk_reads_give_what_the_standard_path_gives(
                 if path == "old-urllib3":  # urllib3 before 2.2 (which has no read1): http.client's read1
                     m.setattr(urllib3.HTTPResponse, "read1", None, raising=False)
                 assert _chunks(server, body, wire, piece) == bulk, (fixture.name, piece)
-
-
-def test_the_read_size_grows_for_bulk_bodies_and_shrinks_for_paced_ones() -> None:
-    size = readers.ReadSize()
-    assert size.size == 8192  # a paced stream's waiting read holds 8 KiB, not 64
-    seen = []
-    for got in (8192, 32768, 65536, 65536):  # full reads: a bulk body
-        size.saw(got)
-        seen.append(size.size)
-    assert seen == [32768, 65536, 65536, 65536]
-    for got in (9000, 300, 300, 300):  # one event per read again
-        size.saw(got)
-        seen.append(size.size)
-    assert seen[4:] == [65536, 16384, 8192, 8192]
-    size.saw(0)
-    assert size.size == 8192
-
-
-@pytest.mark.parametrize("piece", [0, 16384])
-def test_a_large_body_reads_the_same_as_the_read_size_grows(
-    server: ReplayServer, monkeypatch: pytest.MonkeyPatch, piece: int
-) -> None:
-    body = b"".join(chat_event(f"word {i} " * 20) for i in range(3000)) + FINISH  # ~1.2 MB
-    bulk = _chunks(server, body, "openai", piece)
-    with monkeypatch.context() as m:
-        m.setattr(readers, "BULK_READS", False)
-        assert _chunks(server, body, "openai", piece) == bulk
-    assert "".join(c.text for c in bulk if isinstance(c, TextDelta)).count("word 2999 ") == 20
 
 
 def test_bytes_after_the_last_chunk_keep_the_connection_out_of_the_pool() -> None:
