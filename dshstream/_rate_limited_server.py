@@ -32,6 +32,7 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from ._replay_server import LoopbackHandler
 
 __all__ = ["TOKENS_PER_REQUEST", "RateLimitedServer"]
 
@@ -67,15 +68,7 @@ class RateLimitedServer:
         self.requests = 0
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # headers and body go out in separate writes: without TCP_NODELAY the body waits
-            # for the client's delayed ACK (~40 ms a response on loopback)
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(LoopbackHandler):
             def do_POST(self) -> None:
                 owner.handle(self)
 

@@ -54,15 +54,20 @@ class RecordedRequest:
     body: Any
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """The loopback servers' request handler: keep-alive, no Nagle wait, no log lines."""
+
     protocol_version = "HTTP/1.1"
     # headers and body go out in separate writes: without TCP_NODELAY the body waits
-    # for the client's delayed ACK (~40 ms a response on loopback)
+    # for the client's delayed ACK (~40 ms a response on a reused connection)
     disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
+
+
+class _Handler(LoopbackHandler):
+    server: _Server
 
     def setup(self) -> None:
         super().setup()

@@ -22,12 +22,13 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
+from dshstream._replay_server import LoopbackHandler
 from dshstream import (
     AnthropicAdapter,
     ConfigurationError,
@@ -115,15 +116,7 @@ class KeyServer:
         self.lock = threading.Lock()
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # headers and body go out in separate writes: without TCP_NODELAY the body waits
-            # for the client's delayed ACK (~40 ms a response on loopback)
-            disable_nagle_algorithm = True
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-                pass
-
+        class Handler(LoopbackHandler):
             def do_GET(self) -> None:  # noqa: N802 - stdlib naming
                 self._answer()
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from helpers import fixture_bytes
 from service.batch_bodies import anthropic_body, chat_body, gemini_body, responses_body
+from dshstream._replay_server import LoopbackHandler
 
 _ERRORS: dict[str, Callable[[int], dict[str, Any]]] = {
     "openai": lambda status: {"error": {"message": f"rejected with {status}",
@@ -129,15 +130,7 @@ class BatchApiServer:
         self.azure_queries: list[str] = []
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # headers and body go out in separate writes: without TCP_NODELAY the body waits
-            # for the client's delayed ACK (~40 ms a response on loopback)
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(LoopbackHandler):
             def do_GET(self) -> None:
                 owner.dispatch(self, "GET")
 
