@@ -23,7 +23,7 @@ nothing in ``Retry-After`` (the classifier falls back to it):
    remaining count is exhausted (or none is sent), the earliest reset. Nothing readable,
    or only past times, gives ``None`` (values as in rule 3).
 
-:func:`keep_alive_timeout` reads how long the server keeps an idle connection open:
+:func:`keep_alive_seconds` reads how long the server keeps an idle connection open:
 
 5. ``Keep-Alive: timeout=N`` (RFC 7230 A.1.2's legacy header, sent by llama.cpp, Node
    and Apache): ``N`` seconds when it is a positive decimal number of at most a day; any
@@ -54,7 +54,7 @@ __all__ = [
     "REQUEST_ID_HEADERS",
     "all_secrets",
     "is_plain_id",
-    "keep_alive_timeout",
+    "keep_alive_seconds",
     "lower_headers",
     "parse_rate_limit_reset",
     "parse_retry_after",
@@ -120,10 +120,10 @@ def _positive_seconds(value: str) -> float | None:
 _KEEP_ALIVE_TIMEOUT = re.compile(r"(?:^|[,;\s])timeout\s*=\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*(?:[,;]|$)", re.IGNORECASE)
 
 
-def keep_alive_timeout(headers: Mapping[str, str] | None) -> float | None:
-    """Rule 5: the idle seconds after which the server said it closes the connection."""
-    value = lower_headers(headers).get("keep-alive")
-    match = _KEEP_ALIVE_TIMEOUT.search(value) if value else None
+def keep_alive_seconds(value: str | None) -> float | None:
+    """Rule 5: the idle seconds after which the server said it closes the connection,
+    from a ``Keep-Alive`` header's value."""
+    match = _KEEP_ALIVE_TIMEOUT.search(value) if isinstance(value, str) and value else None
     if match is None:
         return None
     seconds = float(match.group(1))

@@ -64,7 +64,7 @@ import urllib3.connection
 import urllib3.exceptions
 import urllib3.util.connection
 
-from .._core.headers import keep_alive_timeout
+from .._core.headers import keep_alive_seconds
 from .._core.log import get_logger
 from .readers import dns_host
 
@@ -144,11 +144,12 @@ _IDLE_SINCE = "_dshstream_idle_since"
 
 
 def note_keep_alive(conn: Any, headers: Mapping[str, str]) -> None:
-    """Rule 5: keep the ``Keep-Alive`` timeout of the response just received on ``conn``."""
+    """Rule 5: keep the ``Keep-Alive`` timeout of the response just received on ``conn``
+    (``headers``: ``requests``' case-insensitive mapping, one lookup)."""
     if conn is None:
         return
     try:
-        setattr(conn, _HINT, keep_alive_timeout(headers))
+        setattr(conn, _HINT, keep_alive_seconds(headers.get("keep-alive")))
         setattr(conn, _IDLE_SINCE, None)
     except Exception:  # noqa: BLE001 - a connection class that takes no attributes: reused as before
         pass

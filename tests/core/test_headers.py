@@ -8,7 +8,7 @@ import email.utils
 
 import pytest
 
-from dshstream._core.headers import keep_alive_timeout, parse_retry_after, request_id_from
+from dshstream._core.headers import keep_alive_seconds, parse_retry_after, request_id_from
 
 NOW = 1_700_000_000.0
 
@@ -77,5 +77,5 @@ def test_request_id_from(headers: dict[str, str] | None, expected: str | None) -
      ("xtimeout=5", None), ("timeout=5x", None), ("", None)],
 )
 def test_keep_alive_hint_values(value: str, seconds: float | None) -> None:
-    assert keep_alive_timeout({"Keep-Alive": value}) == seconds
-    assert keep_alive_timeout({}) is None and keep_alive_timeout(None) is None
+    assert keep_alive_seconds(value) == seconds
+    assert keep_alive_seconds(None) is None
