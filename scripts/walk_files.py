@@ -1,5 +1,5 @@
 """Which of dshstream's files one stream walks through, from ``LlmService.stream`` to the
-first decoded byte (the framer's first ``feed``), on a loopback replay server.
+first decoded byte (the framer's first ``feed`` or ``feed_with``), on a loopback replay server.
 
 Usage: ``python scripts/walk_files.py [-v] [openai|anthropic|gemini|bedrock]`` (``-v``: every
 file entry, with the function entered). Prints the files
@@ -76,7 +76,7 @@ def main(name: str, verbose: bool = False) -> int:
             if not entries or entries[-1] != relative:
                 entries.append(relative)
                 names.append(frame.f_code.co_name)
-            if frame.f_code.co_name == "feed" and relative in ("_core/sse.py", "_core/eventstream.py"):
+            if frame.f_code.co_name in ("feed", "feed_with") and relative in ("_core/sse.py", "_core/eventstream.py"):
                 stop = True
 
         stream = service.stream(options)
