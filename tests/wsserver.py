@@ -228,10 +228,15 @@ class WsServer:
         if turn.fragments > 1 or turn.cuts:
             wire = b"".join(_fragmented(event, turn.fragments) for event in turn.events)
             start = 0
-            for cut in sorted({c for c in turn.cuts if 0 < c < len(wire)}) + [len(wire)]:
+            cuts = sorted({c for c in turn.cuts if 0 < c < len(wire)}) + [len(wire)]
+            # Each piece its own read, most of the time; thousands of pieces (a few bytes at
+            # a time) only yield, so the reader takes whatever arrived: still arbitrary
+            # splits, without ~0.5 ms of sleep per piece.
+            pause = 0.0005 if len(cuts) <= 200 else 0.0
+            for cut in cuts:
                 conn.sendall(wire[start:cut])
                 start = cut
-                time.sleep(0.0005)  # its own read, most of the time
+                time.sleep(pause)
             return True
         for index, event in enumerate(turn.events):
             if turn.cut_after is not None and index == turn.cut_after:

@@ -90,7 +90,7 @@ def _text(driver: Any, element: str) -> str:
 
 
 def test_the_answer_appears_on_the_page_as_it_streams(browser: Any) -> None:
-    example = Example("--pace", "0.12")
+    example = Example("--pace", "0.06")
     try:
         browser.get(example.url)
         browser.find_element("id", "send").click()
@@ -131,7 +131,7 @@ def test_stop_closes_the_models_stream(browser: Any) -> None:
         line = example.wait_for("gemini gemini-2.5-pro: ", timeout=10)
         assert ": aborted ABORTED" in line, line
         stopped_at = _text(browser, "answer")
-        time.sleep(1)
+        time.sleep(0.7)  # two more paces: nothing arrives after Stop
         assert _text(browser, "answer") == stopped_at != EXPECTED.text and _text(browser, "status") == "stopped"
     finally:
         example.stop()

@@ -30,6 +30,10 @@ from .support import ROOT, wsgi_server
 from .wsgi_checks import GEMINI_EVENTS, QUESTION, hang_up_after, paced, read_all, wait_for_disconnect
 
 EXPECTED = assemble(decode(b"".join(GEMINI_EVENTS), wire="gemini"))
+# A whole answer is read at READ_PACE between events (spread enough to tell streamed from
+# buffered, short enough to keep the suite fast); a hang-up is checked against PACE, whose
+# answer would last long past the moment the client goes away.
+READ_PACE = 0.04
 PACE = 0.15
 
 
@@ -61,6 +65,7 @@ def _ui_text(events: list[str]) -> tuple[str, str, list[str]]:
 
 def test_the_ui_message_stream_arrives_part_by_part_from_a_wsgi_server(provider: ReplayServer) -> None:
     service = _service(provider)
+    provider.add("/", paced(READ_PACE))
 
     def app(environ: dict[str, Any], start_response: Any) -> Any:
         return ui_message_stream(service.stream(_options()))(environ, start_response)
@@ -72,7 +77,7 @@ def test_the_ui_message_stream_arrives_part_by_part_from_a_wsgi_server(provider:
     assert (text, reasoning) == (EXPECTED.text, EXPECTED.reasoning) and events[-1] == "[DONE]"
     assert types[-2:] == ["finish-step", "finish"]
     # each recorded event reached the client when the provider sent it, not all at the end
-    assert len(arrivals) >= len(GEMINI_EVENTS) - 2 and arrivals[0] < arrivals[-1] - PACE * (len(GEMINI_EVENTS) - 4)
+    assert len(arrivals) >= len(GEMINI_EVENTS) - 2 and arrivals[0] < arrivals[-1] - READ_PACE * (len(GEMINI_EVENTS) - 4)
 
 
 def test_a_client_that_hangs_up_closes_the_models_stream(provider: ReplayServer) -> None:
@@ -130,11 +135,12 @@ def _serve_flask(app: Any) -> Iterator[str]:
 @pytest.mark.parametrize("route", ["/api/chat", "/direct"])
 def test_flask_streams_the_parts_and_a_hang_up_closes_the_model(provider: ReplayServer, route: str) -> None:
     app = _flask_app(_service(provider))
+    provider.add("/", paced(READ_PACE))
     for url in _serve_flask(app):
         head, events, arrivals = read_all(url + route)
         assert head.startswith("HTTP/1.1 200") and "x-vercel-ai-ui-message-stream: v1" in head
         assert _ui_text(events)[:2] == (EXPECTED.text, EXPECTED.reasoning)
-        assert arrivals[-1] - arrivals[0] > PACE * (len(GEMINI_EVENTS) - 4), "streamed, not buffered"
+        assert arrivals[-1] - arrivals[0] > READ_PACE * (len(GEMINI_EVENTS) - 4), "streamed, not buffered"
         provider.disconnects = 0
         provider.add("/", paced(PACE))
         hang_up_after(url + route, parts=3)
@@ -164,7 +170,7 @@ from dshstream.testing import ReplayServer
 from testing_tools.support import wsgi_server
 from testing_tools.wsgi_checks import hang_up_after, paced, read_all, wait_for_disconnect
 
-provider = ReplayServer({"/": paced(0.15)}).start()
+provider = ReplayServer({"/": paced(%(read_pace)s)}).start()
 service = LlmService()
 service.register_adapter(["gemini"], GeminiAdapter(api_key="placeholder", base_url=provider.url))
 llm = types.ModuleType("myapp.llm")
@@ -182,7 +188,7 @@ from django.core.wsgi import get_wsgi_application
 
 with wsgi_server(get_wsgi_application()) as url:
     head, events, arrivals = read_all(url + "/api/chat")
-    provider.add("/", paced(0.15))
+    provider.add("/", paced(%(pace)s))
     hang_up_after(url + "/api/chat", parts=3)
     waited = wait_for_disconnect(provider)
 print(json.dumps({"head": head, "events": events, "spread": arrivals[-1] - arrivals[0], "waited": waited}))
@@ -194,14 +200,15 @@ def test_the_readmes_django_view_streams_and_a_hang_up_closes_the_model() -> Non
     pytest.importorskip("django")
     view = _readme_block("StreamingHttpResponse")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-c", DJANGO_RUN], input=view, capture_output=True, text=True, env=env,
+    run = DJANGO_RUN % {"read_pace": READ_PACE, "pace": PACE}
+    proc = subprocess.run([sys.executable, "-c", run], input=view, capture_output=True, text=True, env=env,
                           timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = json.loads(proc.stdout.splitlines()[-1])
     assert "x-vercel-ai-ui-message-stream: v1" in seen["head"].lower()
     assert _ui_text(seen["events"])[:2] == (EXPECTED.text, EXPECTED.reasoning)
-    assert seen["spread"] > 0.15 * (len(GEMINI_EVENTS) - 4), "streamed, not buffered"
-    assert seen["waited"] < 0.15 * len(GEMINI_EVENTS) / 2
+    assert seen["spread"] > READ_PACE * (len(GEMINI_EVENTS) - 4), "streamed, not buffered"
+    assert seen["waited"] < PACE * len(GEMINI_EVENTS) / 2
 
 
 # --------------------------------------------------------------------------- our own chunk dicts

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import ssl
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 from dshstream import ConfigurationError, GenerateOptions, LlmError, Message, OpenAIChatAdapter, TextDelta
 from dshstream._core.redact import known_secrets, redact
 from dshstream._replay_server import ReplayServer, Route
+from forwarding_proxy import forwarding_proxies
 
 trustme = pytest.importorskip("trustme")
 
@@ -194,50 +193,24 @@ def test_transport_settings_not_with_transport() -> None:
 # --------------------------------------------------------------------------- proxies
 
 
-def _start_proxy(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], int]:
-    port_file = tmp_path / f"proxy-{len(extra)}.port"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "proxy", "--hostname", "127.0.0.1", "--port", "0", "--port-file", str(port_file),
-         "--num-workers", "1", "--num-acceptors", "1", "--threaded", "--log-level", "e", *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    end = time.monotonic() + 30
-    while time.monotonic() < end:
-        if port_file.exists() and port_file.read_text().strip():
-            return process, int(port_file.read_text().strip())
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    process.kill()
-    pytest.skip("proxy.py did not start")
-
-
 @pytest.fixture(scope="module")
 def proxies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int]]:
-    pytest.importorskip("proxy")
-    tmp = tmp_path_factory.mktemp("proxy")
-    open_proxy, open_port = _start_proxy(tmp)
-    auth_proxy, auth_port = _start_proxy(tmp, "--basic-auth", "alice:pr0xy-s3cret-pw")
-    try:
-        yield open_port, auth_port
-    finally:
-        for process in (open_proxy, auth_proxy):
-            process.terminate()
-            process.wait(10)
+    with forwarding_proxies(tmp_path_factory.mktemp("proxy")) as ports:
+        yield ports
 
 
 def test_https_through_a_connect_proxy_streams_as_it_arrives(
     ca: Any, ca_pem: str, proxies: tuple[int, int]
 ) -> None:
     open_port, _ = proxies
-    with _https_server(ca, pause=1.5) as paused:
+    with _https_server(ca, pause=0.6) as paused:
         adapter = OpenAIChatAdapter(
             api_key="k-123456", base_url=https_url(paused), verify=ca_pem,
             proxies={"https": f"http://127.0.0.1:{open_port}"},
         )
         text, at = text_of(adapter)
     assert text == "Hello"
-    assert at[1] - at[0] >= 0.7, at  # the first event came before the server's pause: no buffering
+    assert at[1] - at[0] >= 0.3, at  # the first event came before the server's pause: no buffering
 
 
 def test_the_environment_names_the_proxy(

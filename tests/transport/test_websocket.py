@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +19,7 @@ from dshstream import GenerateOptions, LlmService, Message, OpenAIResponsesAdapt
 from dshstream._core.errors import ConfigurationError
 from dshstream._transport import MemoryTransport
 from dshstream.adapters import ResponsesSession
+from forwarding_proxy import PASSWORD, USER, forwarding_proxies
 from helpers import fake_key, fixture_bytes
 from service.test_observer import Recorder
 from wsserver import Connection, Turn, WsServer, error_event, events_of
@@ -379,46 +378,20 @@ def test_a_socks_proxy_sends_turns_over_http() -> None:
     assert server.upgrades == 0
 
 
-def _start_proxy(tmp_path: Any, *extra: str) -> tuple[subprocess.Popen[bytes], int]:
-    port_file = tmp_path / f"proxy-{len(extra)}.port"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "proxy", "--hostname", "127.0.0.1", "--port", "0", "--port-file", str(port_file),
-         "--num-workers", "1", "--num-acceptors", "1", "--threaded", "--log-level", "e", *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    end = time.monotonic() + 30
-    while time.monotonic() < end:
-        if port_file.exists() and port_file.read_text().strip():
-            return process, int(port_file.read_text().strip())
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    process.kill()
-    pytest.skip("proxy.py did not start")
-
-
 def test_through_a_connect_proxy(tmp_path: Any) -> None:
-    pytest.importorskip("proxy")  # proxy.py: a real forwarding proxy, in a subprocess
-    password = "pr0xy-s3cret-pw"
-    open_proxy, open_port = _start_proxy(tmp_path)
-    auth_proxy, auth_port = _start_proxy(tmp_path, "--basic-auth", f"alice:{password}")
-    try:
+    with forwarding_proxies(tmp_path) as (open_port, auth_port):
         with WsServer([Turn(CALL), Turn(TEXT)]) as server:
             with _session(server, proxies={"http": f"http://127.0.0.1:{open_port}"}) as tunnelled:
                 service = _service(tunnelled)
                 assert _turn(service).ok and _turn(service).ok
                 assert tunnelled.stats.socket_turns == 2 and tunnelled.stats.connects == 1
-            with _session(server, proxies={"http": f"http://alice:{password}@127.0.0.1:{auth_port}"}) as authed:
+            with _session(server, proxies={"http": f"http://{USER}:{PASSWORD}@127.0.0.1:{auth_port}"}) as authed:
                 assert _turn(_service(authed)).ok and authed.stats.socket_turns == 1
-            wrong = f"http://alice:wrong-pw@127.0.0.1:{auth_port}"
+            wrong = f"http://{USER}:wrong-pw@127.0.0.1:{auth_port}"
             with _session(server, proxies={"http": wrong}, fallback=False) as refused:
                 failure = _failed(_service(refused))
         assert failure.code == "PROXY_AUTH" and "wrong-pw" not in str(failure)
         assert len(server.connections) == 2 and not server.http_posts
-    finally:
-        for process in (open_proxy, auth_proxy):
-            process.terminate()
-            process.wait(10)
 
 
 def test_a_memory_transport_is_used_as_it_is() -> None:
