@@ -66,6 +66,7 @@ import urllib3.util.connection
 
 from .._core.headers import keep_alive_seconds
 from .._core.log import get_logger
+from .environment import EnvironmentSession
 from .readers import dns_host
 
 __all__ = [
@@ -332,7 +333,7 @@ class _WatchedAdapter(requests.adapters.HTTPAdapter):
 
 def new_session() -> requests.Session:
     """A ``requests.Session`` whose abandoned requests can be cut off before headers."""
-    session = requests.Session()
+    session = EnvironmentSession()  # the environment read per send only where it can matter
     session.mount("http://", _WatchedAdapter())
     session.mount("https://", _WatchedAdapter())
     return session

@@ -21,7 +21,9 @@ environment is read as ``requests`` reads it, at every send, never cached.
    pool hooks (:mod:`~dshstream._transport.pool`) kept. Not with ``verify=`` a path or
    ``False``.
 4. **proxies.** ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` (either
-   case) are honoured as requests honours them; an explicit ``proxies=`` mapping
+   case) are honoured as requests honours them (the transport's own session skips
+   urllib's scan of every variable when none is named for a proxy:
+   :mod:`~dshstream._transport.environment`); an explicit ``proxies=`` mapping
    (``"https"``, ``"http"``, ``"all"`` or ``"scheme://host"`` → a proxy URL with a scheme
    and a host) wins over them, key by key. A proxy's credentials (``user:password@`` in
    its URL, explicit or from the environment) are registered as secrets

@@ -115,7 +115,7 @@ def test_verify_a_ca_bundle_path(tls_server: ReplayServer, ca_pem: str) -> None:
     assert text_of(adapter)[0] == "Hello"
 
 
-@pytest.mark.parametrize("variable", ["REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"])
+@pytest.mark.parametrize("variable", ["REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"])
 def test_the_environment_names_the_ca_bundle(
     tls_server: ReplayServer, ca_pem: str, variable: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
