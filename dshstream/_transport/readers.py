@@ -40,7 +40,10 @@ private name                               read for
    with ``read1(65536)`` (what is there, at most one system call: the first event is not
    delayed) unframed by :class:`~dshstream._core.chunked.ChunkedDecoder`, many HTTP chunks
    per read instead of one read (and urllib3's and http.client's per-chunk calls) per
-   chunk; a close-delimited body with ``http.client``'s own ``read1``. At the end of a
+   chunk; a close-delimited body with ``http.client``'s own ``read1``. A read that
+   follows a short one (under 8 KiB: the server, not the read size, set its length)
+   first waits with ``peek`` in the socket file's own buffer, so a silent server leaves
+   no 64 KiB ``read1`` buffer allocated per open stream. At the end of a
    chunked body the answer is closed as ``http.client`` closes it, and the connection
    may go back to the pool only when nothing followed the body
    (:attr:`ChunkedReader.reusable`). Anything unusual (compression, another HTTP
@@ -73,6 +76,7 @@ __all__ = [
     "BULK_READS",
     "INTERIM",
     "ChunkedReader",
+    "CloseDelimitedReader",
     "Inflater",
     "Reader",
     "bulk_reader",
@@ -86,6 +90,8 @@ __all__ = [
 Reader = Callable[[], bytes]
 
 _READ_SIZE = 65536
+#: a read shorter than this was not limited by what had arrived: the next one waits (rule 2)
+_WAIT_BELOW = 8192
 _NO_DECODE = ("", "identity")
 #: rule 2 on (tests turn it off to compare with the standard path)
 BULK_READS = True
@@ -150,7 +156,7 @@ def bulk_reader(raw: Any) -> Reader | None:
             return None  # http.client has begun unframing it itself
         return ChunkedReader(answer, fp).read
     if answer.length is None and answer.will_close:  # close-delimited
-        return functools.partial(answer.read1, _READ_SIZE)
+        return CloseDelimitedReader(answer, fp).read
     return None
 
 
@@ -158,12 +164,15 @@ class ChunkedReader:
     """An identity ``Transfer-Encoding: chunked`` body read from ``http.client``'s buffered
     socket file in large pieces and unframed here (rule 2)."""
 
-    __slots__ = ("_answer", "_read1", "_decoder", "reusable")
+    __slots__ = ("_answer", "_read1", "_peek", "_decoder", "_waits", "reusable")
 
     def __init__(self, answer: http.client.HTTPResponse, fp: io.BufferedReader) -> None:
         self._answer = answer
         self._read1 = fp.read1
+        self._peek = fp.peek
         self._decoder = ChunkedDecoder()
+        #: the last read came back short: the next one likely waits for the server
+        self._waits = True
         #: the body ended cleanly with nothing after it: the connection may be reused
         self.reusable = False
 
@@ -175,7 +184,10 @@ class ChunkedReader:
         while not decoder.done:
             if decoder.failed:
                 decoder.close()  # raises the malformed framing found after the last payload
+            if self._waits:  # rule 2: wait in the file's buffer, not in a 64 KiB read1 buffer
+                self._peek()
             data = read1(_READ_SIZE)
+            self._waits = len(data) < _WAIT_BELOW
             if not data:
                 if decoder.in_trailers:
                     break  # EOF for the trailer's end: http.client accepts it too (no reuse)
@@ -187,6 +199,27 @@ class ChunkedReader:
             self.reusable = decoder.done and not decoder.extra
             self._answer._close_conn()  # type: ignore[attr-defined]  # as http.client does at the end
         return b""
+
+
+class CloseDelimitedReader:
+    """A close-delimited body read with ``http.client``'s own ``read1``; a read that waits
+    waits in the socket file's buffer (rule 2)."""
+
+    __slots__ = ("_answer", "_read1", "_peek", "_waits")
+
+    def __init__(self, answer: http.client.HTTPResponse, fp: io.BufferedReader) -> None:
+        self._answer = answer
+        self._read1 = answer.read1
+        self._peek = fp.peek
+        self._waits = True
+
+    def read(self) -> bytes:
+        """What is there now (one ``read1``); ``b""`` once the server closed."""
+        if self._waits and self._answer.fp is not None:  # None: the body ended, the file closed
+            self._peek()
+        data = self._read1(_READ_SIZE)
+        self._waits = len(data) < _WAIT_BELOW
+        return data
 
 
 class Inflater:

@@ -255,7 +255,6 @@ import urllib3  # noqa: E402
 
 from dshstream import _transport  # noqa: E402
 from dshstream._transport import readers  # noqa: E402
-from functools import partial as functools_partial  # noqa: E402
 
 from dshstream._core.types import StreamChunk  # noqa: E402
 from rawserver import CHUNKED_HEADERS, RawServer, chunk  # noqa: E402
@@ -277,7 +276,7 @@ def reader_kind(server: ReplayServer, route: Route) -> str:
         owner = getattr(read, "__self__", None)
         if isinstance(owner, readers.ChunkedReader):
             return "bulk-chunked"
-        if isinstance(read, functools_partial) and isinstance(getattr(read.func, "__self__", None), http.client.HTTPResponse):
+        if isinstance(owner, readers.CloseDelimitedReader):
             return "http.client"
         return "standard"
 
@@ -291,6 +290,65 @@ def test_bulk_path_is_taken_only_for_plain_identity_bodies(server: ReplayServer)
     zipped = Route(body=gzip.compress(body), headers={"content-encoding": "gzip"})
     assert reader_kind(server, zipped) == "standard"  # compressed: urllib3 decodes it
     assert reader_kind(server, Route(body=body, headers={"content-encoding": "identity"})) == "bulk-chunked"
+
+
+class _ScriptedFile:
+    """A socket file's ``peek``/``read1`` over scripted arrivals, recording each call."""
+
+    def __init__(self, arrivals: list[bytes]) -> None:
+        self.arrivals, self.buffer, self.calls = list(arrivals), b"", []  # type: list[bytes], bytes, list[str]
+
+    def _raw(self, size: int) -> bytes:  # one system call: what has arrived, at most size
+        if not self.arrivals:
+            return b""
+        data = self.arrivals.pop(0)
+        if len(data) > size:
+            self.arrivals.insert(0, data[size:])
+        return data[:size]
+
+    def peek(self, size: int = 0) -> bytes:
+        self.calls.append("peek")
+        if not self.buffer:
+            self.buffer = self._raw(8192)  # into the file's own 8 KiB buffer
+        return self.buffer
+
+    def read1(self, size: int) -> bytes:
+        self.calls.append("read1")
+        if self.buffer:  # what is buffered, and nothing more
+            data, self.buffer = self.buffer[:size], self.buffer[size:]
+            return data
+        return self._raw(size)
+
+
+@pytest.mark.parametrize("kind", ["chunked", "close-delimited"])
+def test_a_read_after_a_short_one_waits_in_the_files_buffer(kind: str) -> None:
+    """Bulk-read rule 2: the first read, and one after a short read (under 8 KiB: the
+    server set its length), waits with ``peek`` in the socket file's own buffer — a silent
+    server holds no 64 KiB ``read1`` buffer per open stream —; a read after a full one is
+    a bulk ``read1`` again, and every byte arrives in order."""
+    if kind == "chunked":
+        arrivals = [b"64\r\n" + b"a" * 100 + b"\r\n", b"11170\r\n" + b"b" * 70000 + b"\r\n", b"5\r\nhello\r\n0\r\n\r\n"]
+        expected = b"a" * 100 + b"b" * 70000 + b"hello"
+    else:
+        arrivals = [b"a" * 100, b"b" * 65536, b"c" * 65536, b"hello"]
+        expected = b"".join(arrivals)
+    fp = _ScriptedFile(arrivals)
+    answer = http.client.HTTPResponse.__new__(http.client.HTTPResponse)
+    answer.fp, answer.chunked, answer.length, answer._method = fp, kind == "chunked", None, "POST"  # type: ignore[assignment, attr-defined]
+    answer._close_conn = lambda: setattr(answer, "fp", None)  # type: ignore[attr-defined]
+    read = (readers.ChunkedReader(answer, fp).read if kind == "chunked"  # type: ignore[arg-type]
+            else readers.CloseDelimitedReader(answer, fp).read)  # type: ignore[arg-type]
+    got = []
+    while data := read():
+        got.append(data)
+    assert b"".join(got) == expected
+    if kind == "chunked":
+        # 106 bytes came (short): the next read waits and takes the 8 KiB its peek
+        # buffered; that one was full: the rest of the 70,000-byte chunk in one bulk read
+        assert fp.calls == ["peek", "read1", "peek", "read1", "read1", "read1"]
+    else:
+        assert [len(d) for d in got] == [100, 8192, 65536 - 8192, 65536, 5]
+        assert fp.calls == ["peek", "read1", "peek", "read1", "read1", "read1", "read1", "peek", "read1"]
 
 
 def test_bulk_path_falls_back_on_anything_unusual(monkeypatch: pytest.MonkeyPatch) -> None:
