@@ -46,6 +46,13 @@ read through :mod:`~dshstream._transport.readers`.
    idle, and a checkout closes one idle for longer than the hint less a margin (1 s, or half
    a short hint), as urllib3 closes one it finds dropped: the request opens a new
    connection instead. A connection no stream noted a hint on is reused as urllib3 would.
+6. **Enough idle connections for concurrent streams.** The transport's own session keeps
+   up to :data:`POOL_SIZE` idle connections per host (``requests`` keeps 10: a service
+   streaming from more threads than that closed every extra connection as it went idle,
+   so the next request paid a new TCP and TLS handshake, and urllib3 logged a WARNING for
+   each). A connection coming back to a watched pool that is full (more streams at once
+   than its size, or a caller's smaller pool) is closed with a DEBUG line, not urllib3's
+   WARNING; a blocking pool (``pool_block=True``) keeps urllib3's own behaviour.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ from .readers import dns_host
 __all__ = [
     "Aborted",
     "NotInline",
+    "POOL_SIZE",
     "Sending",
     "WatchedPoolMixin",
     "inline_safe",
@@ -136,6 +144,11 @@ class WatchedPoolMixin:
     def _put_conn(self, conn: Any) -> None:
         if conn is not None and getattr(conn, _HINT, None) is not None:
             setattr(conn, _IDLE_SINCE, time.monotonic())  # rule 5
+        idle = getattr(self, "pool", None)
+        if conn is not None and idle is not None and not getattr(self, "block", True) and idle.full():  # rule 6
+            conn.close()
+            log.debug("connection pool for %s is full (%d idle): a connection was closed", self.host, idle.qsize())  # type: ignore[attr-defined]
+            return
         super()._put_conn(conn)  # type: ignore[misc]
 
 
@@ -331,11 +344,16 @@ class _WatchedAdapter(requests.adapters.HTTPAdapter):
         return manager
 
 
+#: idle connections per host the transport's own session keeps (rule 6)
+POOL_SIZE = 64
+
+
 def new_session() -> requests.Session:
-    """A ``requests.Session`` whose abandoned requests can be cut off before headers."""
+    """A ``requests.Session`` whose abandoned requests can be cut off before headers, with
+    room for :data:`POOL_SIZE` idle connections per host (rule 6)."""
     session = EnvironmentSession()  # the environment read per send only where it can matter
-    session.mount("http://", _WatchedAdapter())
-    session.mount("https://", _WatchedAdapter())
+    session.mount("http://", _WatchedAdapter(pool_maxsize=POOL_SIZE))
+    session.mount("https://", _WatchedAdapter(pool_maxsize=POOL_SIZE))
     return session
 
 

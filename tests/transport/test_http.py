@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 import socket
 import threading
@@ -681,3 +682,56 @@ def test_private_attributes_of_http_client_and_urllib3_are_read_in_readers_only(
     assert unexplained == []
     docstring = readers.__doc__ or ""
     assert all(f".{name}``" in docstring for _, name in reads), "a private name missing from the table"
+
+
+# --------------------------------------------------------------------------- pool.py rule 6: idle connections for concurrent streams
+
+
+def _concurrent_rounds(adapter: OpenAIChatAdapter, streams: int, rounds: int) -> None:
+    """``rounds`` times, ``streams`` streams at once in as many threads, each read whole."""
+    service = LlmService()
+    service.register_adapter(["local"], adapter)
+    options = GenerateOptions(provider="local", model="m", messages=(Message.user("hi"),))
+    results: list[bool] = []
+
+    def one() -> None:
+        results.append(service.stream(options).result().ok)
+
+    for _ in range(rounds):
+        threads = [threading.Thread(target=one) for _ in range(streams)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert results == [True] * streams * rounds
+
+
+def _paced_server() -> ReplayServer:
+    # each stream stays open 0.3 s after its first event: the streams of a round overlap
+    return ReplayServer({"/v1/": Route(body=b"", script=[chat_event("Hel"), 0.3, chat_event("lo"), FINISH])})
+
+
+def test_32_streams_at_once_keep_their_connections_for_the_next_32(caplog: pytest.LogCaptureFixture) -> None:
+    """Rule 6: with requests' 10 idle connections per host, 22 of 32 connections were
+    closed as they went idle (each with a urllib3 WARNING) and opened again by the next
+    round; the transport's own session keeps them all."""
+    caplog.set_level(logging.DEBUG)
+    with _paced_server() as server:
+        _concurrent_rounds(OpenAIChatAdapter(api_key="k-123456", base_url=f"{server.url}/v1"), 32, 2)
+        assert len(server.requests) == 64 and server.connections <= 32
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_a_full_pool_closes_a_connection_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    """Rule 6: a caller's session whose pool holds 2 connections, 8 streams at once: the 6
+    connections that find the pool full are closed with a DEBUG line, no WARNING."""
+    import requests
+
+    session = requests.Session()
+    session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=2))
+    caplog.set_level(logging.DEBUG)
+    with _paced_server() as server:
+        _concurrent_rounds(OpenAIChatAdapter(api_key="k-123456", base_url=f"{server.url}/v1", session=session), 8, 1)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    closed = [r for r in caplog.records if r.name == "dshstream.transport" and "is full" in r.getMessage()]
+    assert 1 <= len(closed) <= 6
