@@ -68,7 +68,7 @@ def raw_parts(name: str) -> list[dict[str, Any]]:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 13
+    assert len(FILES) == 15
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -124,6 +124,38 @@ class Expect:
     # replay parts: (kind, signature head or None) in order
     replay: tuple[tuple[str, str | None], ...] = ()
     failure: str | None = None
+
+
+def naive_partial_args(name: str) -> dict[str, Any]:
+    """The arguments a recording's ``partialArgs`` spell, read naively: each ``jsonPath``
+    (``$.a.b[0].c``) set to its value, string pieces appended."""
+    args: dict[str, Any] = {}
+    for part in raw_parts(name):
+        for piece in part.get("functionCall", {}).get("partialArgs", []):
+            steps = [int(s) if s.isdigit() else s for s in piece["jsonPath"][2:].replace("]", "").replace("[", ".").split(".")]
+            node: Any = args
+            for step, after in zip(steps, steps[1:]):
+                if isinstance(node, list):
+                    while len(node) <= step:
+                        node.append(None)
+                    if node[step] is None:
+                        node[step] = [] if isinstance(after, int) else {}
+                    node = node[step]
+                else:
+                    node = node.setdefault(step, [] if isinstance(after, int) else {})
+            last = steps[-1]
+            if isinstance(node, list):
+                while len(node) <= last:
+                    node.append(None)
+            if "stringValue" in piece:
+                current = node[last] if isinstance(node, list) else node.get(last)
+                node[last] = (current or "") + piece["stringValue"]
+            else:
+                node[last] = next(v for k, v in piece.items() if k.endswith("Value"))
+    return args
+
+
+NESTED_ARGS = naive_partial_args("vertex_function_call_partial_args_nested.sse")
 
 
 EXPECTED: dict[str, Expect] = {
@@ -294,6 +326,37 @@ EXPECTED: dict[str, Expect] = {
         response_id="ftnJaMmAMcm-qtsPwvCCoAo",
         model="gemini-2.5-pro",
         replay=(("text", None),),
+    ),
+    "function_call_array_partial_args_no_terminal_call.sse": Expect(
+        # the arguments stream as partialArgs into an array of objects; the last chunk is an
+        # empty text part with the finish, not the usual terminal empty functionCall
+        blocks=("tool",),
+        text="",
+        usage=TokenUsage(54, 74 + 121, reasoning_tokens=121),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="3noMaojQL_2s6tkPiO26qQ4",
+        model="gemini-3-flash-preview",
+        tools=(
+            (
+                "call-0",
+                "writeItems",
+                '{"operations":[{"action":"add","description":"Fresh red apple","itemid":"apple_001","price":0.5},'
+                '{"action":"add","description":"Ripe yellow banana","itemid":"banana_001","price":0.3}]}',
+            ),
+        ),
+        replay=(("functionCall", "AY89a19ZkXSMGh/bSOlw"),),
+    ),
+    "vertex_function_call_partial_args_nested.sse": Expect(
+        blocks=("tool",),
+        text="",
+        usage=TokenUsage(31, 684 + 1026, reasoning_tokens=1026),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="tjXVaYaxFISTq8YP_MWiyAo",
+        model="gemini-3.1-pro-preview",
+        tools=(("call-0", "cookRecipe", json.dumps(NESTED_ARGS, ensure_ascii=False, separators=(",", ":"))),),
+        replay=(("functionCall", "CmIBjz1rX0OQAtrZnJaE"),),
     ),
 }
 
@@ -564,6 +627,14 @@ def test_partial_args_nested_paths_and_value_types() -> None:
     assert call.arguments == json.dumps(json.loads(call.arguments), ensure_ascii=False, separators=(",", ":"))
     (part,) = result.replay_state["parts"]
     assert part["thoughtSignature"] == "s1" and part["functionCall"]["args"]["days"] == 3
+
+
+@pytest.mark.parametrize(
+    "name", ["vertex_function_call_partial_args_nested.sse", "function_call_array_partial_args_no_terminal_call.sse"]
+)
+def test_recorded_partial_args_match_a_naive_path_reader(name: str) -> None:
+    (call,) = run(load(name)).tool_calls
+    assert json.loads(call.arguments) == naive_partial_args(name)
 
 
 def test_parse_json_path() -> None:
