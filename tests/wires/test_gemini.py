@@ -68,7 +68,7 @@ def raw_parts(name: str) -> list[dict[str, Any]]:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 15
+    assert len(FILES) == 17
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -346,6 +346,27 @@ EXPECTED: dict[str, Expect] = {
             ),
         ),
         replay=(("functionCall", "AY89a19ZkXSMGh/bSOlw"),),
+    ),
+    "url_context_metadata_web_fetch.sse": Expect(
+        blocks=("text",),
+        text="Pydantic AI Gateway is now available!",
+        # the fetched page's tokens are toolUsePromptTokenCount: input
+        usage=TokenUsage(32 + 4610, 25 + 37, reasoning_tokens=37),
+        finish="stop",
+        raw="STOP",
+        response_id="oRIhaZOoA8L-jrEPzfDTmQc",
+        model="gemini-2.5-flash",
+        replay=(("text", None),),
+    ),
+    "file_search_retrieved_context_citations.sse": Expect(
+        blocks=("text",),
+        text="The capital of France is Paris. The city is well-known for its famous landmarks, including the Eiffel Tower.",
+        usage=TokenUsage(15 + 770, 37 + 742, reasoning_tokens=742),
+        finish="stop",
+        raw="STOP",
+        response_id="6hkqaYC5BbGEz7IPwb3ggA8",
+        model="gemini-2.5-pro",
+        replay=(("executableCode", None), ("text", None)),
     ),
     "vertex_function_call_partial_args_nested.sse": Expect(
         blocks=("tool",),
@@ -635,6 +656,45 @@ def test_partial_args_nested_paths_and_value_types() -> None:
 def test_recorded_partial_args_match_a_naive_path_reader(name: str) -> None:
     (call,) = run(load(name)).tool_calls
     assert json.loads(call.arguments) == naive_partial_args(name)
+
+
+def test_recorded_url_context_retrievals_are_a_server_tool_summary() -> None:
+    """``urlContextMetadata`` (recorded, url_context tool): which URLs the model fetched and
+    whether each retrieval worked is a server tool's report, kept in ``server_tools``."""
+    result = run(load("url_context_metadata_web_fetch.sse"))
+    assert result.metadata is not None
+    assert result.metadata.server_tools == (
+        {"type": "url_context", "urls": [{"url": "https://ai.pydantic.dev", "status": "URL_RETRIEVAL_STATUS_SUCCESS"}]},
+    )
+    (block,) = result.blocks
+    assert isinstance(block, TextBlock)
+    assert [(c.kind, c.url, c.title) for c in block.citations] == [("url", "https://ai.pydantic.dev", "Pydantic AI")]
+
+
+def test_failed_url_retrieval_is_reported_not_dropped() -> None:
+    failed = {"urlMetadata": [{"retrievedUrl": "https://example.invalid", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_ERROR"}]}
+    data = sse(
+        {"candidates": [{"content": {"parts": [{"text": "I could not open it."}]}, "urlContextMetadata": failed}]},
+        {"candidates": [{"content": {"parts": [{"text": ""}]}, "finishReason": "STOP"}]},
+    )
+    result = run(data)
+    assert result.metadata is not None
+    assert result.metadata.server_tools == (
+        {"type": "url_context", "urls": [{"url": "https://example.invalid", "status": "URL_RETRIEVAL_STATUS_ERROR"}]},
+    )
+
+
+def test_recorded_file_search_citations_name_the_store_and_the_supported_passages() -> None:
+    result = run(load("file_search_retrieved_context_citations.sse"))
+    (block,) = result.blocks
+    assert isinstance(block, TextBlock)
+    store = "fileSearchStores/testfilesearchstream-lsy34id7fwk0"
+    assert [(c.kind, c.location, c.cited_text) for c in block.citations] == [
+        ("document", store, "The capital of France is Paris"),
+        ("document", store, "The city is well-known for its famous landmarks, including the Eiffel Tower"),
+    ]
+    # the file search ran as code: replayed, never text
+    assert result.replay_state["parts"][0]["executableCode"]["code"].startswith("print(file_search.query(")
 
 
 def test_parse_json_path() -> None:

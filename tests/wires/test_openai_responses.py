@@ -92,10 +92,12 @@ def test_fixture_matches_raw_events(rel: str) -> None:
         return
     usage = response["usage"]
     cached = usage["input_tokens_details"]["cached_tokens"]
+    written = usage["input_tokens_details"].get("cache_write_tokens")  # Bedrock Mantle reports it
     assert result.usage == TokenUsage(
-        input_tokens=usage["input_tokens"] - cached,
+        input_tokens=usage["input_tokens"] - cached - (written or 0),
         output_tokens=usage["output_tokens"],
         cache_read_tokens=cached,
+        cache_write_tokens=written,
         reasoning_tokens=usage["output_tokens_details"]["reasoning_tokens"],
         cost=usage.get("cost"),
     )
@@ -618,3 +620,41 @@ def test_recorded_lm_studio_reasoning_text_and_a_call_given_only_when_done() -> 
         (tool_call,) = result.tool_calls
         assert (tool_call.id, tool_call.name, tool_call.arguments) == (call["call_id"], "weather", call["arguments"])
         assert result.finish.kind == "tool-calls"
+
+
+def test_recorded_mcp_list_tools_whose_done_never_came_is_summarized_from_the_terminal_output() -> None:
+    """Three ``mcp_list_tools`` items are added, two get an ``output_item.done``; the third's
+    tools are known only from ``response.completed``: all three are summarized."""
+    rel = f"{BUILTIN}/mcp_list_tools_item_done_missing.sse"
+    evs = events(fixture_bytes(rel))
+    added = [e["item"]["id"] for e in evs if e["type"] == "response.output_item.added" and e["item"]["type"] == "mcp_list_tools"]
+    done = [e["item"]["id"] for e in evs if e["type"] == "response.output_item.done" and e["item"]["type"] == "mcp_list_tools"]
+    assert len(added) == 3 and len(done) < 3
+    listed = [i for i in _output(rel) if i["type"] == "mcp_list_tools"]
+    for result in _split_checked(fixture_bytes(rel)):
+        assert result.finish.kind == "stop" and not result.tool_calls
+        assert result.metadata is not None
+        assert [(t["id"], t["server_label"], t["tools"]) for t in result.metadata.server_tools] == [
+            (i["id"], i["server_label"], [tool["name"] for tool in i["tools"]]) for i in listed
+        ]
+
+
+def test_recorded_resumed_background_stream_starts_at_its_cursor() -> None:
+    """``GET /responses/{id}?starting_after=0&stream=true`` (recorded): the continuation
+    opens with ``response.queued``, not ``response.created``, and numbers from 1."""
+    rel = "openai-responses/background_resumed_starting_after.sse"
+    evs = events(fixture_bytes(rel))
+    assert evs[0]["type"] == "response.queued" and evs[0]["sequence_number"] == 1
+    result = assemble(decode_checked(fixture_bytes(rel), after=0))
+    assert result.text == "2 + 2 equals 4." and result.finish.kind == "stop"
+    assert result.metadata is not None and result.metadata.response_id == evs[0]["response"]["id"]
+
+
+def test_recorded_bedrock_mantle_function_call_with_cache_write_count() -> None:
+    """Bedrock's OpenAI-compatible Responses endpoint (bedrock-mantle, recorded)."""
+    rel = "openai-responses/bedrock_mantle_gpt56_function_call.sse"
+    (call,) = _output(rel)
+    result = assemble(decode_checked(fixture_bytes(rel)))
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [(call["call_id"], call["name"], call["arguments"])]
+    assert result.usage is not None and result.usage.cache_write_tokens == 0
+    assert result.metadata is not None and result.metadata.model == "openai.gpt-5.6-luna"
