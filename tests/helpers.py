@@ -240,6 +240,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "openai-responses/error_event_insufficient_quota.sse": FixtureFinish("error", None, "QUOTA"),
     "openai-responses/function_call.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/function_call_gpt55.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/incomplete_max_output_tokens_gpt4o.sse": FixtureFinish("max-tokens", "max_output_tokens"),
     "openai-responses/reasoning_item_then_function_call_gpt5.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/reasoning_summary_multi_part_o3mini.sse": FixtureFinish("stop", "completed"),
     "openai-responses/reasoning_summary_then_function_call_codex.sse": FixtureFinish("tool-calls", "completed"),

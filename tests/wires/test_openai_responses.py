@@ -101,8 +101,11 @@ def test_fixture_matches_raw_events(rel: str) -> None:
         reasoning_tokens=usage["output_tokens_details"]["reasoning_tokens"],
         cost=usage.get("cost"),
     )
-    assert result.finish.kind == ("tool-calls" if calls else "stop")
-    assert result.finish.raw == "completed"
+    if final["type"] == "response.incomplete":  # cut at max_output_tokens: the text so far
+        assert (result.finish.kind, result.finish.raw) == ("max-tokens", response["incomplete_details"]["reason"])
+    else:
+        assert result.finish.kind == ("tool-calls" if calls else "stop")
+        assert result.finish.raw == "completed"
     # replay state: every item of the terminal response (server tool calls too), in order
     state = result.replay_state
     assert state["wire"] == WIRE
@@ -658,3 +661,14 @@ def test_recorded_bedrock_mantle_function_call_with_cache_write_count() -> None:
     assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [(call["call_id"], call["name"], call["arguments"])]
     assert result.usage is not None and result.usage.cache_write_tokens == 0
     assert result.metadata is not None and result.metadata.model == "openai.gpt-5.6-luna"
+
+
+def test_recorded_incomplete_response_keeps_the_partial_message() -> None:
+    """gpt-4o with ``max_output_tokens: 16`` (recorded): the message item is done with
+    ``status: incomplete``, then ``response.incomplete`` with ``max_output_tokens``."""
+    rel = "openai-responses/incomplete_max_output_tokens_gpt4o.sse"
+    (message,) = terminal(fixture_bytes(rel))["response"]["output"]
+    for result in _split_checked(fixture_bytes(rel)):
+        assert (result.finish.kind, result.finish.raw, result.failure) == ("max-tokens", "max_output_tokens", None)
+        assert result.text == message["content"][0]["text"] and message["status"] == "incomplete"
+        assert result.replay_state["items"][0]["id"] == message["id"]
