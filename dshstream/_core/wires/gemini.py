@@ -263,7 +263,11 @@ def _grounding_source(chunk: Any) -> Citation | None:
                 title=first_str(source.get("title"), source.get("domain")),
                 cited_text=first_str(source.get("text")) if kind == "document" else None,
                 # rule 2: where a retrieved document came from (file search)
-                location=first_str(source.get("fileSearchStore"), source.get("documentName")) if kind == "document" else None,
+                location=(
+                    first_str(source.get("fileSearchStore"), source.get("documentName"))
+                    if kind == "document"
+                    else None
+                ),
             )
     return None
 
