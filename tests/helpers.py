@@ -51,8 +51,8 @@ _NATIVE_WIRES = ("anthropic", "gemini", "gemini-interactions", "openai-responses
 def fixture_wire(relative: str) -> str:
     """The wire that decodes the recorded transcript ``relative`` (``provider/name.sse``).
 
-    Provider directories named after a native wire use it; DeepSeek's, OpenRouter's and
-    xAI's ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
+    Provider directories named after a native wire use it; DeepSeek's, OpenRouter's,
+    xAI's and LM Studio's ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
     is ``gemini``; ``openai/`` (legacy completions included) and ``azure/`` are
     ``openai-chat``; ``bedrock/`` (binary AWS event-stream bodies) is ``bedrock-converse``
     (``bedrock-invoke`` for the InvokeModelWithResponseStream ``invoke_*`` recordings);
@@ -67,7 +67,7 @@ def fixture_wire(relative: str) -> str:
         return provider
     if provider == "vertex":
         return "gemini"
-    if provider in ("deepseek", "openrouter", "xai") and name.startswith("responses_api_"):
+    if provider in ("deepseek", "openrouter", "xai", "lmstudio") and name.startswith("responses_api_"):
         return "openai-responses"
     if provider == "openai":
         return "openai-chat"
@@ -110,10 +110,16 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "alibaba/qwen3max_reasoning_content.sse": FixtureFinish("stop", "stop"),
     "alibaba/qwen3max_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
     "anthropic/adaptive_thinking_interleaved_opus46.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/advisor_tool_result_iterations.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/cache_creation_and_read_code_execution.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/cache_read_compaction.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/code_execution_bash_and_text_editor_results.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/compaction_delta_iterations_opus46.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/mcp_tool_use.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/parallel_tool_use.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/programmatic_code_execution_result_then_text.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/programmatic_code_execution_then_tool_use_with_caller.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/programmatic_tool_call_in_message_start.sse": FixtureFinish("tool-calls", "tool_use"),
     "anthropic/redacted_thinking.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/stop_sequence_prefill.sse": FixtureFinish("stop", "stop_sequence"),
     "anthropic/text.sse": FixtureFinish("stop", "end_turn"),
@@ -122,8 +128,11 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "anthropic/thinking_signature_context_management.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/thinking_signature_delta.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/thinking_then_tool_use.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/tool_search_regex_result_then_tool_use.sse": FixtureFinish("tool-calls", "tool_use"),
     "anthropic/tool_use_empty_input.sse": FixtureFinish("tool-calls", "tool_use"),
     "anthropic/tool_use_with_args.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/web_fetch_20260209_dynamic_filtering_container.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/web_fetch_tool_result_sonnet4.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/web_search_server_tool_citations.sse": FixtureFinish("stop", "end_turn"),
     "azure/gpt35_turbo_prompt_filter_first.sse": FixtureFinish("stop", "stop"),
     "azure/gpt41_mini_filter_results_on_finish_chunk.sse": FixtureFinish("stop", "stop"),
@@ -141,6 +150,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "bedrock/claude_sonnet46_structured_output.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/claude_sonnet4_reasoning_signature.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/deepseek_r1_reasoning_no_signature.eventstream": FixtureFinish("stop", "end_turn"),
+    "bedrock/gpt_oss_120b_reasoning_empty_text_delta.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/invoke_claude3_sonnet_messages.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/invoke_claude_instant_text_completion.eventstream": FixtureFinish("error", "stop_sequence", "EMPTY_RESPONSE"),
     "bedrock/invoke_cohere_command_light_text.eventstream": FixtureFinish("max-tokens", "MAX_TOKENS"),
@@ -164,21 +174,29 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "gemini-interactions/google_search_then_function_call.sse": FixtureFinish("tool-calls", "requires_action"),
     "gemini-interactions/image_text_incomplete.sse": FixtureFinish("max-tokens", "incomplete"),
     "gemini-interactions/parallel_function_calls_streamed_args.sse": FixtureFinish("tool-calls", "requires_action"),
+    "gemini-interactions/recorded_basic_text.sse": FixtureFinish("stop", "completed"),
+    "gemini-interactions/recorded_function_call.sse": FixtureFinish("tool-calls", "requires_action"),
+    "gemini-interactions/recorded_google_search.sse": FixtureFinish("stop", "completed"),
     "gemini-interactions/text_thought_signature.sse": FixtureFinish("stop", "completed"),
     "gemini-interactions/thinking_summary.sse": FixtureFinish("stop", "completed"),
     "gemini/code_execution.sse": FixtureFinish("stop", "STOP"),
     "gemini/empty_text_thought_signature_gemini3.sse": FixtureFinish("stop", "STOP"),
+    "gemini/file_search_retrieved_context_citations.sse": FixtureFinish("stop", "STOP"),
     "gemini/function_call.sse": FixtureFinish("tool-calls", "STOP"),
+    "gemini/function_call_array_partial_args_no_terminal_call.sse": FixtureFinish("tool-calls", "STOP"),
     "gemini/function_call_thought_signature_gemini3.sse": FixtureFinish("tool-calls", "STOP"),
     "gemini/grounding_web_search.sse": FixtureFinish("stop", "STOP"),
     "gemini/text.sse": FixtureFinish("stop", "STOP"),
     "gemini/thought_parts_with_signature.sse": FixtureFinish("stop", "STOP"),
+    "gemini/url_context_metadata_web_fetch.sse": FixtureFinish("stop", "STOP"),
     "gemini/usage_thoughts_service_tier.sse": FixtureFinish("stop", "STOP"),
     "gemini/vertex_function_call_partial_args.sse": FixtureFinish("tool-calls", "STOP"),
+    "gemini/vertex_function_call_partial_args_nested.sse": FixtureFinish("tool-calls", "STOP"),
     "gemini/vertex_malformed_function_call.sse": FixtureFinish("error", "MALFORMED_FUNCTION_CALL", "MALFORMED_FUNCTION_CALL"),
     "gemini/vertex_text_thought_signature.sse": FixtureFinish("stop", "STOP"),
     "gemini/vertex_thought_then_max_tokens.sse": FixtureFinish("max-tokens", "MAX_TOKENS"),
     "gemini/vertex_thought_then_no_args_function_calls.sse": FixtureFinish("tool-calls", "STOP"),
+    "groq/compound_web_search_executed_tools.sse": FixtureFinish("stop", "stop"),
     "groq/gpt_oss_reasoning_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
     "groq/midstream_error_tool_use_failed.sse": FixtureFinish("error", None, "INVALID_REQUEST"),
     "groq/text_llama33_x_groq_usage.sse": FixtureFinish("stop", "stop"),
@@ -196,22 +214,33 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "llamacpp/llamaserver_qwen_reasoning_content.sse": FixtureFinish("stop", "stop"),
     "llamacpp/llamaserver_qwen_tool_calls.sse": FixtureFinish("tool-calls", "tool_calls"),
     "llamacpp/llamaserver_smollm2_long_256tok.sse": FixtureFinish("max-tokens", "length"),
+    "lmstudio/responses_api_reasoning_text_function_call.sse": FixtureFinish("tool-calls", "completed"),
     "mistral/magistral_small_p_padding.sse": FixtureFinish("stop", "stop"),
     "mistral/magistral_thinking_content_parts.sse": FixtureFinish("stop", "stop"),
     "mistral/text.sse": FixtureFinish("stop", "stop"),
     "mistral/tool_call_single_chunk.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "openai-responses/background_resumed_starting_after.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/bedrock_mantle_gpt56_function_call.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/apply_patch_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/azure_image_generation_partial_image.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/builtin-tools/code_interpreter_call_container_file_citation.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/builtin-tools/file_search_call_file_citations_gpt5.sse": FixtureFinish("stop", "completed"),
     "openai-responses/builtin-tools/image_generation_call_truncated_result_gpt5.sse": FixtureFinish("stop", "completed"),
-    "openai-responses/builtin-tools/program_then_function_call_with_caller.sse": FixtureFinish("tool-calls", "completed"),
-    "openai-responses/builtin-tools/tool_search_call_client_execution.sse": FixtureFinish("tool-calls", "completed"),
-    "openai-responses/builtin-tools/tool_search_server_then_function_call.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/local_shell_call_gpt5_codex.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/mcp_approval_request_gpt5mini.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/mcp_call_after_approval.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/builtin-tools/mcp_list_tools_item_done_missing.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/builtin-tools/program_output_then_text.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/builtin-tools/program_then_function_call_with_caller.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/shell_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/shell_call_hosted_output_skills.sse": FixtureFinish("stop", "completed"),
+    "openai-responses/builtin-tools/tool_search_call_client_execution.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/tool_search_server_then_function_call.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/web_search_call_url_citations_gpt5nano.sse": FixtureFinish("stop", "completed"),
     "openai-responses/error_event_insufficient_quota.sse": FixtureFinish("error", None, "QUOTA"),
     "openai-responses/function_call.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/function_call_gpt55.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/incomplete_max_output_tokens_gpt4o.sse": FixtureFinish("max-tokens", "max_output_tokens"),
     "openai-responses/reasoning_item_then_function_call_gpt5.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/reasoning_summary_multi_part_o3mini.sse": FixtureFinish("stop", "completed"),
     "openai-responses/reasoning_summary_then_function_call_codex.sse": FixtureFinish("tool-calls", "completed"),
@@ -237,6 +266,8 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "openrouter/reasoning_o3.sse": FixtureFinish("stop", "completed"),
     "openrouter/responses_api_reasoning_text_gpt_oss.sse": FixtureFinish("stop", "completed"),
     "openrouter/tool_call_kimi_k2_novita.sse": FixtureFinish("tool-calls", None),
+    "openrouter/web_search_annotations_deepseek.sse": FixtureFinish("stop", "stop"),
+    "snowflake/cortex_claude_reasoning_details_no_finish_reason.sse": FixtureFinish("stop", None),
     "vertex/gemini15_flash002_text_a.sse": FixtureFinish("stop", "STOP"),
     "vertex/gemini25_flash_grounding_global.sse": FixtureFinish("stop", "STOP"),
     "vertex/gemini25_flash_text_a.sse": FixtureFinish("stop", "STOP"),
@@ -245,6 +276,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "xai/grok3mini_reasoning_content_text.sse": FixtureFinish("stop", "stop"),
     "xai/grok3mini_reasoning_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
     "xai/responses_api_reasoning_encrypted_store_false.sse": FixtureFinish("stop", "completed"),
+    "xai/responses_api_web_search_call_citations.sse": FixtureFinish("stop", "completed"),
     "zai/glm47_reasoning_content.sse": FixtureFinish("stop", "stop"),
 }
 

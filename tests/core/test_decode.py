@@ -235,6 +235,8 @@ UNDETECTABLE = {
     "llamacpp/llamacpppython_smollm2_long_with_ping_comment.sse",
     "llamacpp/llamaserver_qwen_midstream_error.sse",  # ends before llama-server's "timings"
     "vllm/crusoe_llama33_text_usage.sse",
+    "groq/compound_web_search_executed_tools.sse",  # only its last chunk carries x_groq
+    "snowflake/cortex_claude_reasoning_details_no_finish_reason.sse",  # an OpenAI-compatible server, plain
 }
 
 

@@ -34,15 +34,20 @@ def chat_body(data: bytes) -> dict[str, Any] | None:
     body: dict[str, Any] = {"object": "chat.completion"}
     message: dict[str, Any] = {"role": "assistant"}
     calls: dict[int, dict[str, Any]] = {}
+    executed: dict[int, dict[str, Any]] = {}
     choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": None}
     for _, chunk in payloads(data):
         if not isinstance(chunk, dict) or chunk.get("error") is not None:
             return None
-        for key in ("id", "model", "created", "system_fingerprint", "service_tier", "provider"):
+        if chunk.get("id") and not body.get("id"):
+            body["id"] = chunk["id"]  # the first id given: groq/compound numbers each chunk anew
+        for key in ("model", "created", "system_fingerprint", "service_tier", "provider"):
             if key in chunk:
                 body[key] = chunk[key]
         if chunk.get("usage") is not None:
             body["usage"] = chunk["usage"]
+        elif isinstance(chunk.get("x_groq"), dict) and chunk["x_groq"].get("usage") is not None:
+            body["usage"] = chunk["x_groq"]["usage"]  # Groq streams it there; its body has it top-level
         for entry in chunk.get("choices") or []:
             if entry.get("index", 0) != 0:
                 continue
@@ -75,6 +80,8 @@ def chat_body(data: bytes) -> dict[str, Any] | None:
                             found[key] = value
             if delta.get("annotations"):
                 message.setdefault("annotations", []).extend(delta["annotations"])
+            for tool in delta.get("executed_tools") or []:  # Groq compound: one entry per index, completed
+                executed[tool["index"]] = {**executed.get(tool["index"], {}), **tool}
             for call in delta.get("tool_calls") or []:
                 slot = calls.setdefault(call.get("index", len(calls)), {"type": "function", "function": {}})
                 if call.get("id"):
@@ -89,6 +96,8 @@ def chat_body(data: bytes) -> dict[str, Any] | None:
                 choice["native_finish_reason"] = entry["native_finish_reason"]
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    if executed:
+        message["executed_tools"] = [executed[i] for i in sorted(executed)]
     body["choices"] = [choice]
     return body
 

@@ -54,7 +54,7 @@ def sse(*events: dict[str, Any]) -> bytes:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 16
+    assert len(FILES) == 25
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -83,13 +83,22 @@ def reference(raw: bytes) -> Reference:
     kinds: dict[int, str] = {}
     pieces: dict[int, list[str]] = {}
     signatures: dict[int, str] = {}
+    inputs: dict[int, Any] = {}
     for line in raw.decode("utf-8").splitlines():
         if not line.startswith("data: "):
             continue
         event = json.loads(line[6:])
+        # a message_start may hold whole blocks already (a programmatic tool call's turn)
+        starts = list(enumerate(event["message"]["content"])) if event["type"] == "message_start" else []
         if event["type"] == "content_block_start":
-            kinds[event["index"]] = event["content_block"]["type"]
-            pieces[event["index"]] = []
+            starts = [(event["index"], event["content_block"])]
+        for index, block in starts:
+            kinds[index] = block["type"]
+            pieces[index] = [block["text"]] if block["type"] == "text" else []
+            inputs[index] = block.get("input")
+        if event["type"] == "message_start":
+            for index, _ in starts:
+                ref_stop(ref, kinds, pieces, signatures, inputs, index)
         elif event["type"] == "content_block_delta":
             delta = event["delta"]
             for key in ("text", "thinking", "partial_json"):
@@ -98,16 +107,28 @@ def reference(raw: bytes) -> Reference:
             if "signature" in delta:
                 signatures[event["index"]] = delta["signature"]
         elif event["type"] == "content_block_stop":
-            index = event["index"]
-            joined = "".join(pieces[index])
-            if kinds[index] == "text" and joined:
-                ref.texts.append(joined)
-            elif kinds[index] == "thinking":
-                ref.thinking.append(joined)
-                ref.signatures.append(signatures.get(index, ""))
-            elif kinds[index] == "tool_use":
-                ref.tool_inputs.append(joined or "{}")
+            ref_stop(ref, kinds, pieces, signatures, inputs, event["index"])
     return ref
+
+
+def ref_stop(
+    ref: Reference,
+    kinds: dict[int, str],
+    pieces: dict[int, list[str]],
+    signatures: dict[int, str],
+    inputs: dict[int, Any],
+    index: int,
+) -> None:
+    joined = "".join(pieces[index])
+    if kinds[index] == "text" and joined:
+        ref.texts.append(joined)
+    elif kinds[index] == "thinking":
+        ref.thinking.append(joined)
+        ref.signatures.append(signatures.get(index, ""))
+    elif kinds[index] == "tool_use":
+        # input given whole at the start (no deltas) is the arguments, compact JSON
+        whole = json.dumps(inputs[index], separators=(",", ":")) if inputs[index] else "{}"
+        ref.tool_inputs.append(joined or whole)
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -393,6 +414,155 @@ EXPECTED: dict[str, Expect] = {
         model="claude-opus-4-1-20250805",
         replay=("server_tool_use", "web_search_tool_result") + ("text",) * 10,
     ),
+    "advisor_tool_result_iterations.sse": Expect(
+        blocks=("text",),
+        text=Snip(
+            11250,
+            "# Concurrent Worker Pool in Go — Design & Implementation\n\n##",
+            " detector (go test -race) with concurrent Submit + Stop.\n```",
+        ),
+        # usage.iterations: the two message iterations; the advisor's (claude-opus-4-7)
+        # is usage_by_model, never added
+        usage=TokenUsage(1051 + 3676, 35 + 3356, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_018nU8ajizC7AoofHJbGncAW",
+        model="claude-sonnet-4-6",
+        replay=("server_tool_use", "advisor_tool_result", "text"),
+    ),
+    "code_execution_bash_and_text_editor_results.sse": Expect(
+        blocks=("text", "text", "text"),
+        text=Snip(
+            795,
+            "I'll create a Python script to calculate Fibonacci numbers a",
+            "e previous two numbers: 0, 1, 1, 2, 3, 5, 8, 13, 21, 34, ...",
+        ),
+        usage=TokenUsage(8050, 771, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_01LEsrXVCLpf7xHaFdFTZNEJ",
+        model="claude-sonnet-4-5-20250929",
+        replay=(
+            "text",
+            "server_tool_use",
+            "text_editor_code_execution_tool_result",
+            "text",
+            "server_tool_use",
+            "bash_code_execution_tool_result",
+            "text",
+        ),
+    ),
+    "compaction_delta_iterations_opus46.sse": Expect(
+        blocks=("text",),
+        text=Snip(
+            8512,
+            "Based on the conversation history, you asked me to summarize",
+            "walk through a particular problem, or cover another section?",
+        ),
+        # usage.iterations: the compaction iteration (60385 in, 522 out) is billed too;
+        # the top-level usage (612, 2819) counts only the message iteration
+        usage=TokenUsage(60385 + 612, 522 + 2819, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_01WJn2D9FrjipEZ9u51siJHC",
+        model="claude-opus-4-6",
+        replay=("compaction", "text"),
+    ),
+    "programmatic_code_execution_result_then_text.sse": Expect(
+        blocks=("text",),
+        text=Snip(
+            675,
+            "## Game Results\n\n**Player 2 wins the game 3-2!** 🏆\n\nThe game",
+            "he decisive 7th round with a roll of 3 against Player 1's 2.",
+        ),
+        usage=TokenUsage(4551, 197, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_01CfmDducyrt61n4Q7QS8VFK",
+        model="claude-sonnet-4-5-20250929",
+        replay=("code_execution_tool_result", "text"),
+    ),
+    "programmatic_code_execution_then_tool_use_with_caller.sse": Expect(
+        blocks=("text", "tool"),
+        text=Snip(
+            157,
+            "I'll help you simulate this game between two players where o",
+            " out the game round by round until one player wins 3 rounds.",
+        ),
+        usage=TokenUsage(3369, 725, cache_read_tokens=0, cache_write_tokens=0),
+        finish="tool-calls",
+        raw="tool_use",
+        response_id="msg_01ERcBqAvLTHWQDk9c9qJLWC",
+        model="claude-sonnet-4-5-20250929",
+        tools=(
+            ("toolu_019jKkXz4jAdwHweHBw92CVY", "rollDie", '{"player":"player1"}'),
+        ),
+        replay=("text", "server_tool_use", "tool_use"),
+    ),
+    "tool_search_regex_result_then_tool_use.sse": Expect(
+        blocks=("text", "tool"),
+        text=Snip(
+            85,
+            "Great! I found a weather tool. Let me get the current weathe",
+            "tool. Let me get the current weather data for San Francisco.",
+        ),
+        usage=TokenUsage(1681, 163, cache_read_tokens=0, cache_write_tokens=0),
+        finish="tool-calls",
+        raw="tool_use",
+        response_id="msg_01A4vjL51mNRof8JMvA9CFph",
+        model="claude-sonnet-4-5-20250929",
+        tools=(
+            ("toolu_01UmPwkecewaEpMupy2ywk8b", "get_temp_data", '{"location": "San Francisco, CA"}'),
+        ),
+        replay=("server_tool_use", "tool_search_tool_result", "text", "tool_use"),
+    ),
+    "web_fetch_20260209_dynamic_filtering_container.sse": Expect(
+        blocks=("text",),
+        text=Snip(
+            194,
+            "The page at **example.com** is a simple placeholder page exp",
+            "examples and does not require prior permission to reference.",
+        ),
+        usage=TokenUsage(7172, 144, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_01VYExUoD2gEMU8ZX5j5XBEZ",
+        model="claude-sonnet-4-6",
+        replay=(
+            "server_tool_use",
+            "server_tool_use",
+            "web_fetch_tool_result",
+            "code_execution_tool_result",
+            "text",
+        ),
+    ),
+    "web_fetch_tool_result_sonnet4.sse": Expect(
+        blocks=("text", "text"),
+        text=Snip(
+            1664,
+            "I'll fetch the content from that Wikipedia page to tell you ",
+            "of their territory was later submerged by rising sea levels.",
+        ),
+        usage=TokenUsage(4230, 446, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_01GpfwV1W5Ase72fzb8F45bX",
+        model="claude-sonnet-4-20250514",
+        replay=("text", "server_tool_use", "web_fetch_tool_result", "text"),
+    ),
+    "programmatic_tool_call_in_message_start.sse": Expect(
+        # a programmatic tool call's continuation: the whole message (one tool_use whose
+        # caller is the code execution, stop_reason, container) is in message_start
+        blocks=("tool",),
+        text="",
+        usage=TokenUsage(0, 0),
+        finish="tool-calls",
+        raw="tool_use",
+        response_id="msg_01KSVw3xmXbMNJPNMt46BC5W",
+        model="claude-sonnet-4-5-20250929",
+        tools=(("toolu_015dGLMbwBKv1ZRQr6KdJzeH", "rollDie", '{"player":"player2"}'),),
+        replay=("tool_use",),
+    ),
 }
 
 
@@ -539,6 +709,91 @@ def test_server_tool_use_is_not_a_client_tool_call() -> None:
     server = result.replay_state["content"][2]
     assert server["name"] == "tool_search_tool_bm25"
     assert server["input"] == {"query": "add bullet point insert text editor", "limit": 5}
+
+
+def test_tool_call_held_whole_in_message_start_is_a_call_not_an_empty_response() -> None:
+    """A programmatic tool call's continuation turn (recorded): message_start already holds
+    the message — a tool_use whose ``caller`` is the code execution, ``stop_reason`` and
+    ``container`` — and no block event or message_delta follows (rule 1)."""
+    result = run(load("programmatic_tool_call_in_message_start.sse"))
+    assert result.failure is None
+    assert (result.finish.kind, result.finish.raw) == ("tool-calls", "tool_use")
+    (call,) = result.tool_calls
+    assert (call.id, call.name, json.loads(call.arguments)) == (
+        "toolu_015dGLMbwBKv1ZRQr6KdJzeH",
+        "rollDie",
+        {"player": "player2"},
+    )
+    assert result.metadata is not None and result.metadata.container == {
+        "id": "container_011CWHPPTDTn1XufeRB9uHeH",
+        "expires_at": "2025-12-20T05:33:37.969567Z",
+    }
+    # replayed as sent, caller included: the API matches the result to the running code
+    state = result.replay_state
+    assert state["container"] == "container_011CWHPPTDTn1XufeRB9uHeH"
+    (entry,) = state["content"]
+    assert entry["caller"] == {"type": "code_execution_20250825", "tool_id": "srvtoolu_01MzSrFWsmzBdcoQkGWLyRjK"}
+    assert entry["input"] == {"player": "player2"}
+
+
+def test_message_start_content_then_streamed_blocks_keep_wire_order() -> None:
+    """Blocks held in message_start come first; a later message_delta's stop reason wins."""
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": "Before. "}],
+            "stop_reason": None,
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        },
+    }
+    data = sse(
+        start,
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "After."}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4}},
+        STOP,
+    )
+    result = run(data)
+    assert [b.text for b in result.blocks if isinstance(b, TextBlock)] == ["Before. ", "After."]
+    assert (result.finish.kind, result.finish.raw) == ("stop", "end_turn")
+    assert [e["text"] for e in result.replay_state["content"]] == ["Before. ", "After."]
+
+
+def test_recorded_programmatic_call_keeps_its_caller_and_the_code_execution_block() -> None:
+    result = run(load("programmatic_code_execution_then_tool_use_with_caller.sse"))
+    content = result.replay_state["content"]
+    (server,) = [e for e in content if e["type"] == "server_tool_use"]
+    (tool,) = [e for e in content if e["type"] == "tool_use"]
+    assert server["name"] == "code_execution" and "rollDie" in server["input"]["code"]
+    assert tool["caller"] == {"type": "code_execution_20250825", "tool_id": server["id"]}
+    assert result.metadata is not None
+    assert [t["name"] for t in result.metadata.server_tools] == ["code_execution"]
+
+
+def test_recorded_web_fetch_and_code_execution_results_are_replayed_and_summarized() -> None:
+    fetch = run(load("web_fetch_tool_result_sonnet4.sse"))
+    (fetched,) = [e for e in fetch.replay_state["content"] if e["type"] == "web_fetch_tool_result"]
+    assert fetched["content"]["type"] == "web_fetch_result"
+    assert fetched["content"]["url"].startswith("https://en.wikipedia.org/")
+    assert fetch.metadata is not None and [t["name"] for t in fetch.metadata.server_tools] == ["web_fetch"]
+    code = run(load("code_execution_bash_and_text_editor_results.sse"))
+    kinds = [e["type"] for e in code.replay_state["content"]]
+    assert "text_editor_code_execution_tool_result" in kinds and "bash_code_execution_tool_result" in kinds
+    (bash,) = [e for e in code.replay_state["content"] if e["type"] == "bash_code_execution_tool_result"]
+    assert bash["content"]["type"] == "bash_code_execution_result" and "34" in bash["content"]["stdout"]
+    assert code.metadata is not None and code.metadata.container is not None
+    assert code.metadata.container["id"] == "container_011CU6pTr2hLT47seQ5Xs4yj"
+
+
+def test_recorded_advisor_usage_is_split_by_model() -> None:
+    result = run(load("advisor_tool_result_iterations.sse"))
+    assert result.metadata is not None and result.metadata.usage_by_model == {
+        "claude-opus-4-7": TokenUsage(2728, 3880, cache_read_tokens=0, cache_write_tokens=0)
+    }
+    assert [e["type"] for e in result.replay_state["content"]][:2] == ["server_tool_use", "advisor_tool_result"]
 
 
 def test_mcp_blocks_are_replay_only() -> None:

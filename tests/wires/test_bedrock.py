@@ -147,6 +147,25 @@ def test_reasoning_without_signature() -> None:
     assert isinstance(text, TextBlock)
 
 
+def test_gpt_oss_empty_text_block_then_reasoning_then_text() -> None:
+    """openai.gpt-oss-120b on ConverseStream (recorded): block 0 is one empty text delta,
+    block 1 reasoning without a signature, block 2 the answer; the empty block is neither a
+    block nor replayed (the API refuses empty text)."""
+    chunks = _run(fixture_bytes("bedrock/gpt_oss_120b_reasoning_empty_text_delta.eventstream"))
+    reasoning, text = _blocks(chunks)
+    assert isinstance(reasoning, ReasoningBlock) and reasoning.signature is None
+    assert reasoning.text.startswith('The user just says "Hi".')
+    assert isinstance(text, TextBlock) and text.text == "Hello! How can I help you today?"
+    assert [c.usage for c in chunks if isinstance(c, UsageChunk)] == [TokenUsage(70, 43)]
+    finish = _finish(chunks)
+    assert (finish.reason.kind, finish.reason.raw) == ("stop", "end_turn")
+    assert finish.metadata is not None and finish.metadata.latency_ms == 753
+    assert finish.replay_state["content"] == [
+        {"reasoningContent": {"reasoningText": {"text": reasoning.text}}},
+        {"text": text.text},
+    ]
+
+
 def test_citations_ride_in_the_text_block() -> None:
     (block,) = _blocks(_run(fixture_bytes("bedrock/claude_sonnet45_document_citations.eventstream")))
     assert isinstance(block, TextBlock)

@@ -68,7 +68,7 @@ def raw_parts(name: str) -> list[dict[str, Any]]:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 13
+    assert len(FILES) == 17
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -124,6 +124,38 @@ class Expect:
     # replay parts: (kind, signature head or None) in order
     replay: tuple[tuple[str, str | None], ...] = ()
     failure: str | None = None
+
+
+def naive_partial_args(name: str) -> dict[str, Any]:
+    """The arguments a recording's ``partialArgs`` spell, read naively: each ``jsonPath``
+    (``$.a.b[0].c``) set to its value, string pieces appended."""
+    args: dict[str, Any] = {}
+    for part in raw_parts(name):
+        for piece in part.get("functionCall", {}).get("partialArgs", []):
+            steps = [int(s) if s.isdigit() else s for s in piece["jsonPath"][2:].replace("]", "").replace("[", ".").split(".")]
+            node: Any = args
+            for step, after in zip(steps, steps[1:]):
+                if isinstance(node, list):
+                    while len(node) <= step:
+                        node.append(None)
+                    if node[step] is None:
+                        node[step] = [] if isinstance(after, int) else {}
+                    node = node[step]
+                else:
+                    node = node.setdefault(step, [] if isinstance(after, int) else {})
+            last = steps[-1]
+            if isinstance(node, list):
+                while len(node) <= last:
+                    node.append(None)
+            if "stringValue" in piece:
+                current = node[last] if isinstance(node, list) else node.get(last)
+                node[last] = (current or "") + piece["stringValue"]
+            else:
+                node[last] = next(v for k, v in piece.items() if k.endswith("Value"))
+    return args
+
+
+NESTED_ARGS = naive_partial_args("vertex_function_call_partial_args_nested.sse")
 
 
 EXPECTED: dict[str, Expect] = {
@@ -294,6 +326,58 @@ EXPECTED: dict[str, Expect] = {
         response_id="ftnJaMmAMcm-qtsPwvCCoAo",
         model="gemini-2.5-pro",
         replay=(("text", None),),
+    ),
+    "function_call_array_partial_args_no_terminal_call.sse": Expect(
+        # the arguments stream as partialArgs into an array of objects; the last chunk is an
+        # empty text part with the finish, not the usual terminal empty functionCall
+        blocks=("tool",),
+        text="",
+        usage=TokenUsage(54, 74 + 121, reasoning_tokens=121),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="3noMaojQL_2s6tkPiO26qQ4",
+        model="gemini-3-flash-preview",
+        tools=(
+            (
+                "call-0",
+                "writeItems",
+                '{"operations":[{"action":"add","description":"Fresh red apple","itemid":"apple_001","price":0.5},'
+                '{"action":"add","description":"Ripe yellow banana","itemid":"banana_001","price":0.3}]}',
+            ),
+        ),
+        replay=(("functionCall", "AY89a19ZkXSMGh/bSOlw"),),
+    ),
+    "url_context_metadata_web_fetch.sse": Expect(
+        blocks=("text",),
+        text="Pydantic AI Gateway is now available!",
+        # the fetched page's tokens are toolUsePromptTokenCount: input
+        usage=TokenUsage(32 + 4610, 25 + 37, reasoning_tokens=37),
+        finish="stop",
+        raw="STOP",
+        response_id="oRIhaZOoA8L-jrEPzfDTmQc",
+        model="gemini-2.5-flash",
+        replay=(("text", None),),
+    ),
+    "file_search_retrieved_context_citations.sse": Expect(
+        blocks=("text",),
+        text="The capital of France is Paris. The city is well-known for its famous landmarks, including the Eiffel Tower.",
+        usage=TokenUsage(15 + 770, 37 + 742, reasoning_tokens=742),
+        finish="stop",
+        raw="STOP",
+        response_id="6hkqaYC5BbGEz7IPwb3ggA8",
+        model="gemini-2.5-pro",
+        replay=(("executableCode", None), ("text", None)),
+    ),
+    "vertex_function_call_partial_args_nested.sse": Expect(
+        blocks=("tool",),
+        text="",
+        usage=TokenUsage(31, 684 + 1026, reasoning_tokens=1026),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="tjXVaYaxFISTq8YP_MWiyAo",
+        model="gemini-3.1-pro-preview",
+        tools=(("call-0", "cookRecipe", json.dumps(NESTED_ARGS, ensure_ascii=False, separators=(",", ":"))),),
+        replay=(("functionCall", "CmIBjz1rX0OQAtrZnJaE"),),
     ),
 }
 
@@ -564,6 +648,53 @@ def test_partial_args_nested_paths_and_value_types() -> None:
     assert call.arguments == json.dumps(json.loads(call.arguments), ensure_ascii=False, separators=(",", ":"))
     (part,) = result.replay_state["parts"]
     assert part["thoughtSignature"] == "s1" and part["functionCall"]["args"]["days"] == 3
+
+
+@pytest.mark.parametrize(
+    "name", ["vertex_function_call_partial_args_nested.sse", "function_call_array_partial_args_no_terminal_call.sse"]
+)
+def test_recorded_partial_args_match_a_naive_path_reader(name: str) -> None:
+    (call,) = run(load(name)).tool_calls
+    assert json.loads(call.arguments) == naive_partial_args(name)
+
+
+def test_recorded_url_context_retrievals_are_a_server_tool_summary() -> None:
+    """``urlContextMetadata`` (recorded, url_context tool): which URLs the model fetched and
+    whether each retrieval worked is a server tool's report, kept in ``server_tools``."""
+    result = run(load("url_context_metadata_web_fetch.sse"))
+    assert result.metadata is not None
+    assert result.metadata.server_tools == (
+        {"type": "url_context", "urls": [{"url": "https://ai.pydantic.dev", "status": "URL_RETRIEVAL_STATUS_SUCCESS"}]},
+    )
+    (block,) = result.blocks
+    assert isinstance(block, TextBlock)
+    assert [(c.kind, c.url, c.title) for c in block.citations] == [("url", "https://ai.pydantic.dev", "Pydantic AI")]
+
+
+def test_failed_url_retrieval_is_reported_not_dropped() -> None:
+    failed = {"urlMetadata": [{"retrievedUrl": "https://example.invalid", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_ERROR"}]}
+    data = sse(
+        {"candidates": [{"content": {"parts": [{"text": "I could not open it."}]}, "urlContextMetadata": failed}]},
+        {"candidates": [{"content": {"parts": [{"text": ""}]}, "finishReason": "STOP"}]},
+    )
+    result = run(data)
+    assert result.metadata is not None
+    assert result.metadata.server_tools == (
+        {"type": "url_context", "urls": [{"url": "https://example.invalid", "status": "URL_RETRIEVAL_STATUS_ERROR"}]},
+    )
+
+
+def test_recorded_file_search_citations_name_the_store_and_the_supported_passages() -> None:
+    result = run(load("file_search_retrieved_context_citations.sse"))
+    (block,) = result.blocks
+    assert isinstance(block, TextBlock)
+    store = "fileSearchStores/testfilesearchstream-lsy34id7fwk0"
+    assert [(c.kind, c.location, c.cited_text) for c in block.citations] == [
+        ("document", store, "The capital of France is Paris"),
+        ("document", store, "The city is well-known for its famous landmarks, including the Eiffel Tower"),
+    ]
+    # the file search ran as code: replayed, never text
+    assert result.replay_state["parts"][0]["executableCode"]["code"].startswith("print(file_search.query(")
 
 
 def test_parse_json_path() -> None:

@@ -1,7 +1,8 @@
 """The Gemini Interactions wire (dshstream._core.wires.gemini_interactions).
 
 The streams under tests/fixtures/real/gemini-interactions are written from the documented
-shapes (PROVENANCE.md says so); each decodes to a contract-valid stream whose text,
+shapes (PROVENANCE.md says so), but the three ``recorded_*`` ones, recorded from the live
+API (gemini-2.5-flash); each decodes to a contract-valid stream whose text,
 reasoning, signatures, calls, usage and finish are asserted against the values in its
 events, whole, byte by byte and at random split points (hypothesis). Synthetic streams
 cover the position rules (event ids, a continuation replayed from the start), cuts, errors,
@@ -86,6 +87,9 @@ def test_every_fixture_is_here() -> None:
         "google_search_then_function_call.sse",
         "image_text_incomplete.sse",
         "parallel_function_calls_streamed_args.sse",
+        "recorded_basic_text.sse",
+        "recorded_function_call.sse",
+        "recorded_google_search.sse",
         "text_thought_signature.sse",
         "thinking_summary.sse",
     ]
@@ -120,6 +124,65 @@ def test_documented_text_stream() -> None:
         "steps": [{"type": "thought", "signature": signature},
                   {"type": "model_output", "content": [{"type": "text", "text": text}]}],
     }
+
+
+def _recorded_usage(raw: list[dict[str, Any]]) -> TokenUsage:
+    usage = raw[-1]["interaction"]["usage"]
+    return TokenUsage(
+        input_tokens=usage["total_input_tokens"] + usage["total_tool_use_tokens"],
+        output_tokens=usage["total_output_tokens"] + usage["total_thought_tokens"],
+        cache_read_tokens=usage["total_cached_tokens"],
+        reasoning_tokens=usage["total_thought_tokens"],
+    )
+
+
+def test_recorded_text_with_a_thought_signature() -> None:
+    name = "recorded_basic_text.sse"
+    raw = events(name)
+    result = run(load(name))
+    assert result.text == "I'm doing great, thank you for asking!\n\nHow are you doing today? And what can I do for you?"
+    signature = raw[3]["delta"]["signature"]
+    assert result.blocks[0] == ReasoningBlock("", signature=signature)
+    assert result.usage == _recorded_usage(raw) == TokenUsage(7, 26 + 115, cache_read_tokens=0, reasoning_tokens=115)
+    assert raw[-1]["interaction"]["usage"]["total_tokens"] == 148 == result.usage.input_tokens + result.usage.output_tokens
+    assert (result.finish.kind, result.finish.raw) == ("stop", "completed")
+    assert result.metadata is not None and result.metadata.model == "gemini-2.5-flash"
+    assert result.replay_state["interaction_id"] == raw[0]["interaction"]["id"]
+
+
+def test_recorded_function_call_with_start_arguments_and_one_delta() -> None:
+    """The start carries ``"arguments": {}`` and one ``arguments_delta`` the whole JSON."""
+    name = "recorded_function_call.sse"
+    raw = events(name)
+    result = run(load(name))
+    assert raw[5]["step"]["arguments"] == {}
+    assert result.tool_calls == (ToolCallBlock(id="61nzpsv4", name="getWeather", arguments='{"location":"San Francisco"}'),)
+    assert (result.finish.kind, result.finish.raw) == ("tool-calls", "requires_action")
+    assert result.usage == _recorded_usage(raw) == TokenUsage(53, 15 + 65, cache_read_tokens=0, reasoning_tokens=65)
+    assert result.replay_state["call_ids"] == ["61nzpsv4"]
+
+
+def test_recorded_google_search_after_the_text_keeps_its_citations() -> None:
+    """Recorded: the search steps come after the answer's step; the answer's annotations
+    arrive in one delta after its text; tool-use prompt tokens are input."""
+    name = "recorded_google_search.sse"
+    raw = events(name)
+    result = run(load(name))
+    annotations = [a for e in raw if e["event_type"] == "step.delta" for a in e["delta"].get("annotations", [])]
+    assert len(annotations) == 14
+    (text,) = [b for b in result.blocks if isinstance(b, TextBlock)]
+    assert [(c.kind, c.url, c.title, c.start, c.end) for c in text.citations] == [
+        ("url", a["url"], a["title"], a["start_index"], a["end_index"]) for a in annotations
+    ]
+    assert result.metadata is not None
+    (search,) = result.metadata.server_tools
+    assert (search["type"], search["id"]) == ("google_search_call", "7xveqyd2") and len(search["queries"]) == 4
+    assert [s["type"] for s in result.replay_state["steps"]] == [
+        "thought", "model_output", "google_search_call", "google_search_result",
+    ]
+    assert result.usage == _recorded_usage(raw)
+    assert raw[-1]["interaction"]["usage"]["total_tokens"] == result.usage.input_tokens + result.usage.output_tokens
+    assert (result.finish.kind, result.finish.raw) == ("stop", "completed")
 
 
 def test_thought_summaries_are_reasoning_with_the_signature() -> None:

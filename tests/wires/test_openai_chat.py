@@ -44,6 +44,7 @@ DIALECT_OF_FOLDER = {
     "huggingface": "openai-chat",
     "llamacpp": "llamacpp",
     "openrouter": "openrouter",
+    "snowflake": "openai-chat",
 }
 CHAT_FIXTURES = sorted(
     f"{path.parent.name}/{path.name}"
@@ -124,7 +125,11 @@ def read_chat(data: bytes) -> ChatReference:
             if delta is None:
                 ref.text += choice.get("text") or ""
                 delta = {}
-            ref.reasoning += delta.get("reasoning_content") or delta.get("reasoning") or ""
+            # a route that streams reasoning only in reasoning_details (Snowflake Cortex)
+            detailed = "".join(
+                d.get("text") or "" for d in delta.get("reasoning_details") or [] if d.get("type") == "reasoning.text"
+            )
+            ref.reasoning += delta.get("reasoning_content") or delta.get("reasoning") or detailed
             content = delta.get("content")
             if isinstance(content, str):
                 ref.text += content
@@ -321,6 +326,62 @@ def test_groq_event_error_frame_is_a_classified_error_finish() -> None:
     assert "tool_use_failed" in (failure.detail or "")
     assert result.reasoning.startswith("We need to call the tool")
     assert result.tool_calls == ()
+
+
+def test_groq_executed_tools_are_server_tools() -> None:
+    """groq/compound (recorded): the search it ran arrives as ``delta.executed_tools``, twice
+    under one index (arguments, then the output too); one server tool, never a call."""
+    data = fixture_bytes("groq/compound_web_search_executed_tools.sse")
+    ran = [t for _, p in raw_payloads(data) if isinstance(p, dict)
+           for c in p["choices"] for t in c["delta"].get("executed_tools", [])]
+    assert [t["index"] for t in ran] == [0, 0] and "output" in ran[1]
+    result = assemble(decode_checked(data, "groq"))
+    assert not result.tool_calls and result.finish.kind == "stop"
+    assert result.metadata is not None
+    assert result.metadata.server_tools == (
+        {"type": "search", "index": 0, "arguments": '{"query": "What is the weather in San Francisco today?"}'},
+    )
+    assert result.text.startswith("The weather in San Francisco today is partly cloudy")
+
+
+def test_executed_tools_keep_their_index_order_and_last_arguments() -> None:
+    data = sse(
+        chunk({"executed_tools": [{"index": 1, "type": "visit", "arguments": '{"url": "u"}'}]}),
+        chunk({"executed_tools": [{"index": 0, "type": "search", "arguments": '{"query": "q"}'}]}),
+        chunk({"executed_tools": [{"index": 1, "type": "visit", "arguments": '{"url": "v"}', "output": "page"}]}),
+        chunk({"content": "done"}, "stop"),
+    )
+    result = assemble(decode_checked(data, "groq"))
+    assert result.metadata is not None
+    assert [(t["index"], t["type"], t["arguments"]) for t in result.metadata.server_tools] == [
+        (0, "search", '{"query": "q"}'),
+        (1, "visit", '{"url": "v"}'),
+    ]
+
+
+def test_snowflake_cortex_reasoning_only_in_details_and_no_finish_reason() -> None:
+    """Snowflake Cortex (claude-sonnet-4-6, recorded): reasoning only as
+    ``reasoning_details`` ``reasoning.text`` entries, empty ids, no ``finish_reason``
+    anywhere, usage in a trailing ``choices: []`` chunk, then ``[DONE]``."""
+    data = fixture_bytes("snowflake/cortex_claude_reasoning_details_no_finish_reason.sse")
+    result = assemble(decode_checked(data, "openai-chat"))
+    assert result.reasoning == "15 * 27 = 405"
+    assert result.text.startswith("15 × 27 = **405**")
+    assert (result.finish.kind, result.finish.raw, result.failure) == ("stop", None, None)
+    assert result.usage == TokenUsage(45, 73, cache_read_tokens=0, reasoning_tokens=0)
+    assert result.replay_state["reasoning_details"][0]["format"] == "anthropic-claude-v1"
+
+
+def test_openrouter_web_search_annotations_are_citations() -> None:
+    data = fixture_bytes("openrouter/web_search_annotations_deepseek.sse")
+    annotations = [a for _, p in raw_payloads(data) if isinstance(p, dict)
+                   for c in p.get("choices", []) for a in c["delta"].get("annotations", [])]
+    assert annotations and all(a["type"] == "url_citation" for a in annotations)
+    result = assemble(decode_checked(data, "openrouter"))
+    (block,) = [b for b in result.blocks if isinstance(b, TextBlock)]
+    urls = list(dict.fromkeys(a["url_citation"]["url"] for a in annotations))
+    assert [c.url for c in block.citations] == urls
+    assert all(c.kind == "url" for c in block.citations)
 
 
 def test_mistral_thinking_parts_become_reasoning() -> None:

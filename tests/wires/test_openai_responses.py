@@ -32,6 +32,7 @@ RESPONSES_FIXTURES = sorted(
     + [f"deepseek/{p.name}" for p in (FIXTURES / "deepseek").glob("responses_api_*.sse")]
     + ["openrouter/responses_api_reasoning_text_gpt_oss.sse"]
     + [f"xai/{p.name}" for p in (FIXTURES / "xai").glob("responses_api_*.sse")]
+    + [f"lmstudio/{p.name}" for p in (FIXTURES / "lmstudio").glob("responses_api_*.sse")]
 )
 
 
@@ -91,20 +92,25 @@ def test_fixture_matches_raw_events(rel: str) -> None:
         return
     usage = response["usage"]
     cached = usage["input_tokens_details"]["cached_tokens"]
+    written = usage["input_tokens_details"].get("cache_write_tokens")  # Bedrock Mantle reports it
     assert result.usage == TokenUsage(
-        input_tokens=usage["input_tokens"] - cached,
+        input_tokens=usage["input_tokens"] - cached - (written or 0),
         output_tokens=usage["output_tokens"],
         cache_read_tokens=cached,
+        cache_write_tokens=written,
         reasoning_tokens=usage["output_tokens_details"]["reasoning_tokens"],
         cost=usage.get("cost"),
     )
-    assert result.finish.kind == ("tool-calls" if calls else "stop")
-    assert result.finish.raw == "completed"
-    # replay state: the terminal response's reasoning and function-call items, in order
+    if final["type"] == "response.incomplete":  # cut at max_output_tokens: the text so far
+        assert (result.finish.kind, result.finish.raw) == ("max-tokens", response["incomplete_details"]["reason"])
+    else:
+        assert result.finish.kind == ("tool-calls" if calls else "stop")
+        assert result.finish.raw == "completed"
+    # replay state: every item of the terminal response (server tool calls too), in order
     state = result.replay_state
     assert state["wire"] == WIRE
     replayed = [(i["type"], i.get("id")) for i in state["items"]]
-    assert replayed == [(i["type"], i["id"]) for i in output if i["type"] in ("reasoning", "function_call", "message")]
+    assert replayed == [(i["type"], i["id"]) for i in output]
     for entry, item in zip(state["items"], output):
         if item["type"] == "reasoning":
             assert entry.get("encrypted_content") == item.get("encrypted_content")
@@ -486,3 +492,183 @@ def test_recorded_xai_reasoning_keeps_its_encrypted_content_for_every_later_turn
     items = result.replay_state["items"]
     assert items[0]["encrypted_content"] == reasoning["encrypted_content"] and items[0]["id"] == reasoning["id"]
     assert result.usage == TokenUsage(input_tokens=216 - 192, output_tokens=831, cache_read_tokens=192, reasoning_tokens=253)
+
+
+BUILTIN = "openai-responses/builtin-tools"
+
+
+def test_recorded_file_search_cites_the_file_at_its_index() -> None:
+    rel = f"{BUILTIN}/file_search_call_file_citations_gpt5.sse"
+    search = [i for i in _output(rel) if i["type"] == "file_search_call"]
+    for result in _split_checked(fixture_bytes(rel)):
+        assert result.finish.kind == "stop" and not result.tool_calls
+        (block,) = [b for b in result.blocks if isinstance(b, TextBlock)]
+        assert [(c.kind, c.location, c.title, c.start) for c in block.citations] == [
+            ("file", "file-Ebzhf8H4DPGPr9pUhr7n7v", "ai.pdf", 154),
+            ("file", "file-Ebzhf8H4DPGPr9pUhr7n7v", "ai.pdf", 382),
+        ]
+        assert result.metadata is not None
+        (summary,) = result.metadata.server_tools
+        assert (summary["type"], summary["id"], summary["queries"]) == ("file_search_call", search[0]["id"], search[0]["queries"])
+        assert search[0] in result.replay_state["items"]
+
+
+def test_recorded_code_interpreter_calls_are_server_tools_and_the_csv_a_file_citation() -> None:
+    rel = f"{BUILTIN}/code_interpreter_call_container_file_citation.sse"
+    calls = [i for i in _output(rel) if i["type"] == "code_interpreter_call"]
+    assert len(calls) == 3
+    result = assemble(decode_checked(fixture_bytes(rel)))
+    assert result.finish.kind == "stop" and not result.tool_calls
+    assert result.metadata is not None
+    assert [(t["type"], t["id"], t["container_id"]) for t in result.metadata.server_tools] == [
+        ("code_interpreter_call", c["id"], c["container_id"]) for c in calls
+    ]
+    (block,) = [b for b in result.blocks if isinstance(b, TextBlock)]
+    (citation,) = block.citations
+    assert (citation.kind, citation.title, citation.start, citation.end) == ("file", "roll2dice_sums_10000.csv", 423, 465)
+    assert citation.location is not None and citation.location.endswith("cfile_68c2e7084ab48191a67824aa1f4c90f1")
+    # the code ran on the server: it goes back verbatim, streamed code deltas and all
+    assert [i for i in result.replay_state["items"] if i["type"] == "code_interpreter_call"] == calls
+
+
+def test_recorded_mcp_call_after_an_approval_is_a_server_tool() -> None:
+    rel = f"{BUILTIN}/mcp_call_after_approval.sse"
+    listed, call, _ = _output(rel)
+    for result in _split_checked(fixture_bytes(rel)):
+        assert result.finish.kind == "stop" and not result.tool_calls
+        assert result.text.startswith("Done — here’s your shortened link:")
+        assert result.metadata is not None
+        assert [(t["type"], t["id"]) for t in result.metadata.server_tools] == [
+            ("mcp_list_tools", listed["id"]),
+            ("mcp_call", call["id"]),
+        ]
+        assert result.metadata.server_tools[1]["name"] == "create_short_url"
+        assert result.replay_state["items"][:2] == [listed, call]
+
+
+def test_recorded_hosted_shell_calls_with_their_outputs_are_server_tools() -> None:
+    rel = f"{BUILTIN}/shell_call_hosted_output_skills.sse"
+    output = _output(rel)
+    assert [i["type"] for i in output] == ["shell_call", "shell_call_output", "shell_call", "shell_call_output", "message"]
+    for result in _split_checked(fixture_bytes(rel)):
+        assert result.finish.kind == "stop" and not result.tool_calls
+        assert result.metadata is not None
+        assert [(t["type"], t["id"]) for t in result.metadata.server_tools] == [
+            ("shell_call", output[0]["id"]),
+            ("shell_call", output[2]["id"]),
+        ]
+        assert result.replay_state["items"][:4] == output[:4]
+        assert result.replay_state.get("server_calls") == [output[0]["call_id"], output[2]["call_id"]]
+
+
+def test_a_cut_while_a_shell_call_is_held_hands_the_client_no_call() -> None:
+    """Cut after a hosted ``shell_call`` is done but before its output item (which says the
+    server ran it) is added: who runs it is unknown, so it is no call for the client (rule 3)."""
+    data = fixture_bytes(f"{BUILTIN}/shell_call_hosted_output_skills.sse")
+    marker = data.index(b'"type":"response.output_item.added","item":{"id":"sho_')
+    cut = data.rindex(b"\n\n", 0, marker) + 2
+    assert b'"type":"response.output_item.done","item":{"id":"sh_' in data[:cut]
+    result = assemble(decode_checked(data[:cut]))
+    assert result.failure is not None and result.failure.code == "STREAM_CLOSED"
+    assert not result.tool_calls
+
+
+def test_recorded_program_output_is_replayed_verbatim() -> None:
+    rel = f"{BUILTIN}/program_output_then_text.sse"
+    program_output, message = _output(rel)
+    for result in _split_checked(fixture_bytes(rel)):
+        assert result.finish.kind == "stop" and result.failure is None
+        assert result.text == message["content"][0]["text"]
+        assert result.replay_state["items"][0] == program_output
+        assert json.loads(program_output["result"])["inventory"]["availableUnits"] == 42
+
+
+def test_recorded_azure_image_generation_is_one_file_not_one_per_partial_image() -> None:
+    rel = f"{BUILTIN}/azure_image_generation_partial_image.sse"
+    data = fixture_bytes(rel)
+    assert b"response.image_generation_call.partial_image" in data
+    (image, _) = _output(rel)
+    for result in _split_checked(data):
+        (file,) = result.files  # the partial preview is not a second image
+        assert file.media_type == "image/png" and file.base64 == image["result"]
+        assert result.metadata is not None
+        (summary,) = result.metadata.server_tools
+        assert (summary["type"], summary["id"], summary["status"]) == ("image_generation_call", image["id"], "generating")
+
+
+def test_recorded_xai_web_search_citations_are_url_citations() -> None:
+    rel = "xai/responses_api_web_search_call_citations.sse"
+    search, _ = _output(rel)
+    result = assemble(decode_checked(fixture_bytes(rel)))
+    (block,) = [b for b in result.blocks if isinstance(b, TextBlock)]
+    assert [c.url for c in block.citations] == [
+        "https://en.wikipedia.org/wiki/XAI_%28company%29",
+        "https://x.ai/company",
+        "https://www.ibm.com/think/topics/explainable-ai",
+        "https://www.owkin.com/a-z-of-ai-for-healthcare/xai",
+        "https://x.ai/",
+    ]
+    assert result.metadata is not None
+    assert [(t["type"], t["id"]) for t in result.metadata.server_tools] == [("web_search_call", search["id"])]
+
+
+def test_recorded_lm_studio_reasoning_text_and_a_call_given_only_when_done() -> None:
+    """LM Studio's /v1/responses (glm-4.7-flash): ``reasoning_text`` deltas, then a
+    function call with no argument deltas, only ``function_call_arguments.done``."""
+    rel = "lmstudio/responses_api_reasoning_text_function_call.sse"
+    reasoning, _, call = _output(rel)
+    assert not [e for e in events(fixture_bytes(rel)) if e["type"] == "response.function_call_arguments.delta"]
+    for result in _split_checked(fixture_bytes(rel)):
+        assert result.reasoning == reasoning["content"][0]["text"]
+        (tool_call,) = result.tool_calls
+        assert (tool_call.id, tool_call.name, tool_call.arguments) == (call["call_id"], "weather", call["arguments"])
+        assert result.finish.kind == "tool-calls"
+
+
+def test_recorded_mcp_list_tools_whose_done_never_came_is_summarized_from_the_terminal_output() -> None:
+    """Three ``mcp_list_tools`` items are added, two get an ``output_item.done``; the third's
+    tools are known only from ``response.completed``: all three are summarized."""
+    rel = f"{BUILTIN}/mcp_list_tools_item_done_missing.sse"
+    evs = events(fixture_bytes(rel))
+    added = [e["item"]["id"] for e in evs if e["type"] == "response.output_item.added" and e["item"]["type"] == "mcp_list_tools"]
+    done = [e["item"]["id"] for e in evs if e["type"] == "response.output_item.done" and e["item"]["type"] == "mcp_list_tools"]
+    assert len(added) == 3 and len(done) < 3
+    listed = [i for i in _output(rel) if i["type"] == "mcp_list_tools"]
+    for result in _split_checked(fixture_bytes(rel)):
+        assert result.finish.kind == "stop" and not result.tool_calls
+        assert result.metadata is not None
+        assert [(t["id"], t["server_label"], t["tools"]) for t in result.metadata.server_tools] == [
+            (i["id"], i["server_label"], [tool["name"] for tool in i["tools"]]) for i in listed
+        ]
+
+
+def test_recorded_resumed_background_stream_starts_at_its_cursor() -> None:
+    """``GET /responses/{id}?starting_after=0&stream=true`` (recorded): the continuation
+    opens with ``response.queued``, not ``response.created``, and numbers from 1."""
+    rel = "openai-responses/background_resumed_starting_after.sse"
+    evs = events(fixture_bytes(rel))
+    assert evs[0]["type"] == "response.queued" and evs[0]["sequence_number"] == 1
+    result = assemble(decode_checked(fixture_bytes(rel), after=0))
+    assert result.text == "2 + 2 equals 4." and result.finish.kind == "stop"
+    assert result.metadata is not None and result.metadata.response_id == evs[0]["response"]["id"]
+
+
+def test_recorded_bedrock_mantle_function_call_with_cache_write_count() -> None:
+    """Bedrock's OpenAI-compatible Responses endpoint (bedrock-mantle, recorded)."""
+    rel = "openai-responses/bedrock_mantle_gpt56_function_call.sse"
+    (call,) = _output(rel)
+    result = assemble(decode_checked(fixture_bytes(rel)))
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [(call["call_id"], call["name"], call["arguments"])]
+    assert result.usage is not None and result.usage.cache_write_tokens == 0
+    assert result.metadata is not None and result.metadata.model == "openai.gpt-5.6-luna"
+
+
+def test_recorded_incomplete_response_keeps_the_partial_message() -> None:
+    """gpt-4o with ``max_output_tokens: 16`` (recorded): the message item is done with
+    ``status: incomplete``, then ``response.incomplete`` with ``max_output_tokens``."""
+    rel = "openai-responses/incomplete_max_output_tokens_gpt4o.sse"
+    (message,) = terminal(fixture_bytes(rel))["response"]["output"]
+    for result in _split_checked(fixture_bytes(rel)):
+        assert (result.finish.kind, result.finish.raw, result.failure) == ("max-tokens", "max_output_tokens", None)
+        assert result.text == message["content"][0]["text"] and message["status"] == "incomplete"
+        assert result.replay_state["items"][0]["id"] == message["id"]

@@ -5,6 +5,11 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
 1. ``message_start`` carries the response id, the model and the first usage record;
    ``input_tokens`` is already uncached, ``cache_read_input_tokens`` and
    ``cache_creation_input_tokens`` become ``cache_read_tokens``/``cache_write_tokens``.
+   A ``message_start`` whose message already holds content (the turn of a programmatic
+   tool call: a ``tool_use`` whose ``caller`` is the code execution, with ``stop_reason``
+   and ``container`` set, and no block event or ``message_delta`` after it) is read as if
+   its blocks had streamed — each one started and stopped in order, at its list index —
+   and its ``stop_reason`` and ``container`` as a ``message_delta``'s (rule 3).
 2. Each wire content block of type ``text``, ``thinking`` or ``tool_use`` becomes one
    dshstream block, opened on its first non-empty payload: ``text_delta`` is text,
    ``thinking_delta`` reasoning, ``signature_delta`` the reasoning block's signature,
@@ -269,6 +274,20 @@ class AnthropicTranslator(BlockReplayTranslator):
         usage = message.get("usage")
         if type(usage) is dict:
             self._merge_usage(usage)
+        content = message.get("content")
+        if type(content) is list and content:  # rule 1: blocks given whole, not streamed
+            for index, block in enumerate(content):
+                self._on_start(index, block)
+                pending = self._pending.pop(index, None)
+                if pending is not None:
+                    self._stop(index, pending)
+            self.quiet = False
+            reason = message.get("stop_reason")
+            if isinstance(reason, str) and reason:
+                self._stop_reason = reason
+            container = message.get("container")
+            if type(container) is dict and first_str(container.get("id")):
+                self.writer.container = container
 
     def _on_start(self, index: Any, block: Any) -> None:
         if not isinstance(index, int) or type(block) is not dict:

@@ -21,7 +21,11 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
    the end of the stream: one :class:`~dshstream._core.types.Citation` per grounding
    support and chunk it names (``cited_text``: the supported passage of the answer), or
    one per chunk when there are no supports; a ``web`` chunk is ``"url"``,
-   ``retrievedContext`` ``"document"``, ``maps`` ``"place"``.
+   ``retrievedContext`` ``"document"`` (its file search store, or document name, is the
+   ``location``), ``maps`` ``"place"``. The candidate's ``urlContextMetadata`` (the
+   url_context tool's fetches; the last one wins) is a server tool's report: one
+   ``{"type": "url_context", "urls": [{"url", "status"}]}`` entry in
+   ``metadata.server_tools``, so a failed retrieval is seen, not dropped.
 3. ``usageMetadata`` is cumulative, the last record with counts wins: input =
    promptTokenCount + toolUsePromptTokenCount − cachedContentTokenCount, cache_read =
    cachedContentTokenCount, output = candidatesTokenCount + thoughtsTokenCount,
@@ -258,6 +262,12 @@ def _grounding_source(chunk: Any) -> Citation | None:
                 url=first_str(source.get("uri")),
                 title=first_str(source.get("title"), source.get("domain")),
                 cited_text=first_str(source.get("text")) if kind == "document" else None,
+                # rule 2: where a retrieved document came from (file search)
+                location=(
+                    first_str(source.get("fileSearchStore"), source.get("documentName"))
+                    if kind == "document"
+                    else None
+                ),
             )
     return None
 
@@ -275,7 +285,13 @@ def grounding_citations(metadata: dict[str, Any]) -> list[Citation]:
             source = sources[index] if type(index) is int and 0 <= index < len(sources) else None
             if source is not None:
                 out.append(
-                    Citation(source.kind, url=source.url, title=source.title, cited_text=passage or source.cited_text)
+                    Citation(
+                        source.kind,
+                        url=source.url,
+                        title=source.title,
+                        cited_text=passage or source.cited_text,
+                        location=source.location,
+                    )
                 )
     return out
 
@@ -290,6 +306,7 @@ class GeminiTranslator(Translator):
     ) -> None:
         super().__init__(provider=provider or "gemini", request_id=request_id, max_tokens=max_tokens)
         self._grounding: dict[str, Any] | None = None
+        self._url_context: Any = None
         self._kind: str | None = None  # "text" or "reasoning": the open text-like block
         self._key: tuple[str, int] = ("text", 0)
         self._seq = 0
@@ -330,6 +347,8 @@ class GeminiTranslator(Translator):
                         grounding = candidate["groundingMetadata"]
                         if type(grounding) is dict and grounding.get("groundingChunks"):
                             self._grounding = grounding
+                    if "urlContextMetadata" in candidate:  # rule 2: the url_context tool's report
+                        self._url_context = candidate["urlContextMetadata"]
                     reason = candidate.get("finishReason")
                     if isinstance(reason, str) and reason and reason != "FINISH_REASON_UNSPECIFIED":
                         message = candidate.get("finishMessage")
@@ -545,6 +564,14 @@ class GeminiTranslator(Translator):
         if self._grounding is not None and self._kind == "text":
             self.writer.cite(self._key, grounding_citations(self._grounding))
         self._end_text_block()
+        if self._url_context is not None:
+            urls = [
+                {"url": first_str(entry.get("retrievedUrl")), "status": first_str(entry.get("urlRetrievalStatus"))}
+                for entry in list_or_empty(dict_or_empty(self._url_context).get("urlMetadata"))
+                if type(entry) is dict
+            ]
+            if urls:
+                self.writer.server_tools.append({"type": "url_context", "urls": urls})
 
     def token_counts(self) -> tuple[int | None, int | None]:
         return reported_counts(

@@ -16,7 +16,10 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
 3. Tool calls are correlated by id, then wire index, then the latest open call (Ollama
    omits ``index``); a repeated id or name is identity, never appended. ``annotations``
    on a delta (OpenRouter and OpenAI search ``url_citation`` s) become the citations of
-   the text block, attached as the stream ends (a repeat is kept once).
+   the text block, attached as the stream ends (a repeat is kept once). Groq compound's
+   ``executed_tools`` (tools the server ran) are no calls: one entry per ``index`` in
+   ``metadata.server_tools`` (``type``, ``index``, ``arguments``; the last report of an
+   index wins), in index order.
 4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM
    continuous stats, Groq ``x_groq.usage``); cached tokens are subtracted from input;
    a server that reports reasoning outside ``completion_tokens`` (xAI) gets it added.
@@ -164,6 +167,7 @@ class OpenAIChatTranslator(Translator):
         self._last_call: int | None = None
         self._calls = 0
         self._reasoning_details: list[dict[str, Any]] = []
+        self._executed: dict[int, dict[str, Any]] | None = None  # Groq executed_tools by index (rule 3)
         self._details_by_index: dict[Any, dict[str, Any]] = {}
         self._tool_signatures: dict[str, str] = {}
         self._citations: list[Citation] | None = None
@@ -290,6 +294,24 @@ class OpenAIChatTranslator(Translator):
                     self._on_tool_call(call)
         if "annotations" in delta:
             self._on_annotations(delta["annotations"])
+        if "executed_tools" in delta:
+            self._on_executed_tools(delta["executed_tools"])
+
+    def _on_executed_tools(self, tools: Any) -> None:
+        """Groq compound's server-run tools (rule 3): one summary per ``index``, the last
+        report of it winning (arguments first, then again with the output)."""
+        if type(tools) is not list:
+            return
+        if self._executed is None:
+            self._executed = {}
+        for tool in tools:
+            if type(tool) is not dict or type(tool.get("index")) is not int:
+                continue
+            summary: dict[str, Any] = {"type": first_str(tool.get("type")) or "tool", "index": tool["index"]}
+            arguments = first_str(tool.get("arguments"))
+            if arguments is not None:
+                summary["arguments"] = arguments
+            self._executed[tool["index"]] = summary
 
     def _on_annotations(self, annotations: Any) -> None:
         if type(annotations) is not list:
@@ -422,6 +444,8 @@ class OpenAIChatTranslator(Translator):
         writer = self.writer
         if self._citations:
             writer.cite(TEXT_KEY, self._citations)
+        if self._executed:
+            writer.server_tools.extend(self._executed[i] for i in sorted(self._executed))
         raw = writer.raw_usage
         if raw is not None and "iterations" in raw:
             _, others = split_iterations(raw["iterations"], writer.model, openai_chat_usage)

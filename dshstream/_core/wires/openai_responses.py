@@ -43,7 +43,9 @@ data-only framings work too):
    declared (``client_tools``; xAI shows a server-side search's sub-searches so). Since the
    output item follows its call, a ``shell_call``, ``custom_tool_call`` or
    ``tool_search_call`` (without ``execution``) is held from its ``done`` until the next
-   item is added or the terminal event, and only then opened as a call, or not.
+   item is added or the terminal event, and only then opened as a call, or not; a stream
+   cut while one is held (``STREAM_CLOSED``) leaves it out of the blocks: who runs it is
+   not known, and a call the server may have run is no call to hand the caller.
 4. ``response.completed`` is the terminal marker: usage (cached tokens subtracted from
    input, ``input_tokens_details.cache_write_tokens`` as cache writes, subtracted too,
    reasoning tokens reported as inside output, ``cost`` when the gateway reports it; entries of ``usage.iterations`` that name another model go to
@@ -712,7 +714,10 @@ class OpenAIResponsesTranslator(Translator):
             items = self._output
         else:
             items = [slot.item for slot in self._slots if slot.item is not None]
-        self._release(None)
+        if cut:
+            self._held = None  # rule 3: who runs it is unknown; no call to run (still replayed)
+        else:
+            self._release(None)
         for item in items:
             kind = item_kind(item)
             if kind in SERVER_TOOLS or (kind in CLIENT_CALLS and self._ran_on_server(item)):
