@@ -171,6 +171,24 @@ def _base64_cores(data: bytes) -> list[str]:
     return cores
 
 
+@functools.lru_cache(maxsize=8192)
+def _secret_forms(secret: str) -> tuple[bool, str, tuple[str, ...]]:
+    """What :func:`_may_hold` looks for (pass 1's sieve): whether the secret can be
+    sieved at all, its hex form, its base64 terms (also the base64 scan's)."""
+    # A "%", a backslash, or a space beside a "+" in the secret itself would let the
+    # normalised views below hide a form of it: such a secret always gets the full scan.
+    sievable = "%" not in secret and "\\" not in secret and not (" " in secret and "+" in secret)
+    data = secret.encode("utf-8")
+    # Whole base64 encodings (standard, URL-safe) and the cores of every alignment.
+    terms: set[str] = set()
+    for enc in (base64.b64encode(data).decode("ascii"), base64.urlsafe_b64encode(data).decode("ascii")):
+        terms.add(enc.rstrip("="))
+    for core in _base64_cores(data):
+        terms.add(core)
+        terms.add(core.replace("+", "-").replace("/", "_"))
+    return sievable, data.hex(), tuple(t for t in terms if len(t) >= _MIN_BASE64_CORE)
+
+
 @functools.lru_cache(maxsize=256)
 def _secret_regexes(secret: str) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
     """(raw/percent/hex regex, base64 regex) for one secret; compiled once per secret."""
@@ -178,14 +196,7 @@ def _secret_regexes(secret: str) -> tuple[re.Pattern[str], re.Pattern[str] | Non
     # Raw, percent-encoded (quote, quote_plus, "-" as %2D, mixed case), JSON "\/"; hex any case.
     raw = "".join(_char_pattern(ch) for ch in secret)
     plain = re.compile(f"{raw}|(?i:{data.hex()})")
-
-    terms: set[str] = set()
-    for enc in (base64.b64encode(data).decode("ascii"), base64.urlsafe_b64encode(data).decode("ascii")):
-        terms.add(enc.rstrip("="))
-    for core in _base64_cores(data):
-        terms.add(core)
-        terms.add(core.replace("+", "-").replace("/", "_"))
-    terms = {t for t in terms if len(t) >= _MIN_BASE64_CORE}
+    terms = _secret_forms(secret)[2]
     if not terms:
         return plain, None
     body = "|".join(re.escape(t).replace("/", r"\\?/") for t in sorted(terms, key=len, reverse=True))
@@ -218,23 +229,6 @@ def _redact_base64(text: str, pattern: re.Pattern[str]) -> str:
         last = end
     pieces.append(text[last:])
     return "".join(pieces)
-
-
-@functools.lru_cache(maxsize=8192)
-def _secret_forms(secret: str) -> tuple[bool, str, tuple[str, ...]]:
-    """What :func:`_may_hold` looks for (pass 1's sieve): whether the secret can be
-    sieved at all, its hex form, its base64 terms."""
-    # A "%", a backslash, or a space beside a "+" in the secret itself would let the
-    # normalised views below hide a form of it: such a secret always gets the full scan.
-    sievable = "%" not in secret and "\\" not in secret and not (" " in secret and "+" in secret)
-    data = secret.encode("utf-8")
-    terms: set[str] = set()
-    for enc in (base64.b64encode(data).decode("ascii"), base64.urlsafe_b64encode(data).decode("ascii")):
-        terms.add(enc.rstrip("="))
-    for core in _base64_cores(data):
-        terms.add(core)
-        terms.add(core.replace("+", "-").replace("/", "_"))
-    return sievable, data.hex(), tuple(t for t in terms if len(t) >= _MIN_BASE64_CORE)
 
 
 class _Views:
