@@ -52,6 +52,11 @@ Contract:
    ``cursor["provider"]``: a stream of the events after the cursor's sequence number, with
    the same boundary as ``stream`` (a bad cursor is a ``ConfigurationError`` raised at
    once; an adapter that cannot resume, one too).
+10. **One loop per read.** An unwatched stream of an adapter whose attempt loop can tell
+    the finish (``_stream_batches_telling``: the HTTP adapters'; the attempt loop's rule 5)
+    is handed on with ``yield from``: the attempt loop reports the finish's failure here
+    before its list goes on and drops what follows it, so rule 5 holds as with the loop
+    this boundary runs for every other adapter, with one generator resume less per read.
 """
 
 from __future__ import annotations
@@ -424,6 +429,26 @@ class LlmService:
                 options = self._route_replay(options, adapter)
                 if _cancelled(options):
                     raise error_for(cancelled_failure(options.provider))
+                telling = getattr(adapter, "_stream_batches_telling", None) if watch is None else None
+                if telling is not None:
+                    # The attempt loop hands this boundary the finish (its rule 5) and drops
+                    # what follows it: its lists go on with ``yield from``, not a loop of this
+                    # generator's own (one generator resume less per read; rule 10).
+                    def told(finish: Finish) -> None:
+                        nonlocal finished
+                        finished = True
+                        if finish.reason.failure is not None:
+                            self._report(finish.reason.failure, options)
+
+                    source = telling(options, told)
+                    if source is not None:
+                        try:
+                            yield from source
+                        finally:
+                            _close(source)
+                        if not finished:
+                            yield [self._unfinished(options)]
+                        return
                 source = adapter.stream_batches(options)
             try:
                 batches = source if watch is None or chain is not None else linked_start(watch, source)
@@ -438,17 +463,9 @@ class LlmService:
                             self._report(last.reason.failure, options)
                     yield batch
             finally:
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
-            if not finished:  # an adapter that ended without its Finish: a cut, not a stop
-                failure = make_failure(
-                    "STREAM_CLOSED",
-                    f"{options.provider}: the adapter ended the stream without a finish (STREAM_CLOSED)",
-                    provider=options.provider,
-                )
-                self._report(failure, options)
-                yield [Finish(reason=FinishReason(kind="error", failure=failure))]
+                _close(source)
+            if not finished:
+                yield [self._unfinished(options)]
         except GeneratorExit:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish
@@ -458,6 +475,16 @@ class LlmService:
             assert finish.reason.failure is not None
             self._report(finish.reason.failure, options)
             yield [finish]
+
+    def _unfinished(self, options: GenerateOptions) -> Finish:
+        """An adapter that ended without its Finish: a cut, not a stop (reported)."""
+        failure = make_failure(
+            "STREAM_CLOSED",
+            f"{options.provider}: the adapter ended the stream without a finish (STREAM_CLOSED)",
+            provider=options.provider,
+        )
+        self._report(failure, options)
+        return Finish(reason=FinishReason(kind="error", failure=failure))
 
     def _finish_for(self, exc: Exception, options: GenerateOptions, who: str = "adapter") -> Finish:
         provider = _provider_of(options)
@@ -511,6 +538,12 @@ class LlmService:
                     changed = True
             messages.append(message)
         return replace(options, messages=tuple(messages)) if changed else options
+
+
+def _close(source: object) -> None:
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
 
 
 def _singles(chunks: Iterator[StreamChunk]) -> Iterator[list[StreamChunk]]:

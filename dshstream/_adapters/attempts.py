@@ -41,6 +41,10 @@ another lives here):
    (:func:`~dshstream._observe.watching`: its end reported exactly once, however the
    consumer leaves); ``watch.begin_attempt`` opens each attempt (``where``: the base URL it
    goes to), ``watch.received`` sees every list before the consumer does.
+5. **The finish, told.** With ``on_finish`` (the service's boundary, which then hands the
+   lists on with ``yield from`` instead of a loop of its own: one generator resume less
+   per read), the stream's first ``Finish`` is handed to ``on_finish`` after rule 2's
+   report and before its list is yielded, and nothing after that list is yielded.
 """
 
 from __future__ import annotations
@@ -100,12 +104,14 @@ def run_attempts(
     where: str | None,
     reshape: Callable[[LlmError], bool] = lambda error: False,
     telemetry: Callable[[], Telemetry] | None = None,
+    on_finish: Callable[[Finish], None] | None = None,
 ) -> Generator[list[StreamChunk], None, None]:
     """The stream's chunks, a list per read, over as many attempts as the rules allow."""
     started = time.monotonic()
     deadline = started + options.timeout if options.timeout else None
     attempt = 0
     refreshes = 0
+    ended = False  # rule 5: the first Finish went to ``on_finish``
     with watching(observer, options, telemetry) as watch:  # None: nobody watches (rule 4)
         while True:
             attempt += 1
@@ -121,11 +127,17 @@ def run_attempts(
                     # a generator of its own: one generator resume less per read.
                     try:
                         for batch in batches:
+                            if ended:
+                                continue  # rule 5: nothing after the finish
                             last = batch[-1]
-                            if type(last) is Finish and last.reason.failure is not None:  # rule 2
+                            if type(last) is Finish:
                                 assert isinstance(last, Finish)
-                                failure = report(last.reason.failure, attempt, produced, started, watch)
-                                batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
+                                if last.reason.failure is not None:  # rule 2
+                                    failure = report(last.reason.failure, attempt, produced, started, watch)
+                                    last = batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
+                                if on_finish is not None:  # rule 5
+                                    ended = True
+                                    on_finish(last)
                             produced += len(batch)
                             if watch is not None:
                                 watch.received(batch)
