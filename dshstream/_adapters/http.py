@@ -93,7 +93,7 @@ from .._transport import (
 )
 from .._transport.interface import Transport as TransportProtocol
 from .._transport.tls import ConnectionSettings
-from .attempts import run_attempts, stream_policy
+from .attempts import AttemptTally, run_attempts, stream_policy
 from .auth import AuthFlow, HeaderAuth
 from .base import LlmAdapter, ModelInfo, ProviderInfo, Telemetry
 from .credentials import CredentialSource, FetchLimits
@@ -412,12 +412,14 @@ class HttpAdapter(LlmAdapter):
         resumable = wire.resumable(options)
 
         def open_attempt(
-            attempt: int, deadline: float | None, watch: StreamWatch | None
+            attempt: int, deadline: float | None, watch: StreamWatch | None, tally: AttemptTally | None = None
         ) -> tuple[ResponseStream, Generator[list[StreamChunk], None, None]]:
             if not resumable:
                 http = self._open_attempt(options, deadline, flow)
                 decoder = StreamDecoder(wire.make_translator(options, http.request_id), max_event_size=self.max_event_size)
-                batches = pump(http, decoder, cancel=options.cancel, provider=options.provider)
+                batches = pump(http, decoder, cancel=options.cancel, provider=options.provider, tally=tally)
+                if tally is not None:
+                    tally.taken = True  # the attempt loop's rule 6
                 return http, stamp_rate_limits(batches, http.headers)  # rule 8
             if cursor is None:
                 resumption = Resumption(self, options, deadline)
@@ -450,6 +452,7 @@ class HttpAdapter(LlmAdapter):
             reshape=lambda error: wire.should_retry_request(error, options),
             telemetry=lambda: self.telemetry(options),
             on_finish=on_finish,
+            open_told=open_attempt,
         )
 
     def _open_attempt(
