@@ -75,7 +75,7 @@ from ._core.contract import check_contract as _check_contract
 from ._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from ._core.log import get_logger
 from ._core.redact import redact
-from ._core.request import GenerateOptions, Message, check_options
+from ._core.request import GenerateOptions, Message, check_options, with_cancel
 from ._chunk_stream import ChunkStream
 from ._core.records import Observer, Telemetry
 from ._fallback import stream_chain
@@ -320,7 +320,7 @@ class LlmService:
         cancel = options.cancel
         if cancel is None:
             cancel = threading.Event()
-            options = replace(options, cancel=cancel)
+            options = with_cancel(options, cancel)  # checked just above
         with self._lock:
             listeners = tuple(self._listeners)
         # None when nobody watches; the route's adapter describes the request (records rule 7)
@@ -344,7 +344,7 @@ class LlmService:
             options = GenerateOptions(provider=checked["provider"], model="resumed", messages=())
         options = check_options(options)
         if options.cancel is None:
-            options = replace(options, cancel=threading.Event())
+            options = with_cancel(options, threading.Event())
         adapter = self.adapter_for(checked["provider"])
         opener = getattr(adapter, "resume", None)
         if opener is None:

@@ -125,11 +125,23 @@ class Refreshes(Protocol):
     def refresh_limit(self) -> int: ...
 
 
+#: the last policy ``stream_policy`` built: (adapter's policy, max_retries, the result)
+_last_policy: tuple[RetryPolicy, int, RetryPolicy] | None = None
+
+
 def stream_policy(policy: RetryPolicy, options: GenerateOptions) -> RetryPolicy:
-    """The adapter's retry policy with the request's own ``max_retries``, when it sets one."""
-    if options.max_retries is None:
+    """The adapter's retry policy with the request's own ``max_retries``, when it sets one
+    (a frozen value: the last one built is kept for the next stream that asks the same)."""
+    global _last_policy
+    wanted = options.max_retries
+    if wanted is None or wanted == policy.max_retries:
         return policy
-    return replace(policy, max_retries=options.max_retries)
+    last = _last_policy
+    if last is not None and last[0] is policy and last[1] == wanted:
+        return last[2]
+    built = replace(policy, max_retries=wanted)
+    _last_policy = (policy, wanted, built)
+    return built
 
 
 def run_attempts(
