@@ -56,7 +56,10 @@ Contract:
     the finish (``_stream_batches_telling``: the HTTP adapters'; the attempt loop's rule 5)
     is handed on with ``yield from``: the attempt loop reports the finish's failure here
     before its list goes on and drops what follows it, so rule 5 holds as with the loop
-    this boundary runs for every other adapter, with one generator resume less per read.
+    this boundary runs for every other adapter. For a stream without listeners the
+    attempt loop hands the ``ChunkStream`` the pump's generator itself (its rule 6, pump
+    rule 9): what that raises is thrown back in through this generator, so both
+    boundaries' handlers run as before, and neither generator resumes per read.
 """
 
 from __future__ import annotations
@@ -327,7 +330,8 @@ class LlmService:
         watch = open_watch(self.observer, options, "service", partial(self._telemetry, options, chain is None))
         if not listeners and not self.check_contract:
             # Nobody needs single chunks on the way: hand lists through (one per read).
-            batches = self._terminal_batches(options, watch=watch)
+            # (the ChunkStream takes a handoff from the attempt loop: rule 10)
+            batches = self._terminal_batches(options, watch=watch, handoff=True)
             return ChunkStream(batches, options=options, cancel=cancel, watch=watch)
         source = self._guarded(listeners, options, watch)
         if self.check_contract:
@@ -408,9 +412,11 @@ class LlmService:
         check: bool = False,
         watch: StreamWatch | None = None,
         source: Iterator[list[StreamChunk]] | None = None,
+        handoff: bool = False,
     ) -> Iterator[list[StreamChunk]]:
         """The end of the waterfall: adapter lookup, replay routing, failure → Finish; the
-        adapter starts under the stream's ``watch`` (its attempts are the stream's)."""
+        adapter starts under the stream's ``watch`` (its attempts are the stream's).
+        ``handoff``: the consumer is the stream's ``ChunkStream`` (rule 10)."""
         finished = False
         try:
             if check:
@@ -440,7 +446,7 @@ class LlmService:
                         if finish.reason.failure is not None:
                             self._report(finish.reason.failure, options)
 
-                    source = telling(options, told)
+                    source = telling(options, told, handoff)
                     if source is not None:
                         try:
                             yield from source

@@ -51,7 +51,11 @@ another lives here):
    counts the chunks and hands the tally the list with the ``Finish`` (pump rule 8), where
    rules 2 and 5 run as in the loop this generator runs for every other attempt; a failure
    raised while it streams is reported with that count (rule 2). One loop resume less per
-   read.
+   read. With ``handoff`` (asked by a consumer that understands it: the service's
+   ``ChunkStream``) the pump's generator is yielded once as a
+   :class:`~dshstream._core.pump.Handoff` instead (pump rule 9): the consumer iterates it
+   directly and throws what it raises back in here, where this rule and rule 1 run as
+   with ``yield from``. No resume of this generator per read.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ from typing import Any, Protocol
 from .._core.errors import LlmError, cancelled_failure, error_for
 from .._core.log import get_logger
 from .._core.request import GenerateOptions
+from .._core.pump import Handoff
 from .._core.retry import RetryPolicy
 from .._core.types import Finish, LlmFailure, StreamChunk
 from .._core.records import Observer, Telemetry
@@ -157,6 +162,7 @@ def run_attempts(
     telemetry: Callable[[], Telemetry] | None = None,
     on_finish: Callable[[Finish], None] | None = None,
     open_told: OpenTold | None = None,
+    handoff: bool = False,
 ) -> Generator[list[StreamChunk], None, None]:
     """The stream's chunks, a list per read, over as many attempts as the rules allow."""
     started = time.monotonic()
@@ -181,8 +187,11 @@ def run_attempts(
                 accepted = True
                 with resource:
                     try:
-                        if tally is not None and tally.taken:
-                            yield from batches  # rule 6: the pump counts and tells
+                        if tally is not None and tally.taken:  # rule 6: the pump counts and tells
+                            if handoff:
+                                yield Handoff(batches)  # type: ignore[misc]  # (pump rule 9)
+                            else:
+                                yield from batches
                         else:
                             # The batches generator is iterated here, not behind a ``yield from`` in
                             # a generator of its own: one generator resume less per read.

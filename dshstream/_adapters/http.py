@@ -30,8 +30,9 @@ Contract (an adapter composes; it overrides nothing):
    An attempt opens the request through the transport and runs the body through the byte
    pump (:mod:`dshstream._core.pump`) into the wire's translator.
    ``HttpAdapter._stream_batches_telling`` is ``stream_batches`` with the attempt loop's
-   ``on_finish`` (its rule 5: the service's boundary hears the finish there), or ``None``
-   where a subclass or the instance replaced ``stream_batches``.
+   ``on_finish`` (its rule 5: the service's boundary hears the finish there) and, for the
+   service's ``ChunkStream``, its ``handoff`` (its rule 6), or ``None`` where a subclass or
+   the instance replaced ``stream_batches``.
 5. ``list_models`` GETs the wire's :meth:`~dshstream._adapters.wire.Wire.models_url` and
    reads it as its ``models_format`` says, bounded in size and time — the credential fetch
    included (a 401 refreshes a callable credential once, a key pool moves past a
@@ -377,14 +378,16 @@ class HttpAdapter(LlmAdapter):
         return self._batches(options, None)
 
     def _stream_batches_telling(
-        self, options: GenerateOptions, on_finish: Callable[[Finish], None]
+        self, options: GenerateOptions, on_finish: Callable[[Finish], None], handoff: bool = False
     ) -> Iterator[list[StreamChunk]] | None:
         """``stream_batches`` whose attempt loop hands the finish to ``on_finish`` (rule 4;
-        the attempt loop's rule 5); ``None`` when ``stream_batches`` is not this class's own
-        (a subclass's or the instance's override decides what is streamed)."""
+        the attempt loop's rule 5) and, with ``handoff``, may yield a
+        :class:`~dshstream._core.pump.Handoff` (its rule 6); ``None`` when
+        ``stream_batches`` is not this class's own (a subclass's or the instance's override
+        decides what is streamed)."""
         if type(self).stream_batches is not HttpAdapter.stream_batches or "stream_batches" in vars(self):
             return None
-        return self._batches(options, None, on_finish)
+        return self._batches(options, None, on_finish, handoff)
 
     def resume(self, cursor: Mapping[str, Any], options: GenerateOptions | None = None) -> Iterator[list[StreamChunk]]:
         """The rest of a cut stream from its resume cursor (rule 7): the events after its
@@ -406,6 +409,7 @@ class HttpAdapter(LlmAdapter):
         options: GenerateOptions,
         cursor: dict[str, Any] | None,
         on_finish: Callable[[Finish], None] | None = None,
+        handoff: bool = False,
     ) -> Iterator[list[StreamChunk]]:
         wire = self.wire
         flow = self.auth_flow.for_stream()  # this stream's: the key each attempt used (rule 4)
@@ -453,6 +457,7 @@ class HttpAdapter(LlmAdapter):
             telemetry=lambda: self.telemetry(options),
             on_finish=on_finish,
             open_told=open_attempt,
+            handoff=handoff,
         )
 
     def _open_attempt(

@@ -35,6 +35,13 @@ its streams, over HTTP and in memory, have it; a test can fake it).
    and 6; it may replace that ``Finish``), and ``tally.produced`` counts the chunks of
    every list handed out: what the loop would have counted itself, had it iterated. That
    list is the last one handed out (the translator finished with it: nothing follows).
+9. **Handed off.** A generator of lists (the attempt loop) that was asked to may yield one
+   :class:`Handoff` instead of relaying the pump's lists itself: its consumer (the
+   ``ChunkStream``) then iterates ``handoff.source`` directly, as that generator's own
+   lists, and resumes the generator with ``next`` once the source is exhausted, or with
+   ``throw`` of the ``Exception`` the source raised (the generator's error handling runs
+   as if the source had raised inside it; its answer is its next list). Closing the
+   generator closes the source. No resume of the relaying generators per read.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from .sse import SSEDecoder
 from .errors import LlmError, cancelled_message
 from .types import Finish, ResponseMetadata, StreamChunk
 
-__all__ = ["Body", "Resume", "Tally", "pump"]
+__all__ = ["Body", "Handoff", "Resume", "Tally", "pump"]
 
 
 class Body(Protocol):
@@ -75,6 +82,15 @@ class Body(Protocol):
 
 #: the continuation of a cut stream after the given sequence number, or ``None`` (rule 7)
 Resume = Callable[[int], "Body | None"]
+
+
+class Handoff:
+    """Iterate ``source`` directly, as the yielding generator's own lists (rule 9)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: Iterator[list[StreamChunk]]) -> None:
+        self.source = source
 
 
 class Tally(Protocol):
