@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ._core.assembler import AssembledResponse, BlockAssembler
 from ._core.errors import aborted_failure
@@ -40,7 +40,7 @@ class ChunkStream:
 
     def __init__(
         self,
-        batches: Iterator[list[StreamChunk]],
+        batches: Iterator[list[StreamChunk] | Handoff],
         *,
         options: GenerateOptions | None = None,
         cancel: threading.Event | None = None,
@@ -99,20 +99,19 @@ class ChunkStream:
             while not batch:
                 inner = self._inner
                 if inner is None:
-                    batch = next(self._source)
-                else:  # pump rule 9
-                    try:
-                        batch = next(inner)
+                    item = next(self._source)
+                    if type(item) is Handoff:  # pump rule 9
+                        self._inner = item.source
                         continue
-                    except StopIteration:
-                        self._inner = None  # its end: the source goes on
-                        continue
-                    except Exception as exc:  # noqa: BLE001 - the source's own handlers decide
-                        self._inner = None
-                        batch = self._throw(exc)
-                if type(batch) is Handoff:
-                    self._inner = batch.source
-                    batch = []
+                    batch = item
+                    continue
+                try:
+                    batch = next(inner)
+                except StopIteration:
+                    self._inner = None  # its end: the source goes on
+                except Exception as exc:  # noqa: BLE001 - the source's own handlers decide
+                    self._inner = None
+                    batch = self._throw(exc)
         except StopIteration:
             self._done = True
             if watch is not None:
@@ -217,11 +216,14 @@ class ChunkStream:
         reading = True  # False while a batch is pushed: an exception there is not the source's
         self._running = True
         try:
-            for batch in self._source:
-                if type(batch) is Handoff:  # pump rule 9: its lists read here, directly
-                    batch = self._relay(batch.source, push)
-                    if batch is None:
+            for item in self._source:
+                if type(item) is Handoff:  # pump rule 9: its lists read here, directly
+                    relayed = self._relay(item.source, push)
+                    if relayed is None:
                         return  # the Finish was pushed
+                    batch = relayed
+                else:
+                    batch = item
                 if not batch:
                     continue
                 reading = False
@@ -280,7 +282,7 @@ class ChunkStream:
     def _throw(self, exc: Exception) -> list[StreamChunk]:
         """``exc``, raised by a handed-off generator, thrown into the source (pump rule 9):
         its answer, its next list."""
-        source: Generator[list[StreamChunk], None, None] = self._source  # type: ignore[assignment]
+        source = cast("Generator[list[StreamChunk], None, None]", self._source)
         return source.throw(exc)
 
     def _finished(self) -> None:

@@ -49,7 +49,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, final
 
 from .decode import StreamDecoder
 from .sse import SSEDecoder
@@ -84,6 +84,7 @@ class Body(Protocol):
 Resume = Callable[[int], "Body | None"]
 
 
+@final
 class Handoff:
     """Iterate ``source`` directly, as the yielding generator's own lists (rule 9)."""
 

@@ -258,7 +258,7 @@ def check_options(options: object) -> GenerateOptions:
 _OPTION_FIELDS = tuple(f for f in GenerateOptions.__slots__ if f != "cancel")
 _read_options = operator.attrgetter(*_OPTION_FIELDS)
 _OPTION_SETTERS = tuple(getattr(GenerateOptions, f).__set__ for f in _OPTION_FIELDS)
-_set_cancel = GenerateOptions.cancel.__set__  # type: ignore[attr-defined]
+_set_cancel = getattr(GenerateOptions, "cancel").__set__  # noqa: B009 - the slot's descriptor
 
 
 def with_cancel(options: GenerateOptions, cancel: threading.Event) -> GenerateOptions:

@@ -54,6 +54,7 @@ Contract (sans-IO: no sockets, time, threads or environment):
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -62,7 +63,6 @@ from ..classify import classify_error_payload
 from ..errors import error_for
 from ..redact import redact
 from ..sse import ServerSentEvent
-from .. import strict_json
 from ..strict_json import EventJsonError, _scan_once, fix_surrogates, loads_event
 from ..types import FailureCategory, LlmFailure, StreamChunk
 from .json_values import dict_or_empty, int_or_none
@@ -71,6 +71,8 @@ from .writer import ChunkWriter
 __all__ = ["Translator"]
 
 _new = tuple.__new__  # a ServerSentEvent without the Python-level __new__ frame
+#: the module whose ``_fast_decode`` ``feed_data`` reads per event (rule 3; chosen there)
+strict_json = importlib.import_module("..strict_json", __package__)
 
 
 class Translator:
