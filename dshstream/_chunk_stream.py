@@ -10,17 +10,22 @@ failures: they are in ``result().finish``. :meth:`display` renders the stream an
 ``None``; ``result()`` then returns what it rendered. A watched stream (``watch=``, see
 :mod:`dshstream._observe`) reports its end exactly once, however it comes: its finish, a
 source that ends or raises, ``close()``, ``KeyboardInterrupt``, an ``until_done`` callback
-that raises (the stream is closed), or garbage collection of an unfinished stream.
+that raises (the stream is closed), or garbage collection of an unfinished stream. A
+source may hand it a :class:`~dshstream._core.pump.Handoff` (pump rule 9: the service's
+HTTP streams): its lists are then read from the generator it names, directly, as the
+source's own; an ``Exception`` that generator raises is thrown into the source, whose
+answer is its next list; at its end the source is resumed.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 from ._core.assembler import AssembledResponse, BlockAssembler
 from ._core.errors import aborted_failure
+from ._core.pump import Handoff
 from ._core.types import Finish, FinishReason, StreamChunk, TextDelta
 
 if TYPE_CHECKING:
@@ -35,13 +40,15 @@ class ChunkStream:
 
     def __init__(
         self,
-        batches: Iterator[list[StreamChunk]],
+        batches: Iterator[list[StreamChunk] | Handoff],
         *,
         options: GenerateOptions | None = None,
         cancel: threading.Event | None = None,
         watch: StreamWatch | None = None,
     ) -> None:
         self._source = batches
+        #: the generator a Handoff named, read directly until it ends (pump rule 9)
+        self._inner: Iterator[list[StreamChunk]] | None = None
         self._batch: list[StreamChunk] = []
         self._pos = 0
         self.options = options
@@ -90,7 +97,21 @@ class ChunkStream:
         try:
             batch: list[StreamChunk] = []
             while not batch:
-                batch = next(self._source)
+                inner = self._inner
+                if inner is None:
+                    item = next(self._source)
+                    if type(item) is Handoff:  # pump rule 9
+                        self._inner = item.source
+                        continue
+                    batch = item
+                    continue
+                try:
+                    batch = next(inner)
+                except StopIteration:
+                    self._inner = None  # its end: the source goes on
+                except Exception as exc:  # noqa: BLE001 - the source's own handlers decide
+                    self._inner = None
+                    batch = self._throw(exc)
         except StopIteration:
             self._done = True
             if watch is not None:
@@ -195,7 +216,14 @@ class ChunkStream:
         reading = True  # False while a batch is pushed: an exception there is not the source's
         self._running = True
         try:
-            for batch in self._source:
+            for item in self._source:
+                if type(item) is Handoff:  # pump rule 9: its lists read here, directly
+                    relayed = self._relay(item.source, push)
+                    if relayed is None:
+                        return  # the Finish was pushed
+                    batch = relayed
+                else:
+                    batch = item
                 if not batch:
                     continue
                 reading = False
@@ -221,6 +249,41 @@ class ChunkStream:
         self._done = True  # the source ended without a Finish
         if watch is not None:
             watch.finish()
+
+    def _relay(
+        self, inner: Iterator[list[StreamChunk]], push: Callable[[StreamChunk], None]
+    ) -> list[StreamChunk] | None:
+        """``_drain``'s loop over a handed-off generator (pump rule 9): ``None`` once the
+        ``Finish`` was pushed; else the source's answer to what ``inner`` raised (a list
+        to push like any other), or ``[]`` at ``inner``'s end (the source goes on)."""
+        watch = self._watch
+        reading = True
+        try:
+            for batch in inner:
+                reading = False
+                if watch is not None:
+                    watch.received(batch)
+                for chunk in batch:
+                    push(chunk)
+                    if type(chunk) is Finish:
+                        self._running = False  # the source is closed from this thread
+                        self._finished()
+                        return None
+                reading = True
+        except Exception as exc:
+            if not reading:
+                raise
+            try:
+                return self._throw(exc)
+            except StopIteration:  # the source ended there
+                return []
+        return []
+
+    def _throw(self, exc: Exception) -> list[StreamChunk]:
+        """``exc``, raised by a handed-off generator, thrown into the source (pump rule 9):
+        its answer, its next list."""
+        source = cast("Generator[list[StreamChunk], None, None]", self._source)
+        return source.throw(exc)
 
     def _finished(self) -> None:
         """The ``Finish`` was handed out: the stream is done; release the source."""

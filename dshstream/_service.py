@@ -52,6 +52,14 @@ Contract:
    ``cursor["provider"]``: a stream of the events after the cursor's sequence number, with
    the same boundary as ``stream`` (a bad cursor is a ``ConfigurationError`` raised at
    once; an adapter that cannot resume, one too).
+10. **One loop per read.** An unwatched stream of an adapter whose attempt loop can tell
+    the finish (``_stream_batches_telling``: the HTTP adapters'; the attempt loop's rule 5)
+    is handed on with ``yield from``: the attempt loop reports the finish's failure here
+    before its list goes on and drops what follows it, so rule 5 holds as with the loop
+    this boundary runs for every other adapter. For a stream without listeners the
+    attempt loop hands the ``ChunkStream`` the pump's generator itself (its rule 6, pump
+    rule 9): what that raises is thrown back in through this generator, so both
+    boundaries' handlers run as before, and neither generator resumes per read.
 """
 
 from __future__ import annotations
@@ -70,7 +78,7 @@ from ._core.contract import check_contract as _check_contract
 from ._core.errors import LlmError, cancelled_failure, error_for, make_failure
 from ._core.log import get_logger
 from ._core.redact import redact
-from ._core.request import GenerateOptions, Message, check_options
+from ._core.request import GenerateOptions, Message, check_options, with_cancel
 from ._chunk_stream import ChunkStream
 from ._core.records import Observer, Telemetry
 from ._fallback import stream_chain
@@ -315,14 +323,15 @@ class LlmService:
         cancel = options.cancel
         if cancel is None:
             cancel = threading.Event()
-            options = replace(options, cancel=cancel)
+            options = with_cancel(options, cancel)  # checked just above
         with self._lock:
             listeners = tuple(self._listeners)
         # None when nobody watches; the route's adapter describes the request (records rule 7)
         watch = open_watch(self.observer, options, "service", partial(self._telemetry, options, chain is None))
         if not listeners and not self.check_contract:
             # Nobody needs single chunks on the way: hand lists through (one per read).
-            batches = self._terminal_batches(options, watch=watch)
+            # (the ChunkStream takes a handoff from the attempt loop: rule 10)
+            batches = self._terminal_batches(options, watch=watch, handoff=True)
             return ChunkStream(batches, options=options, cancel=cancel, watch=watch)
         source = self._guarded(listeners, options, watch)
         if self.check_contract:
@@ -339,7 +348,7 @@ class LlmService:
             options = GenerateOptions(provider=checked["provider"], model="resumed", messages=())
         options = check_options(options)
         if options.cancel is None:
-            options = replace(options, cancel=threading.Event())
+            options = with_cancel(options, threading.Event())
         adapter = self.adapter_for(checked["provider"])
         opener = getattr(adapter, "resume", None)
         if opener is None:
@@ -403,9 +412,11 @@ class LlmService:
         check: bool = False,
         watch: StreamWatch | None = None,
         source: Iterator[list[StreamChunk]] | None = None,
+        handoff: bool = False,
     ) -> Iterator[list[StreamChunk]]:
         """The end of the waterfall: adapter lookup, replay routing, failure → Finish; the
-        adapter starts under the stream's ``watch`` (its attempts are the stream's)."""
+        adapter starts under the stream's ``watch`` (its attempts are the stream's).
+        ``handoff``: the consumer is the stream's ``ChunkStream`` (rule 10)."""
         finished = False
         try:
             if check:
@@ -424,6 +435,26 @@ class LlmService:
                 options = self._route_replay(options, adapter)
                 if _cancelled(options):
                     raise error_for(cancelled_failure(options.provider))
+                telling = getattr(adapter, "_stream_batches_telling", None) if watch is None else None
+                if telling is not None:
+                    # The attempt loop hands this boundary the finish (its rule 5) and drops
+                    # what follows it: its lists go on with ``yield from``, not a loop of this
+                    # generator's own (one generator resume less per read; rule 10).
+                    def told(finish: Finish) -> None:
+                        nonlocal finished
+                        finished = True
+                        if finish.reason.failure is not None:
+                            self._report(finish.reason.failure, options)
+
+                    source = telling(options, told, handoff)
+                    if source is not None:
+                        try:
+                            yield from source
+                        finally:
+                            _close(source)
+                        if not finished:
+                            yield [self._unfinished(options)]
+                        return
                 source = adapter.stream_batches(options)
             try:
                 batches = source if watch is None or chain is not None else linked_start(watch, source)
@@ -438,17 +469,9 @@ class LlmService:
                             self._report(last.reason.failure, options)
                     yield batch
             finally:
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
-            if not finished:  # an adapter that ended without its Finish: a cut, not a stop
-                failure = make_failure(
-                    "STREAM_CLOSED",
-                    f"{options.provider}: the adapter ended the stream without a finish (STREAM_CLOSED)",
-                    provider=options.provider,
-                )
-                self._report(failure, options)
-                yield [Finish(reason=FinishReason(kind="error", failure=failure))]
+                _close(source)
+            if not finished:
+                yield [self._unfinished(options)]
         except GeneratorExit:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary: every failure becomes a Finish
@@ -458,6 +481,16 @@ class LlmService:
             assert finish.reason.failure is not None
             self._report(finish.reason.failure, options)
             yield [finish]
+
+    def _unfinished(self, options: GenerateOptions) -> Finish:
+        """An adapter that ended without its Finish: a cut, not a stop (reported)."""
+        failure = make_failure(
+            "STREAM_CLOSED",
+            f"{options.provider}: the adapter ended the stream without a finish (STREAM_CLOSED)",
+            provider=options.provider,
+        )
+        self._report(failure, options)
+        return Finish(reason=FinishReason(kind="error", failure=failure))
 
     def _finish_for(self, exc: Exception, options: GenerateOptions, who: str = "adapter") -> Finish:
         provider = _provider_of(options)
@@ -511,6 +544,12 @@ class LlmService:
                     changed = True
             messages.append(message)
         return replace(options, messages=tuple(messages)) if changed else options
+
+
+def _close(source: object) -> None:
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
 
 
 def _singles(chunks: Iterator[StreamChunk]) -> Iterator[list[StreamChunk]]:

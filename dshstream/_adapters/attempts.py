@@ -41,6 +41,21 @@ another lives here):
    (:func:`~dshstream._observe.watching`: its end reported exactly once, however the
    consumer leaves); ``watch.begin_attempt`` opens each attempt (``where``: the base URL it
    goes to), ``watch.received`` sees every list before the consumer does.
+5. **The finish, told.** With ``on_finish`` (the service's boundary, which then hands the
+   lists on with ``yield from`` instead of a loop of its own: one generator resume less
+   per read), the stream's first ``Finish`` is handed to ``on_finish`` after rule 2's
+   report and before its list is yielded, and nothing after that list is yielded.
+6. **The pump, told.** An unwatched attempt opened with ``open_told`` (``open_attempt``
+   with a :class:`~dshstream._core.pump.Tally` for its pump; the HTTP adapters') that the
+   opener wired into its pump (``tally.taken``) is handed on with ``yield from``: the pump
+   counts the chunks and hands the tally the list with the ``Finish`` (pump rule 8), where
+   rules 2 and 5 run as in the loop this generator runs for every other attempt; a failure
+   raised while it streams is reported with that count (rule 2). One loop resume less per
+   read. With ``handoff`` (asked by a consumer that understands it: the service's
+   ``ChunkStream``) the pump's generator is yielded once as a
+   :class:`~dshstream._core.pump.Handoff` instead (pump rule 9): the consumer iterates it
+   directly and throws what it raises back in here, where this rule and rule 1 run as
+   with ``yield from``. No resume of this generator per read.
 """
 
 from __future__ import annotations
@@ -54,6 +69,7 @@ from typing import Any, Protocol
 from .._core.errors import LlmError, cancelled_failure, error_for
 from .._core.log import get_logger
 from .._core.request import GenerateOptions
+from .._core.pump import Handoff
 from .._core.retry import RetryPolicy
 from .._core.types import Finish, LlmFailure, StreamChunk
 from .._core.records import Observer, Telemetry
@@ -70,6 +86,38 @@ OpenAttempt = Callable[
 ]
 #: reports one failed attempt: ``(failure, attempt, chunks so far, started, watch)`` (rule 2)
 Report = Callable[[LlmFailure, int, int, float, StreamWatch | None], LlmFailure]
+#: ``OpenAttempt`` with the pump's tally (rule 6): set ``tally.taken`` when it is wired in
+OpenTold = Callable[
+    [int, float | None, StreamWatch | None, "AttemptTally"],
+    tuple[AbstractContextManager[Any], Generator[list[StreamChunk], None, None]],
+]
+
+
+class AttemptTally:
+    """The attempt loop's side of an unwatched attempt's pump (rule 6, pump rule 8): the
+    chunks counted, rules 2 and 5 at the finish."""
+
+    __slots__ = ("produced", "taken", "_report", "_attempt", "_started", "_on_finish")
+
+    def __init__(
+        self, report: Report, attempt: int, started: float, on_finish: Callable[[Finish], None] | None
+    ) -> None:
+        self.produced = 0
+        #: set by the opener that hands this tally to its pump
+        self.taken = False
+        self._report = report
+        self._attempt = attempt
+        self._started = started
+        self._on_finish = on_finish
+
+    def finished(self, chunks: list[StreamChunk]) -> None:
+        last = chunks[-1]
+        assert isinstance(last, Finish)
+        if last.reason.failure is not None:  # rule 2
+            failure = self._report(last.reason.failure, self._attempt, self.produced, self._started, None)
+            last = chunks[-1] = replace(last, reason=replace(last.reason, failure=failure))
+        if self._on_finish is not None:  # rule 5
+            self._on_finish(last)
 
 
 class Refreshes(Protocol):
@@ -82,11 +130,23 @@ class Refreshes(Protocol):
     def refresh_limit(self) -> int: ...
 
 
+#: the last policy ``stream_policy`` built: (adapter's policy, max_retries, the result)
+_last_policy: tuple[RetryPolicy, int, RetryPolicy] | None = None
+
+
 def stream_policy(policy: RetryPolicy, options: GenerateOptions) -> RetryPolicy:
-    """The adapter's retry policy with the request's own ``max_retries``, when it sets one."""
-    if options.max_retries is None:
+    """The adapter's retry policy with the request's own ``max_retries``, when it sets one
+    (a frozen value: the last one built is kept for the next stream that asks the same)."""
+    global _last_policy
+    wanted = options.max_retries
+    if wanted is None or wanted == policy.max_retries:
         return policy
-    return replace(policy, max_retries=options.max_retries)
+    last = _last_policy
+    if last is not None and last[0] is policy and last[1] == wanted:
+        return last[2]
+    built = replace(policy, max_retries=wanted)
+    _last_policy = (policy, wanted, built)
+    return built
 
 
 def run_attempts(
@@ -100,12 +160,16 @@ def run_attempts(
     where: str | None,
     reshape: Callable[[LlmError], bool] = lambda error: False,
     telemetry: Callable[[], Telemetry] | None = None,
+    on_finish: Callable[[Finish], None] | None = None,
+    open_told: OpenTold | None = None,
+    handoff: bool = False,
 ) -> Generator[list[StreamChunk], None, None]:
     """The stream's chunks, a list per read, over as many attempts as the rules allow."""
     started = time.monotonic()
     deadline = started + options.timeout if options.timeout else None
     attempt = 0
     refreshes = 0
+    ended = False  # rule 5: the first Finish went to ``on_finish``
     with watching(observer, options, telemetry) as watch:  # None: nobody watches (rule 4)
         while True:
             attempt += 1
@@ -113,27 +177,46 @@ def run_attempts(
             accepted = False
             if watch is not None:
                 watch.begin_attempt(attempt, where)
+            tally = AttemptTally(report, attempt, started, on_finish) if open_told is not None and watch is None else None
             try:
-                resource, batches = open_attempt(attempt, deadline, watch)
+                if tally is not None:
+                    assert open_told is not None
+                    resource, batches = open_told(attempt, deadline, watch, tally)
+                else:
+                    resource, batches = open_attempt(attempt, deadline, watch)
                 accepted = True
                 with resource:
-                    # The batches generator is iterated here, not behind a ``yield from`` in
-                    # a generator of its own: one generator resume less per read.
                     try:
-                        for batch in batches:
-                            last = batch[-1]
-                            if type(last) is Finish and last.reason.failure is not None:  # rule 2
-                                assert isinstance(last, Finish)
-                                failure = report(last.reason.failure, attempt, produced, started, watch)
-                                batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
-                            produced += len(batch)
-                            if watch is not None:
-                                watch.received(batch)
-                            yield batch
+                        if tally is not None and tally.taken:  # rule 6: the pump counts and tells
+                            if handoff:
+                                yield Handoff(batches)  # type: ignore[misc]  # (pump rule 9)
+                            else:
+                                yield from batches
+                        else:
+                            # The batches generator is iterated here, not behind a ``yield from`` in
+                            # a generator of its own: one generator resume less per read.
+                            for batch in batches:
+                                if ended:
+                                    continue  # rule 5: nothing after the finish
+                                last = batch[-1]
+                                if type(last) is Finish:
+                                    assert isinstance(last, Finish)
+                                    if last.reason.failure is not None:  # rule 2
+                                        failure = report(last.reason.failure, attempt, produced, started, watch)
+                                        last = batch[-1] = replace(last, reason=replace(last.reason, failure=failure))
+                                    if on_finish is not None:  # rule 5
+                                        ended = True
+                                        on_finish(last)
+                                produced += len(batch)
+                                if watch is not None:
+                                    watch.received(batch)
+                                yield batch
                     finally:
                         batches.close()  # before the resource is left (rule 1)
                 return
             except LlmError as exc:
+                if tally is not None and tally.taken:
+                    produced = tally.produced  # rule 6: counted by the pump
                 # rule 3's fact, kept for callers that retry themselves (the batch executor)
                 first = exc.failure
                 first = replace(first, diagnostics={**(first.diagnostics or {}), "accepted": accepted or bool(produced)})

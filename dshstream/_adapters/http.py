@@ -29,6 +29,10 @@ Contract (an adapter composes; it overrides nothing):
    :meth:`~dshstream._adapters.wire.Wire.should_retry_request`, observed).
    An attempt opens the request through the transport and runs the body through the byte
    pump (:mod:`dshstream._core.pump`) into the wire's translator.
+   ``HttpAdapter._stream_batches_telling`` is ``stream_batches`` with the attempt loop's
+   ``on_finish`` (its rule 5: the service's boundary hears the finish there) and, for the
+   service's ``ChunkStream``, its ``handoff`` (its rule 6), or ``None`` where a subclass or
+   the instance replaced ``stream_batches``.
 5. ``list_models`` GETs the wire's :meth:`~dshstream._adapters.wire.Wire.models_url` and
    reads it as its ``models_format`` says, bounded in size and time — the credential fetch
    included (a 401 refreshes a callable credential once, a key pool moves past a
@@ -78,7 +82,7 @@ from .._core.pump import pump
 from .._core.redact import redact
 from .._core.request import GenerateOptions, check_options
 from .._core.retry import RetryPolicy
-from .._core.types import StreamChunk
+from .._core.types import Finish, StreamChunk
 from .._core.validate import invalid
 from .._observe import StreamWatch, check_observer
 from .._transport import (
@@ -90,7 +94,7 @@ from .._transport import (
 )
 from .._transport.interface import Transport as TransportProtocol
 from .._transport.tls import ConnectionSettings
-from .attempts import run_attempts, stream_policy
+from .attempts import AttemptTally, run_attempts, stream_policy
 from .auth import AuthFlow, HeaderAuth
 from .base import LlmAdapter, ModelInfo, ProviderInfo, Telemetry
 from .credentials import CredentialSource, FetchLimits
@@ -373,6 +377,18 @@ class HttpAdapter(LlmAdapter):
     def stream_batches(self, options: GenerateOptions) -> Iterator[list[StreamChunk]]:
         return self._batches(options, None)
 
+    def _stream_batches_telling(
+        self, options: GenerateOptions, on_finish: Callable[[Finish], None], handoff: bool = False
+    ) -> Iterator[list[StreamChunk]] | None:
+        """``stream_batches`` whose attempt loop hands the finish to ``on_finish`` (rule 4;
+        the attempt loop's rule 5) and, with ``handoff``, may yield a
+        :class:`~dshstream._core.pump.Handoff` (its rule 6); ``None`` when
+        ``stream_batches`` is not this class's own (a subclass's or the instance's override
+        decides what is streamed)."""
+        if type(self).stream_batches is not HttpAdapter.stream_batches or "stream_batches" in vars(self):
+            return None
+        return self._batches(options, None, on_finish, handoff)
+
     def resume(self, cursor: Mapping[str, Any], options: GenerateOptions | None = None) -> Iterator[list[StreamChunk]]:
         """The rest of a cut stream from its resume cursor (rule 7): the events after its
         sequence number, as lists of chunks. ``options`` (default: the cursor's provider,
@@ -388,18 +404,26 @@ class HttpAdapter(LlmAdapter):
             raise invalid(f"{self.title}: resume cursor['wire'] is {checked_cursor['wire']!r}, this adapter's is {own!r}")
         return self._batches(options, checked_cursor)
 
-    def _batches(self, options: GenerateOptions, cursor: dict[str, Any] | None) -> Iterator[list[StreamChunk]]:
+    def _batches(
+        self,
+        options: GenerateOptions,
+        cursor: dict[str, Any] | None,
+        on_finish: Callable[[Finish], None] | None = None,
+        handoff: bool = False,
+    ) -> Iterator[list[StreamChunk]]:
         wire = self.wire
         flow = self.auth_flow.for_stream()  # this stream's: the key each attempt used (rule 4)
         resumable = wire.resumable(options)
 
         def open_attempt(
-            attempt: int, deadline: float | None, watch: StreamWatch | None
+            attempt: int, deadline: float | None, watch: StreamWatch | None, tally: AttemptTally | None = None
         ) -> tuple[ResponseStream, Generator[list[StreamChunk], None, None]]:
             if not resumable:
                 http = self._open_attempt(options, deadline, flow)
                 decoder = StreamDecoder(wire.make_translator(options, http.request_id), max_event_size=self.max_event_size)
-                batches = pump(http, decoder, cancel=options.cancel, provider=options.provider)
+                batches = pump(http, decoder, cancel=options.cancel, provider=options.provider, tally=tally)
+                if tally is not None:
+                    tally.taken = True  # the attempt loop's rule 6
                 return http, stamp_rate_limits(batches, http.headers)  # rule 8
             if cursor is None:
                 resumption = Resumption(self, options, deadline)
@@ -431,6 +455,9 @@ class HttpAdapter(LlmAdapter):
             where=self.base_url,
             reshape=lambda error: wire.should_retry_request(error, options),
             telemetry=lambda: self.telemetry(options),
+            on_finish=on_finish,
+            open_told=open_attempt,
+            handoff=handoff,
         )
 
     def _open_attempt(

@@ -26,10 +26,15 @@ SENSITIVE_HEADERS = frozenset(
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# ``json.dumps`` with these arguments builds an encoder per call; one built once encodes the
+# same text (it keeps no state between calls).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
 def encode_json_body(body: object) -> bytes:
     """``body`` as compact, strict JSON in UTF-8 (see the module docstring)."""
     try:
-        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _encode(body)
     except (ValueError, TypeError, RecursionError) as exc:
         why = redact(str(exc), limit=120)
         raise invalid(

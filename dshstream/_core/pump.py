@@ -29,6 +29,19 @@ its streams, over HTTP and in memory, have it; a test can fake it).
    partial event of the cut body is dropped; the translator drops replayed events, its
    rule 8). The pump closes each body ``resume`` gave it. ``None``: no continuation, the
    stream ends as in rule 5 (a read failure is raised). A cancel is never resumed.
+8. **Told.** With a ``tally`` (:class:`Tally`: the attempt loop above, which then hands the
+   lists on with ``yield from`` instead of a loop of its own), a list that ends with a
+   ``Finish`` goes to ``tally.finished(chunks)`` just before it is handed out (after rules 3
+   and 6; it may replace that ``Finish``), and ``tally.produced`` counts the chunks of
+   every list handed out: what the loop would have counted itself, had it iterated. That
+   list is the last one handed out (the translator finished with it: nothing follows).
+9. **Handed off.** A generator of lists (the attempt loop) that was asked to may yield one
+   :class:`Handoff` instead of relaying the pump's lists itself: its consumer (the
+   ``ChunkStream``) then iterates ``handoff.source`` directly, as that generator's own
+   lists, and resumes the generator with ``next`` once the source is exhausted, or with
+   ``throw`` of the ``Exception`` the source raised (the generator's error handling runs
+   as if the source had raised inside it; its answer is its next list). Closing the
+   generator closes the source. No resume of the relaying generators per read.
 """
 
 from __future__ import annotations
@@ -36,14 +49,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, final
 
 from .decode import StreamDecoder
 from .sse import SSEDecoder
 from .errors import LlmError, cancelled_message
 from .types import Finish, ResponseMetadata, StreamChunk
 
-__all__ = ["Body", "Resume", "pump"]
+__all__ = ["Body", "Handoff", "Resume", "Tally", "pump"]
 
 
 class Body(Protocol):
@@ -71,6 +84,27 @@ class Body(Protocol):
 Resume = Callable[[int], "Body | None"]
 
 
+@final
+class Handoff:
+    """Iterate ``source`` directly, as the yielding generator's own lists (rule 9)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: Iterator[list[StreamChunk]]) -> None:
+        self.source = source
+
+
+class Tally(Protocol):
+    """What the pump tells the loop above it (rule 8)."""
+
+    #: chunks handed out so far
+    produced: int
+
+    def finished(self, chunks: list[StreamChunk]) -> None:
+        """``chunks``, about to be handed out, ends with a ``Finish`` (which this may
+        replace); ``produced`` does not count them yet."""
+
+
 def pump(
     body: Body,
     decoder: StreamDecoder,
@@ -78,8 +112,9 @@ def pump(
     cancel: threading.Event | None,
     provider: str,
     resume: Resume | None = None,
+    tally: Tally | None = None,
 ) -> Generator[list[StreamChunk], None, None]:
-    """Decode ``body`` into lists of chunks (rules 1-7).
+    """Decode ``body`` into lists of chunks (rules 1-8).
 
     Runs once per read, and with one event per read (what a provider sends) its own cost is
     the stream's per-event overhead: the decoder's two stages are called directly and the
@@ -91,20 +126,26 @@ def pump(
         # The body's generator itself: what it returns (``True``) is read by nobody, as
         # the ``None`` of a generator of pump's own would not be.
         return cast(
-            "Generator[list[StreamChunk], None, None]", _pump_body(body, decoder, cancel, provider, last=True)
+            "Generator[list[StreamChunk], None, None]",
+            _pump_body(body, decoder, cancel, provider, last=True, tally=tally),
         )
-    return _pump_resumable(body, decoder, cancel, provider, resume)
+    return _pump_resumable(body, decoder, cancel, provider, resume, tally)
 
 
 def _pump_resumable(
-    body: Body, decoder: StreamDecoder, cancel: threading.Event | None, provider: str, resume: Resume
+    body: Body,
+    decoder: StreamDecoder,
+    cancel: threading.Event | None,
+    provider: str,
+    resume: Resume,
+    tally: Tally | None,
 ) -> Generator[list[StreamChunk], None, None]:
     """A body and its continuations (rule 7)."""
     first = body
     try:
         while True:
             try:
-                ended = yield from _pump_body(body, decoder, cancel, provider, last=False)
+                ended = yield from _pump_body(body, decoder, cancel, provider, last=False, tally=tally)
             except LlmError as exc:
                 if exc.failure.code != "TRANSPORT" or (cancel is not None and cancel.is_set()):
                     raise
@@ -118,7 +159,7 @@ def _pump_resumable(
                     decoder.translator.last_sequence
                 )
                 if following is None:
-                    yield from _close_decoder(decoder, body)
+                    yield from _close_decoder(decoder, body, tally)
                     return
             if body is not first:
                 _close(body)
@@ -130,7 +171,13 @@ def _pump_resumable(
 
 
 def _pump_body(
-    body: Body, decoder: StreamDecoder, cancel: threading.Event | None, provider: str, *, last: bool
+    body: Body,
+    decoder: StreamDecoder,
+    cancel: threading.Event | None,
+    provider: str,
+    *,
+    last: bool,
+    tally: Tally | None = None,
 ) -> Generator[list[StreamChunk], None, bool]:
     """One body through the decoder (rules 1-4); ``True`` when the stream ended in it. At
     EOF of the ``last`` body the decoder is closed (rule 5)."""
@@ -163,26 +210,40 @@ def _pump_body(
             touch()
             if type(chunks[-1]) is Finish:
                 _stamp(chunks, body)
-                if decoder.done:
+                done = decoder.done
+                if done:
                     body.release()
+                if tally is not None:  # rule 8: the last list handed out
+                    tally.finished(chunks)
+                    tally.produced += len(chunks)
+                    done = True
+                if done:
                     yield chunks
                     return True
+            if tally is not None:
+                tally.produced += len(chunks)
             yield chunks
         if (flagged is not None and flagged._flag) or (cancelled is not None and cancelled()):
             body.abort("ABORTED", cancelled_message(provider))
             body.raise_if_aborted()
     if not last:
         return decoder.done
-    yield from _close_decoder(decoder, body)
+    yield from _close_decoder(decoder, body, tally)
     return True
 
 
-def _close_decoder(decoder: StreamDecoder, body: Body) -> Generator[list[StreamChunk], None, None]:
+def _close_decoder(
+    decoder: StreamDecoder, body: Body, tally: Tally | None = None
+) -> Generator[list[StreamChunk], None, None]:
     chunks = decoder.close()
     if chunks:
         if type(chunks[-1]) is Finish:
             body.touch()
             _stamp(chunks, body)
+            if tally is not None:  # rule 8
+                tally.finished(chunks)
+        if tally is not None:
+            tally.produced += len(chunks)
         yield chunks
 
 

@@ -10,13 +10,17 @@ checks too): a wrong type raises :class:`~dshstream._core.errors.ConfigurationTy
 ``ValueError``); the message names the field (``GenerateOptions.max_tokens``), the type of
 the value given and what is expected. :func:`check_options` runs the same checks again on
 an existing :class:`GenerateOptions` (one altered behind the dataclass's back).
+:func:`with_cancel` is ``dataclasses.replace(options, cancel=event)`` for options that
+:func:`check_options` has just passed, without those checks run a third time (once per
+stream: the service gives every stream its cancel event).
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from .response_format import JsonMode, JsonSchema, check_response_format
@@ -249,6 +253,32 @@ def check_options(options: object) -> GenerateOptions:
         raise invalid(f"options must be a GenerateOptions, got {describe(options)}", wrong_type=True)
     _check(options, normalize=False)
     return options
+
+
+_OPTION_FIELDS = tuple(f for f in GenerateOptions.__slots__ if f != "cancel")
+_read_options = operator.attrgetter(*_OPTION_FIELDS)
+_OPTION_SETTERS = tuple(getattr(GenerateOptions, f).__set__ for f in _OPTION_FIELDS)
+_set_cancel = getattr(GenerateOptions, "cancel").__set__  # noqa: B009 - the slot's descriptor
+
+
+def with_cancel(options: GenerateOptions, cancel: threading.Event) -> GenerateOptions:
+    """``options`` (passed by :func:`check_options` just before) with ``cancel`` as its
+    cancel event: what ``dataclasses.replace`` builds, each field copied through its slot
+    (the constructor's checks, run by ``replace``, passed a moment ago). Options whose
+    sequences are not stored as tuples (altered behind the dataclass's back), or of a
+    subclass, go through ``replace``, which stores them as tuples."""
+    if (
+        type(options) is not GenerateOptions
+        or type(options.messages) is not tuple
+        or type(options.tools) is not tuple
+        or not (options.stop is None or type(options.stop) is tuple)
+    ):
+        return replace(options, cancel=cancel)
+    copy = object.__new__(GenerateOptions)
+    for put, value in zip(_OPTION_SETTERS, _read_options(options)):
+        put(copy, value)
+    _set_cancel(copy, cancel)
+    return copy
 
 
 def check_overridable(options: Any, name: str) -> None:

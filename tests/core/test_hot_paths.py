@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from dshstream._chunk_stream import ChunkStream
 from dshstream._core.decode import StreamDecoder, translator_for
 from dshstream._core.errors import make_failure
+from dshstream._core import strict_json
 from dshstream._core.strict_json import fix_surrogates, loads_event
 from dshstream._core.sse import ServerSentEvent, SSEDecoder, SSEItem
 from dshstream._core.types import (
@@ -526,3 +527,73 @@ def test_no_rate_limit_headers_leave_the_batches_generator_itself() -> None:
     assert isinstance(finish, Finish) and finish.metadata is not None and finish.metadata.rate_limits is not None
     assert finish.metadata.rate_limits.remaining_requests == 7
     assert stamped[0] == [_batches_ending_with_a_finish().__next__()[0]]
+
+
+# --------------------------------------------------------------------------- feed_data's JSON
+
+
+class _Recorder(OpenAIChatTranslator):
+    """Default dispatch; records what ``on_payload`` is handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.payloads: list[Any] = []
+
+    def on_payload(self, event: str, payload: Any) -> None:
+        self.payloads.append(payload)
+
+
+def _through_feed_data(text: str) -> tuple[str, Any]:
+    """``feed_data`` on the standard-library path (the inlined case; with the fastjson
+    extra installed, the suite's default, it calls ``loads_event``)."""
+    recorder = _Recorder()
+    fast = strict_json._fast_decode
+    strict_json._fast_decode = None
+    try:
+        chunks = recorder.feed_data("message", text, None)
+    finally:
+        strict_json._fast_decode = fast
+    if recorder.payloads:
+        return ("value", recorder.payloads[0])
+    finish = chunks[-1]
+    assert type(finish) is Finish and finish.reason.failure is not None
+    return ("malformed", finish.reason.failure.code)
+
+
+def _through_loads_event(text: str) -> tuple[str, Any]:
+    fast = strict_json._fast_decode
+    strict_json._fast_decode = None
+    try:
+        return ("value", loads_event(text))
+    except ValueError:
+        return ("malformed", "MALFORMED_RESPONSE")
+    finally:
+        strict_json._fast_decode = fast
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json_values, pad=st.sampled_from(["", " ", "\n", " \t"]), where=st.sampled_from(["none", "left", "right"]))
+def test_feed_data_parses_as_loads_event(value: Any, pad: str, where: str) -> None:
+    """``feed_data`` inlines ``loads_event``'s standard-library case (translator rule 3):
+    whatever the text, ``on_payload`` gets what ``loads_event`` returns, or the stream ends
+    ``MALFORMED_RESPONSE`` where it raises (NaN spelled as JSON, padding, escapes)."""
+    text = json.dumps(value)
+    text = pad + text if where == "left" else text + pad if where == "right" else text
+    got, expected = _through_feed_data(text), _through_loads_event(text)
+    assert repr(got) == repr(expected)  # repr: NaN == NaN
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"\\ud800"', '{"a":"x\\udfffy"}', '{"\\ud83d":1}', '"\\ud83d\\ude00"', "NaN", "-Infinity", "", "{", "{}x",
+     " {}", "[1,]", '{"a":1}{"b":2}', "[" * 5000 + "]" * 5000, "[" * 100_000, "1e999", '"\\u00e9"'],
+)
+def test_feed_data_parses_the_edge_cases_as_loads_event(text: str) -> None:
+    assert repr(_through_feed_data(text)) == repr(_through_loads_event(text))

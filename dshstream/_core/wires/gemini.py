@@ -86,7 +86,7 @@ TOOL_CALL_FAILURES: dict[str, tuple[str, bool]] = {
 # grounding chunk key -> citation kind
 _GROUNDING_KINDS = {"web": "url", "retrievedContext": "document", "maps": "place"}
 _TEXT_PART_KEYS = frozenset({"text", "thought", "thoughtSignature"})
-#: a text part with no signature: ``_plain_part``'s case
+#: a text part with no signature: ``on_payload``'s own case
 _PLAIN_PART_KEYS = frozenset({"text", "thought"})
 _PATH_TOKEN = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
 
@@ -313,6 +313,8 @@ class GeminiTranslator(Translator):
         self._call: _StreamedCall | None = None
         self._parts: list[dict[str, Any] | _TextPart] = []
         self._call_ids: list[str] = []
+        #: the last ``usageMetadata`` with counts (rule 3), handed to the writer by ``flush``
+        self._usage: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ events
 
@@ -341,8 +343,26 @@ class GeminiTranslator(Translator):
                     parts = content.get("parts") if isinstance(content, dict) else None
                     if type(parts) is list:
                         for part in parts:
-                            if type(part) is dict and not self._plain_part(part):
-                                self._on_part(part)
+                            if type(part) is not dict:
+                                continue
+                            # A plain text part (only ``text`` and ``thought``, no signature) of
+                            # the open block's kind, the common case, handled here: no call
+                            text = part.get("text")
+                            if type(text) is str and text and part.keys() <= _PLAIN_PART_KEYS:
+                                thought = part.get("thought") is True
+                                if self._kind == ("reasoning" if thought else "text"):
+                                    if thought:
+                                        writer.reasoning(self._key, text)
+                                    else:
+                                        writer.text(self._key, text)
+                                    held = self._parts
+                                    last = held[-1] if held else None
+                                    if type(last) is _TextPart and last.signature is None and last.thought == thought:
+                                        last.pieces.append(text)
+                                    else:
+                                        held.append(_TextPart(text, thought, None))
+                                    continue
+                            self._on_part(part)
                     if "groundingMetadata" in candidate:
                         grounding = candidate["groundingMetadata"]
                         if type(grounding) is dict and grounding.get("groundingChunks"):
@@ -355,8 +375,10 @@ class GeminiTranslator(Translator):
                         self._on_finish_reason(reason, message if isinstance(message, str) else None)
                     break
         usage = payload.get("usageMetadata")
-        if type(usage) is dict and not _USAGE_COUNT_KEYS.isdisjoint(usage):
-            writer.defer_usage(gemini_usage, usage)
+        # (the usual first key tested alone: one ``in`` instead of a method call per event;
+        # the record is kept here, not deferred with the writer per event: ``flush`` does it)
+        if type(usage) is dict and ("promptTokenCount" in usage or not _USAGE_COUNT_KEYS.isdisjoint(usage)):
+            self._usage = usage
         if "promptFeedback" not in payload:
             return
         feedback = dict_or_empty(payload["promptFeedback"])
@@ -369,26 +391,6 @@ class GeminiTranslator(Translator):
                 detail=redact(message, limit=2000) if isinstance(message, str) and message else None,
             )
             writer.set_finish("error", block_reason, failure)
-
-    def _plain_part(self, part: dict[str, Any]) -> bool:
-        """``_on_part`` of a plain text part (only ``text`` and ``thought``, no signature)
-        of the open block's kind, the common case; ``False``: any other part, untouched."""
-        text = part.get("text")
-        if type(text) is not str or not text or not part.keys() <= _PLAIN_PART_KEYS:
-            return False
-        thought = part.get("thought") is True
-        if self._kind != ("reasoning" if thought else "text"):
-            return False
-        if thought:
-            self.writer.reasoning(self._key, text)
-        else:
-            self.writer.text(self._key, text)
-        last = self._parts[-1] if self._parts else None
-        if type(last) is _TextPart and last.signature is None and last.thought == thought:
-            last.pieces.append(text)
-        else:
-            self._parts.append(_TextPart(text, thought, None))
-        return True
 
     def _on_part(self, part: dict[str, Any]) -> None:
         signature = part.get("thoughtSignature")
@@ -558,6 +560,9 @@ class GeminiTranslator(Translator):
     # ------------------------------------------------------------------ end
 
     def flush(self, *, cut: bool) -> None:
+        if self._usage is not None:  # the last record with counts (rule 3), before the finish
+            self.writer.defer_usage(gemini_usage, self._usage)
+            self._usage = None
         # No terminator: a streamed call still open here never got its close, so it is cut
         # short whether or not a finish reason arrived.
         self._close_call(truncated=True)

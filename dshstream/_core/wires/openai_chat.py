@@ -191,8 +191,9 @@ class OpenAIChatTranslator(Translator):
         model = payload.get("model")
         if model and model != writer.model and type(model) is str:
             writer.model = model
-        if writer.serving_provider is None:
-            served = payload.get("provider")
+        # ``in`` before a lookup of a key most chunks lack: cheaper than ``get`` (a method call)
+        if writer.serving_provider is None and "provider" in payload:
+            served = payload["provider"]
             if isinstance(served, str) and served:
                 writer.serving_provider = served
         usage = payload.get("usage")
@@ -247,7 +248,7 @@ class OpenAIChatTranslator(Translator):
                     native = choice.get("native_finish_reason")
                     raw = native if isinstance(native, str) and native else reason
                     self._on_finish_reason(reason, raw, choice)
-        if event == "error" or payload.get("error") is not None:
+        if event == "error" or ("error" in payload and payload["error"] is not None):
             self.fail_with(payload)
 
     @staticmethod

@@ -16,7 +16,9 @@ Contract (sans-IO: no sockets, time, threads or environment):
    with its type, to :meth:`Translator.on_payload`; :meth:`Translator.feed_events` runs it
    inlined (one call less per event). Wires that need more override ``on_event``.
 3. **JSON.** Payloads are parsed with :func:`~dshstream._core.strict_json.loads_event`,
-   called directly (it runs once per event): lone surrogate escapes become U+FFFD, so
+   called directly (it runs once per event; :meth:`Translator.feed_data` inlines its
+   standard-library case: the C scanner over the whole text, and leaves every other case
+   to it, so values and failures are the same): lone surrogate escapes become U+FFFD, so
    every text a translator emits is valid UTF-8, and a payload that is not JSON ends the
    stream in band with ``MALFORMED_RESPONSE`` (its ``detail`` a redacted excerpt;
    :meth:`Translator.end_malformed`): every chunk decoded before it is delivered, however
@@ -52,6 +54,7 @@ Contract (sans-IO: no sockets, time, threads or environment):
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -60,7 +63,7 @@ from ..classify import classify_error_payload
 from ..errors import error_for
 from ..redact import redact
 from ..sse import ServerSentEvent
-from ..strict_json import EventJsonError, loads_event
+from ..strict_json import EventJsonError, _scan_once, fix_surrogates, loads_event
 from ..types import FailureCategory, LlmFailure, StreamChunk
 from .json_values import dict_or_empty, int_or_none
 from .writer import ChunkWriter
@@ -68,6 +71,8 @@ from .writer import ChunkWriter
 __all__ = ["Translator"]
 
 _new = tuple.__new__  # a ServerSentEvent without the Python-level __new__ frame
+#: the module whose ``_fast_decode`` ``feed_data`` reads per event (rule 3; chosen there)
+strict_json = importlib.import_module("..strict_json", __package__)
 
 
 class Translator:
@@ -161,6 +166,20 @@ class Translator:
                 if self._default_on_event:
                     if data == self.terminal_data:
                         self.complete()
+                    elif strict_json._fast_decode is None:
+                        # ``loads_event(data)`` with the standard library (rule 3), inlined: one
+                        # Python call less per event. Its common case only: the C scanner read
+                        # the whole text (lone surrogates fixed as there); anything else —
+                        # padding, a constant, malformed text — is ``loads_event``'s own.
+                        try:
+                            value, end = _scan_once(data, 0)
+                        except Exception:  # noqa: BLE001 - decided again by loads_event
+                            end = -1
+                        if end != len(data):
+                            value = loads_event(data)
+                        elif "\\" in data and "\\u" in data and ("\\ud" in data or "\\uD" in data):
+                            value = fix_surrogates(value)
+                        self.on_payload(event, value)
                     else:
                         self.on_payload(event, loads_event(data))
                 else:
