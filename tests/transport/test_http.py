@@ -718,8 +718,11 @@ def test_32_streams_at_once_keep_their_connections_for_the_next_32(caplog: pytes
     caplog.set_level(logging.DEBUG)
     with _paced_server() as server:
         _concurrent_rounds(OpenAIChatAdapter(api_key="k-123456", base_url=f"{server.url}/v1"), 32, 2)
-        assert len(server.requests) == 64 and server.connections <= 32
+        # (a few more than 32 when a thread of the second round starts before a stream of
+        # the first has handed its connection back; with a pool of 10: 54)
+        assert len(server.requests) == 64 and server.connections < 48
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert not [r for r in caplog.records if "is full" in r.getMessage()]  # none closed for want of room
 
 
 def test_a_full_pool_closes_a_connection_quietly(caplog: pytest.LogCaptureFixture) -> None:
