@@ -206,7 +206,7 @@ selfcheck() {
       break
     fi
     if healthy "$port"; then
-      body=$(curl -s --max-time 60 -H 'Content-Type: application/json' \
+      body=$(curl -s --noproxy '*' --max-time 60 -H 'Content-Type: application/json' \
         -d '{"messages":[{"role":"user","content":"Say hi."}],"max_tokens":4,"temperature":0}' \
         "http://$HOST:$port/v1/chat/completions" 2>/dev/null) || body=""
       if [[ "$body" == *'"choices"'* ]] && alive "$pid"; then rc=0
@@ -324,7 +324,8 @@ is_ours() {
   [[ "$exe" == "$(readlink -f "$CACHE")"/llama-server-*/llama-server ]]
 }
 
-healthy() { curl -sf -o /dev/null --max-time 2 "http://$HOST:$1/health"; }
+# --noproxy: a machine's HTTP_PROXY must not take these loopback checks (the downloads keep it)
+healthy() { curl -sf --noproxy '*' -o /dev/null --max-time 2 "http://$HOST:$1/health"; }
 
 # running NAME -> 0 if the recorded PID is a live llama-server answering /health on the recorded port
 running() {

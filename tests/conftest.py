@@ -1,12 +1,16 @@
 """Shared fixtures: a fresh loopback replay server per test (starting and stopping one
 takes a few milliseconds), and a hermetic environment: no provider key or cloud setting of
-the machine running the suite reaches a test (each test sets what it needs).
+the machine running the suite reaches a test (each test sets what it needs), and no proxy
+variable of the machine reaches this process or what it starts (every test talks to
+127.0.0.1; a peer SDK, Node or a subprocess would send it to a corporate proxy; the tests
+of proxies set their own).
 
 Also the order ``--dist loadfile`` hands the files out in (see :data:`LONGEST_FIRST`)."""
 
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +28,11 @@ _PROVIDER_VARIABLES = {
     "ANTHROPIC_AWS_API_KEY", "ANTHROPIC_AWS_WORKSPACE_ID", "ANTHROPIC_AWS_BASE_URL",
     "DSHSTREAM_DEBUG",
 } | {d.key_env for d in DIALECTS.values() if d.key_env}
+
+
+# At import, before any fixture starts a server or a subprocess (module-scoped ones too).
+for _name in [name for name in os.environ if name.lower().endswith("_proxy")]:
+    del os.environ[_name]
 
 
 @pytest.fixture(autouse=True)

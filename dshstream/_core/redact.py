@@ -274,7 +274,9 @@ def _redact_exact(text: str, secrets: Iterable[str]) -> str:
     if not wanted:
         return text
     views = _Views(text)
-    for secret in sorted(wanted, key=len, reverse=True):
+    # Longest first, ties by value: the same text redacts the same way in every process
+    # (a base64 run is replaced whole, so which of two secrets goes first can matter).
+    for secret in sorted(wanted, key=lambda s: (-len(s), s)):
         if not _may_hold(secret, views):
             continue
         plain, b64 = _secret_regexes(secret)

@@ -25,7 +25,9 @@ environment is read as ``requests`` reads it, at every send, never cached.
    urllib's scan of every variable when none is named for a proxy:
    :mod:`~dshstream._transport.environment`); an explicit ``proxies=`` mapping
    (``"https"``, ``"http"``, ``"all"`` or ``"scheme://host"`` → a proxy URL with a scheme
-   and a host) wins over them, key by key. A proxy's credentials (``user:password@`` in
+   and a host) wins over them, key by key. The environment's proxies never apply to a
+   loopback destination (``localhost``, ``127.0.0.0/8``, ``::1``:
+   :mod:`~dshstream._transport.environment` rule 3); an explicit ``proxies=`` does. A proxy's credentials (``user:password@`` in
    its URL, explicit or from the environment) are registered as secrets
    (:func:`~dshstream._core.redact.register_secret`) when the transport is made, so no
    message, log, detail or repr shows them.
@@ -40,7 +42,7 @@ environment is read as ``requests`` reads it, at every send, never cached.
    ``certifi``, when nothing names another), a path as given, ``False`` verifying nothing,
    the client certificate of rule 2, the system trust store of rule 3 — and asks
    :meth:`ConnectionSettings.proxy_for` whether a proxy applies to its URL, as requests
-   would decide (rule 4, ``NO_PROXY`` included).
+   would decide (rule 4, ``NO_PROXY`` and the loopback rule included).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ import requests
 from .._core.log import get_logger
 from .._core.redact import register_secret
 from .._core.validate import describe, invalid
+from .environment import is_loopback_url
 from .pool import _WatchedAdapter
 
 __all__ = ["PROXY_VARIABLES", "ConnectionSettings", "check_connection", "proxy_secrets"]
@@ -136,7 +139,7 @@ class ConnectionSettings:
     def proxy_for(self, url: str, trust_env: bool = True) -> str | None:
         """The proxy URL a request to ``url`` goes through, as requests decides (rules 4, 6)."""
         proxies: dict[str, str] = {}
-        if trust_env:
+        if trust_env and not is_loopback_url(url):  # environment rule 3: loopback goes direct
             proxies.update(requests.utils.get_environ_proxies(url))
         proxies.update(self.proxies)
         chosen: str | None = requests.utils.select_proxy(url, proxies)

@@ -216,14 +216,24 @@ def test_https_through_a_connect_proxy_streams_as_it_arrives(
 def test_the_environment_names_the_proxy(
     tls_server: ReplayServer, ca_pem: str, proxies: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The environment's proxy credentials are secrets from the start; the environment's
+    proxy is not asked for a loopback server (environment rule 3: the request would be
+    refused for the wrong password below), the same proxy given as ``proxies=`` is."""
     _, auth_port = proxies
     monkeypatch.setenv("HTTPS_PROXY", f"http://alice:pr0xy-s3cret-pw@127.0.0.1:{auth_port}")
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", ca_pem)
     adapter = OpenAIChatAdapter(api_key="k-123456", base_url=https_url(tls_server))
-    assert text_of(adapter)[0] == "Hello"
     assert "pr0xy-s3cret-pw" in known_secrets()
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # bypassed: the proxy's credentials do not matter
-    assert text_of(OpenAIChatAdapter(api_key="k-123456", base_url=https_url(tls_server)))[0] == "Hello"
+    assert text_of(adapter)[0] == "Hello"
+    monkeypatch.setenv("HTTPS_PROXY", f"http://alice:wr0ng-pa55@127.0.0.1:{auth_port}")
+    assert text_of(adapter)[0] == "Hello"  # direct: the proxy would have answered 407
+    explicit = OpenAIChatAdapter(
+        api_key="k-123456", base_url=https_url(tls_server), max_retries=0,
+        proxies={"https": f"http://alice:wr0ng-pa55@127.0.0.1:{auth_port}"},
+    )
+    with pytest.raises(LlmError) as info:
+        text_of(explicit)
+    assert info.value.failure.code == "PROXY_AUTH"
 
 
 def test_a_proxy_wanting_credentials_says_so(
