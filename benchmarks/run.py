@@ -1587,6 +1587,9 @@ def print_scaling(rows: list[dict[str, Any]]) -> None:
 def run_importtime(repeats: int) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    # An installed package imports from bytecode (pip compiles it); a machine that sets
+    # PYTHONDONTWRITEBYTECODE would otherwise time the compiler on every run.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     own, cum, wall = [], [], []
     third: set[str] = set()
     per_module: dict[str, list[int]] = {}
