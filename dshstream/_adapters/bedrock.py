@@ -327,6 +327,9 @@ class BedrockWire(Wire):
         """A user (or tool) turn's blocks: text, media (:meth:`media_block`) and ``toolResult``."""
         content: list[dict[str, Any]] = []
         names: set[str] = set()
+        text = message.content
+        if type(text) is str:  # plain text: its one text block, Message.parts not asked
+            return [{"text": text}] if text else content
         for block in message.parts:
             if isinstance(block, MediaPart):
                 content.append(self.media_block(block, names))

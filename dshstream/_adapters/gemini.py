@@ -196,7 +196,14 @@ class GeminiWire(GeminiApiWire):
             else:
                 role = "user"
                 parts = []
-                for block in message.parts:
+                content = message.content
+                if type(content) is str:  # plain text: its one text part, Message.parts not asked
+                    if content:
+                        parts.append({"text": content})
+                    blocks: Sequence[object] = ()
+                else:
+                    blocks = message.parts
+                for block in blocks:
                     if isinstance(block, MediaPart):
                         parts.append(self.media_part(block))
                     elif isinstance(block, ToolResultBlock):

@@ -293,7 +293,11 @@ class MessagesBody:
                     raise invalid(f"{self.label}: a cache point on an empty assistant turn caches nothing")
                 continue
             blocks: list[dict[str, Any]] = []
-            for block in message.parts:
+            text = message.content
+            if type(text) is str:  # plain text: its one text block, Message.parts not asked
+                if text:
+                    blocks.append({"type": "text", "text": text})
+            for block in () if type(text) is str else message.parts:
                 if isinstance(block, MediaPart):
                     blocks.append(self.media_block(block))
                 elif isinstance(block, ToolResultBlock):

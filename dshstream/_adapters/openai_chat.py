@@ -80,7 +80,11 @@ def chat_plain_turn(message: Message, support: MediaSupport = OPENAI_CHAT) -> li
     """The chat-completions form of a system, user or tool turn (a tool turn may become
     several; a user turn with media is content parts); ``None`` for an assistant turn, whose
     form differs by who reads it."""
-    if message.role == "user" and message.attachments:
+    content = message.content
+    if type(content) is str:  # plain text: its attachments none, its text itself (no property asked)
+        if message.role in ("system", "user"):
+            return [{"role": message.role, "content": content}]
+    elif message.role == "user" and message.attachments:
         return [{"role": "user", "content": chat_content_parts(message, support)}]
     if message.role in ("system", "user"):
         return [{"role": message.role, "content": message.text}]
