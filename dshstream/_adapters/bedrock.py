@@ -415,6 +415,8 @@ class BedrockWire(Wire):
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         kind: type[Translator] = BedrockInvokeTranslator if self.api == "invoke" else BedrockConverseTranslator
         translator = kind(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
+        if options.response_format is None:  # no forced tool without one (forced_tool_name)
+            return translator
         return unwrapped(translator, self.forced_tool_name(options))
 
 
