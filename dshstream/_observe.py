@@ -17,7 +17,9 @@ Contract:
    ``ABORTED``). Nothing is emitted after the ``StreamFinished``.
 2. A watch exists only when someone listens: an observer is set, or the
    ``dshstream.observe`` logger is enabled for INFO when the stream starts. A stream
-   nobody watches carries no watch and pays nothing.
+   nobody watches carries no watch and pays nothing: the attempt loop tells so inline,
+   before any call here — no observer, no current watch in :data:`thread_watch` (rule
+   4), :data:`log` quiet at INFO — and then does not enter :func:`watching`.
 3. Per chunk a watch does one thing: until the first content chunk has arrived, it looks
    for it. The rest is per batch (a counter) or per stream.
 4. Composition. The service starts each adapter generator of a watched stream with the
@@ -122,6 +124,7 @@ __all__ = [
     "open_watch",
     "restore",
     "server_of",
+    "thread_watch",
     "watching",
 ]
 
@@ -129,7 +132,8 @@ __all__ = [
 _CONTENT = frozenset({BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd})
 _ID_PREFIX = os.urandom(4).hex()
 _ids = itertools.count(1)
-_local = threading.local()
+#: the current watch of this thread (``watch``, rule 4); read inline by the attempt loop (rule 2)
+thread_watch = threading.local()
 _failed_observers: set[int] = set()
 _failed_lock = threading.Lock()
 
@@ -162,20 +166,20 @@ def server_of(url: str | None) -> tuple[str | None, int | None]:
 
 def current() -> StreamWatch | None:
     """The watch of the stream whose adapter is starting on this thread, if any (rule 4)."""
-    watch: StreamWatch | None = getattr(_local, "watch", None)
+    watch: StreamWatch | None = getattr(thread_watch, "watch", None)
     return watch
 
 
 def entered(watch: StreamWatch) -> StreamWatch | None:
     """Make ``watch`` this thread's current watch; returns the one to restore."""
-    outer: StreamWatch | None = getattr(_local, "watch", None)
-    _local.watch = watch
+    outer: StreamWatch | None = getattr(thread_watch, "watch", None)
+    thread_watch.watch = watch
     return outer
 
 
 def restore(outer: StreamWatch | None) -> None:
     """Undo :func:`entered`."""
-    _local.watch = outer
+    thread_watch.watch = outer
 
 
 def linked_start(

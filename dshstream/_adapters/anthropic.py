@@ -182,6 +182,8 @@ class AnthropicWire(MessagesBody, Wire):
         translator = AnthropicTranslator(
             provider=options.provider, request_id=request_id, max_tokens=options.max_tokens
         )
+        if options.response_format is None:  # no forced tool without one (forced_tool_name)
+            return translator
         return unwrapped(translator, self.forced_tool_name(options))
 
 

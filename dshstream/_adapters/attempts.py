@@ -39,7 +39,7 @@ another lives here):
    pool lent it — is that attempt's, whatever other streams share the pool.
 4. **Observed.** The stream is watched by ``observer``
    (:func:`~dshstream._observe.watching`: its end reported exactly once, however the
-   consumer leaves); ``watch.begin_attempt`` opens each attempt (``where``: the base URL it
+   consumer leaves; not entered when nobody listens, told inline: _observe rule 2); ``watch.begin_attempt`` opens each attempt (``where``: the base URL it
    goes to), ``watch.received`` sees every list before the consumer does.
 5. **The finish, told.** With ``on_finish`` (the service's boundary, which then hands the
    lists on with ``yield from`` instead of a loop of its own: one generator resume less
@@ -60,9 +60,10 @@ another lives here):
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Generator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -73,7 +74,8 @@ from .._core.pump import Handoff
 from .._core.retry import RetryPolicy
 from .._core.types import Finish, LlmFailure, StreamChunk
 from .._core.records import Observer, Telemetry
-from .._observe import StreamWatch, watching
+from .._observe import StreamWatch, thread_watch, watching
+from .._observe import log as observe_log
 
 log = get_logger("dshstream.adapters")
 
@@ -130,6 +132,9 @@ class Refreshes(Protocol):
     def refresh_limit(self) -> int: ...
 
 
+#: the watch of a stream nobody listens to (rule 4): none, and nothing to end
+_UNWATCHED: AbstractContextManager[None] = nullcontext(None)
+
 #: the last policy ``stream_policy`` built: (adapter's policy, max_retries, the result)
 _last_policy: tuple[RetryPolicy, int, RetryPolicy] | None = None
 
@@ -170,7 +175,12 @@ def run_attempts(
     attempt = 0
     refreshes = 0
     ended = False  # rule 5: the first Finish went to ``on_finish``
-    with watching(observer, options, telemetry) as watch:  # None: nobody watches (rule 4)
+    # _observe rule 2, told here without a call into it: no observer, no outer watch, no log
+    if observer is None and getattr(thread_watch, "watch", None) is None and not observe_log.isEnabledFor(logging.INFO):
+        scope: AbstractContextManager[StreamWatch | None] = _UNWATCHED
+    else:
+        scope = watching(observer, options, telemetry)
+    with scope as watch:  # None: nobody watches (rule 4)
         while True:
             attempt += 1
             produced = 0

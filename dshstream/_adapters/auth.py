@@ -34,7 +34,8 @@ authorized; the attempt loop asks it whether a rejection is worth one more try):
    attribute (:class:`HeaderAuth`, and any subclass or flow of your own that keeps it
    there) gets this for every credential — a key pool included — with no code of its own:
    the stream's flow is a copy holding the source's stream view. Any other flow is its
-   own stream's flow.
+   own stream's flow. A fixed key (or none) is its own view and its own value on every
+   attempt: read from the source (credentials rule 9), never asked for.
 """
 
 from __future__ import annotations
@@ -90,8 +91,10 @@ class AuthFlow:
     def for_stream(self) -> AuthFlow:
         """This flow as one stream's attempts use it (rule 6)."""
         credential = self._credential()
-        view = credential.for_stream() if credential is not None else None
-        if view is None or view is credential:
+        if credential is None or credential.fixed:  # its own view (credentials rule 9)
+            return self
+        view = credential.for_stream()
+        if view is credential:
             return self
         flow = copy.copy(self)
         setattr(flow, "credential", view)  # noqa: B010 - the conventional attribute (rule 6)
@@ -140,7 +143,8 @@ class HeaderAuth(AuthFlow):
         self.extra = dict(extra or {})
 
     def headers(self, provider: str, limits: FetchLimits | None = None) -> tuple[dict[str, str], tuple[str, ...]]:
-        key = self.credential.get(provider, limits)
+        credential = self.credential
+        key = credential.key if credential.fixed else credential.get(provider, limits)  # credentials rule 9
         if not key:
             return {}, ()
         return {**self.extra, self.header: f"{self.scheme} {key}" if self.scheme else key}, (key,)

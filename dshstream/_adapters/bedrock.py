@@ -206,7 +206,12 @@ class BedrockWire(Wire):
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         if self.api == "invoke":
             return self.invoke_body(options)
-        check_prompt_cache(options, CONVERSE_CACHING, f"{self.title} (Converse)")
+        if (  # uses_prompt_cache, inline: a request that caches nothing skips the check (prompt_cache rule 1)
+            options.prompt_cache is not None
+            or any(m.cache is not None for m in options.messages)
+            or any(t.cache is not None for t in options.tools)
+        ):
+            check_prompt_cache(options, CONVERSE_CACHING, f"{self.title} (Converse)")
         body: dict[str, Any] = {"messages": self.convert_messages(options.messages)}
         system: list[dict[str, Any]] = []
         for m in options.messages:
@@ -322,6 +327,9 @@ class BedrockWire(Wire):
         """A user (or tool) turn's blocks: text, media (:meth:`media_block`) and ``toolResult``."""
         content: list[dict[str, Any]] = []
         names: set[str] = set()
+        text = message.content
+        if type(text) is str:  # plain text: its one text block, Message.parts not asked
+            return [{"text": text}] if text else content
         for block in message.parts:
             if isinstance(block, MediaPart):
                 content.append(self.media_block(block, names))
@@ -407,6 +415,8 @@ class BedrockWire(Wire):
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> Translator:
         kind: type[Translator] = BedrockInvokeTranslator if self.api == "invoke" else BedrockConverseTranslator
         translator = kind(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)
+        if options.response_format is None:  # no forced tool without one (forced_tool_name)
+            return translator
         return unwrapped(translator, self.forced_tool_name(options))
 
 

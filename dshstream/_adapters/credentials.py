@@ -49,6 +49,11 @@ Contract: stdlib plus dshstream's validators, errors and redaction; no I/O of it
    pick is mistaken for it) and moves to the next key at once when that key was cooled
    or parked, at most once per key (:attr:`~CredentialSource.refresh_limit`). For a
    callable it refreshes once per stream (rule 4). A fixed key, or none, is its own view.
+9. **Fixed, told without a call.** :attr:`CredentialSource.fixed` (set when the source is
+   made: its value never changes) says the credential is a fixed key or none, and
+   :attr:`CredentialSource.key` is that key: what :meth:`~CredentialSource.get` returns
+   and :meth:`~CredentialSource.for_stream` is (the source itself), so an auth flow reads
+   them instead of calling either (auth rule 6).
 """
 
 from __future__ import annotations
@@ -242,11 +247,15 @@ def holds_keys(value: object) -> bool:
 class CredentialSource:
     """The credential an adapter sends: a fixed key, a callable, a key pool, or nothing."""
 
-    __slots__ = ("_field", "_history", "_last", "_lease", "_parent", "_pool", "_refreshes", "_value")
+    __slots__ = ("_field", "_history", "_last", "_lease", "_parent", "_pool", "_refreshes", "_value", "fixed", "key")
 
     def __init__(self, value: object, field: str = "api_key") -> None:
         checked = check_credential(value, field)
         self._value: Credential | None = checked
+        #: a fixed key or none: the same value every attempt, its own stream view (rule 9)
+        self.fixed = checked is None or isinstance(checked, str)
+        #: the fixed key (``None``: none, or not a fixed key), what :meth:`get` returns then (rule 9)
+        self.key: str | None = checked if isinstance(checked, str) else None
         self._field = field
         self._pool = checked if isinstance(checked, KeyPool) else None  # rule 7
         self._last: str | None = checked if isinstance(checked, str) else None

@@ -143,7 +143,12 @@ class GeminiWire(GeminiApiWire):
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
-        check_prompt_cache(options, GEMINI_CACHING, self.title)
+        if (  # uses_prompt_cache, inline: a request that caches nothing skips the check (prompt_cache rule 1)
+            options.prompt_cache is not None
+            or any(m.cache is not None for m in options.messages)
+            or any(t.cache is not None for t in options.tools)
+        ):
+            check_prompt_cache(options, GEMINI_CACHING, self.title)
         body: dict[str, Any] = {"contents": self.build_contents(options.messages)}
         system = [m.text for m in options.messages if m.role == "system" and m.text]
         cached = options.prompt_cache.cached_content if options.prompt_cache is not None else None
@@ -191,7 +196,14 @@ class GeminiWire(GeminiApiWire):
             else:
                 role = "user"
                 parts = []
-                for block in message.parts:
+                content = message.content
+                if type(content) is str:  # plain text: its one text part, Message.parts not asked
+                    if content:
+                        parts.append({"text": content})
+                    blocks: Sequence[object] = ()
+                else:
+                    blocks = message.parts
+                for block in blocks:
                     if isinstance(block, MediaPart):
                         parts.append(self.media_part(block))
                     elif isinstance(block, ToolResultBlock):

@@ -13,7 +13,8 @@ Contract (an adapter composes; it overrides nothing):
    ``proxies``, which every request it sends — streams, model lists, token endpoints —
    goes through). A provider's adapter class only builds the three from its own settings.
 3. **A request** is the wire's endpoint + headers (JSON and SSE, the wire's protocol
-   headers, the caller's headers, attribution) + the wire's body, encoded once; the auth
+   headers, the caller's headers, attribution: merged again only when one of them changed)
+   + the wire's body, encoded once; the auth
    flow then adds its credential, fetched for this attempt under the attempt's limits — the
    stream's deadline, idle clock and cancel
    (:class:`~dshstream._adapters.credentials.FetchLimits`) — and the idle clock runs from
@@ -108,6 +109,8 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
+_NO_HEADERS: Mapping[str, str] = {}
+
 __all__ = ["HttpAdapter", "ModelListFormat", "check_media_parts"]
 
 #: the subclass hooks a wire is made of (rule 6): required, then optional
@@ -170,6 +173,8 @@ class HttpAdapter(LlmAdapter):
         )
         self.identity: AppIdentity | None = values.get("identity")
         self.extra_headers: dict[str, str] = dict(values.get("headers") or {})
+        #: request_headers' last merge: (accept, protocol headers, extra_headers, identity, headers)
+        self._headers_memo: tuple[str | None, dict[str, str], dict[str, str], AppIdentity | None, dict[str, str]] | None = None
         self.retry_policy = RetryPolicy(max_retries=values.get("max_retries", 2))
         self.failure_reporter: FailureReporter | None = values.get("failure_reporter")
         #: hears this adapter's streams, used directly or through a service (``_observe``)
@@ -181,6 +186,8 @@ class HttpAdapter(LlmAdapter):
         self.wire: Wire = wire if wire is not None else _SubclassWire(self)
         #: adds each attempt's credentials (rule 2; ``Bearer`` with ``api_key`` by default)
         self.auth_flow: AuthFlow = auth_flow if auth_flow is not None else self._default_auth()
+        if type(self.wire).protocol_headers is Wire.protocol_headers and "protocol_headers" not in vars(self.wire):
+            HttpAdapter.request_headers(self)  # rule 3: merged once, now (a wire's own protocol headers: at the first call)
 
     def _default_auth(self) -> AuthFlow:
         if type(self).auth_headers is not HttpAdapter.auth_headers:
@@ -227,6 +234,9 @@ class HttpAdapter(LlmAdapter):
         """Refuse, before anything is sent, media parts the wire cannot take: the kind,
         media type, URL, sizes and counts its documentation allows (a
         ``ConfigurationError`` naming the part and the provider)."""
+        # check_media_parts' own first test, inline: a text-only request never enters it
+        if all(type(message.content) is str for message in options.messages):
+            return
         wire = self.wire
         check_media_parts(options, lambda: wire.media_support(options), f"{self.title}: {type(self).__name__}")
 
@@ -234,11 +244,31 @@ class HttpAdapter(LlmAdapter):
         """Headers for one call before its credential: JSON (and SSE when streaming), the
         wire's protocol headers, the caller's headers, attribution."""
         wire = self.wire
-        base = {"content-type": "application/json", **wire.protocol_headers()}
-        if streaming:
-            base["accept"] = wire.stream_accept
+        # the base Wire's protocol headers are none: not asked (wire rule 1)
+        protocol: Mapping[str, str]
+        if type(wire).protocol_headers is Wire.protocol_headers and "protocol_headers" not in vars(wire):
+            protocol = _NO_HEADERS
+        else:
+            protocol = wire.protocol_headers()
+        accept = wire.stream_accept if streaming else None
+        # The merge of the last call while what it merged is the same (compared per call, by
+        # value: extra_headers may be changed in place, identity replaced; rule 3).
+        memo = self._headers_memo
+        if (
+            memo is not None
+            and memo[0] == accept
+            and memo[1] == protocol
+            and memo[2] == self.extra_headers
+            and memo[3] is self.identity
+        ):
+            return dict(memo[4])
+        base = {"content-type": "application/json", **protocol}
+        if accept is not None:
+            base["accept"] = accept
             base["accept-encoding"] = "identity"
-        return merge_headers(base, self.extra_headers, identity=self.identity)
+        merged = merge_headers(base, self.extra_headers, identity=self.identity)
+        self._headers_memo = (accept, dict(protocol), dict(self.extra_headers), self.identity, merged)
+        return dict(merged)
 
     def build_request(
         self, options: GenerateOptions, limits: FetchLimits | None = None, *, auth_flow: AuthFlow | None = None
@@ -413,7 +443,7 @@ class HttpAdapter(LlmAdapter):
     ) -> Iterator[list[StreamChunk]]:
         wire = self.wire
         flow = self.auth_flow.for_stream()  # this stream's: the key each attempt used (rule 4)
-        resumable = wire.resumable(options)
+        resumable = options.resumable and wire.resumable(options)  # asked only when requested (wire rule 6)
 
         def open_attempt(
             attempt: int, deadline: float | None, watch: StreamWatch | None, tally: AttemptTally | None = None

@@ -163,12 +163,17 @@ class MessagesBody:
         return None
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
-        support = (
-            CacheSupport(points=True, automatic=self.automatic_cache_host, max_points=4, longest_first=True)
-            if self.caches_prompts
-            else NO_CACHING
-        )
-        check_prompt_cache(options, support, self.label)
+        if (  # uses_prompt_cache, inline: a request that caches nothing skips the check (prompt_cache rule 1)
+            options.prompt_cache is not None
+            or any(m.cache is not None for m in options.messages)
+            or any(t.cache is not None for t in options.tools)
+        ):
+            support = (
+                CacheSupport(points=True, automatic=self.automatic_cache_host, max_points=4, longest_first=True)
+                if self.caches_prompts
+                else NO_CACHING
+            )
+            check_prompt_cache(options, support, self.label)
         body: dict[str, Any] = {"model": options.model}
         budget = self.thinking_budget(options)
         if options.max_tokens is not None:
@@ -288,7 +293,11 @@ class MessagesBody:
                     raise invalid(f"{self.label}: a cache point on an empty assistant turn caches nothing")
                 continue
             blocks: list[dict[str, Any]] = []
-            for block in message.parts:
+            text = message.content
+            if type(text) is str:  # plain text: its one text block, Message.parts not asked
+                if text:
+                    blocks.append({"type": "text", "text": text})
+            for block in () if type(text) is str else message.parts:
                 if isinstance(block, MediaPart):
                     blocks.append(self.media_block(block))
                 elif isinstance(block, ToolResultBlock):

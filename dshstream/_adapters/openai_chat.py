@@ -80,7 +80,11 @@ def chat_plain_turn(message: Message, support: MediaSupport = OPENAI_CHAT) -> li
     """The chat-completions form of a system, user or tool turn (a tool turn may become
     several; a user turn with media is content parts); ``None`` for an assistant turn, whose
     form differs by who reads it."""
-    if message.role == "user" and message.attachments:
+    content = message.content
+    if type(content) is str:  # plain text: its attachments none, its text itself (no property asked)
+        if message.role in ("system", "user"):
+            return [{"role": message.role, "content": content}]
+    elif message.role == "user" and message.attachments:
         return [{"role": "user", "content": chat_content_parts(message, support)}]
     if message.role in ("system", "user"):
         return [{"role": message.role, "content": message.text}]
@@ -145,9 +149,14 @@ class OpenAIChatWire(Wire):
         """The JSON body for ``options``."""
         own = self.dialect.name == "openai"
         router = self.dialect.name == "openrouter"
-        check_prompt_cache(
-            options, OPENAI_CACHING if own else OPENROUTER_CACHING if router else NO_CACHING, self.title
-        )
+        if (  # uses_prompt_cache, inline: a request that caches nothing skips the check (prompt_cache rule 1)
+            options.prompt_cache is not None
+            or any(m.cache is not None for m in options.messages)
+            or any(t.cache is not None for t in options.tools)
+        ):
+            check_prompt_cache(
+                options, OPENAI_CACHING if own else OPENROUTER_CACHING if router else NO_CACHING, self.title
+            )
         messages: list[dict[str, Any]] = []
         for message in options.messages:
             converted = self.convert_message(message)
@@ -159,9 +168,9 @@ class OpenAIChatWire(Wire):
                 openai_mark(converted[-1], "text", self.title, marker)
             messages.extend(converted)
         body: dict[str, Any] = {"model": options.model, "messages": messages, "stream": True}
-        if own:
-            body.update(openai_cache_fields(options))
         settings = options.prompt_cache
+        if own and settings is not None:  # openai_cache_fields adds nothing without settings
+            body.update(openai_cache_fields(options))
         if router and settings is not None and settings.automatic:
             body["cache_control"] = anthropic_cache_control(CachePoint(settings.ttl))
         stream_options: dict[str, bool] = {}

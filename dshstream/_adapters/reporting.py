@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._core.log import get_logger
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 log = get_logger("dshstream.adapters")
 
-__all__ = ["report_attempt", "report_failure", "request_summary"]
+__all__ = ["attempt_reporter", "report_attempt", "report_failure", "report_stream_attempt", "request_summary"]
 
 _DEFECT_CODES = frozenset({"MALFORMED_RESPONSE", "CONTRACT_VIOLATION", "EVENT_TOO_LARGE", "UNKNOWN"})
 
@@ -113,29 +114,37 @@ def report_attempt(
     return report_failure(failure, reporter, provider=options.provider, attempt=attempt, record=record, watch=watch)
 
 
-def attempt_reporter(
+def report_stream_attempt(
     options: GenerateOptions,
     reporter: FailureReporter | None,
     base_url: Callable[[], str | None],
     details: Callable[[], dict[str, Any]],
-) -> Callable[[LlmFailure, int, int, float, StreamWatch | None], LlmFailure]:
-    """The attempt loop's ``report`` for one stream (rule 2): :func:`report_attempt` with
-    the adapter's reporter; ``base_url`` (redacted) and ``details`` are asked only when an
-    attempt fails."""
+    failure: LlmFailure,
+    attempt: int,
+    chunks: int,
+    started: float,
+    watch: StreamWatch | None,
+) -> LlmFailure:
+    """:func:`report_attempt` for one failed attempt of the stream of ``options``, with the
+    adapter's ``reporter``; ``base_url`` (redacted) and ``details`` are asked only now."""
+    return report_attempt(
+        failure,
+        reporter,
+        options,
+        attempt=attempt,
+        chunks=chunks,
+        started=started,
+        base_url=base_url(),
+        details=details(),
+        watch=watch,
+    )
 
-    def report(
-        failure: LlmFailure, attempt: int, chunks: int, started: float, watch: StreamWatch | None
-    ) -> LlmFailure:
-        return report_attempt(
-            failure,
-            reporter,
-            options,
-            attempt=attempt,
-            chunks=chunks,
-            started=started,
-            base_url=base_url(),
-            details=details(),
-            watch=watch,
-        )
 
-    return report
+#: ``attempt_reporter(options, reporter, base_url, details)``: the attempt loop's ``report``
+#: for one stream (rule 2), :func:`report_stream_attempt` with the stream's four arguments
+#: bound. A partial of ``partial``: building it per stream runs nothing of this module,
+#: which is entered only when an attempt fails.
+attempt_reporter: Callable[
+    [GenerateOptions, FailureReporter | None, Callable[[], str | None], Callable[[], dict[str, Any]]],
+    Callable[[LlmFailure, int, int, float, StreamWatch | None], LlmFailure],
+] = partial(partial, report_stream_attempt)

@@ -5,7 +5,8 @@ Contract:
 
 1. **Pure.** A wire turns :class:`~dshstream._core.request.GenerateOptions` into a
    request — :meth:`Wire.endpoint`, :meth:`Wire.build_body`, :meth:`Wire.protocol_headers`
-   (headers the API requires on every call, a version), :attr:`Wire.stream_accept` — and
+   (headers the API requires on every call, a version; this base's are none, and an
+   adapter does not ask a wire that keeps them), :attr:`Wire.stream_accept` — and
    builds a fresh translator per attempt (:meth:`Wire.make_translator`). It never reads
    a credential, the network or the clock: the adapter composes it with an auth flow
    (:mod:`~dshstream._adapters.auth`) and the one attempt loop
@@ -23,7 +24,8 @@ Contract:
    carries (:func:`~dshstream._adapters.reporting.request_summary` by default).
 6. **Resumption.** :meth:`Wire.resumable` says whether a stream for ``options`` can be
    continued after a cut (default: never; ``GenerateOptions.resumable`` then has no
-   effect). A wire that can resume names its stored response's URLs,
+   effect); it is asked only for a request that sets ``GenerateOptions.resumable``, the
+   caller's opt-in (a request without it is never resumed). A wire that can resume names its stored response's URLs,
    :meth:`Wire.response_url` (the stream's continuation, the response itself, its
    cancel) and the continuation's query, :meth:`Wire.resume_query` (the Responses API's
    ``starting_after`` by default), and its translator numbers its events or keeps their

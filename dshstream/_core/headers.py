@@ -232,9 +232,13 @@ def request_id_from(headers: Mapping[str, str] | None, secrets: Iterable[str] = 
     checked besides the registered ones, so a server reflecting the API key in a header
     never puts it in ``failure.request_id``."""
     lowered = lower_headers(headers)
-    every_secret = all_secrets(secrets)
+    every_secret: tuple[str, ...] | None = None
     for name in REQUEST_ID_HEADERS:
         value = lowered.get(name, "").strip()
+        if not _PLAIN_ID.fullmatch(value):
+            continue  # is_plain_id's first test: no secret to compare with (rule 2)
+        if every_secret is None:  # the registry read only for a candidate
+            every_secret = all_secrets(secrets)
         if is_plain_id(value, every_secret):
             return value
     return None

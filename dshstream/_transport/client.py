@@ -14,7 +14,7 @@ made before the request is sent, then sent.
    deadline; the read timeout is the idle timeout, capped the same way. They back up the
    watchdog, which ends a stream at its limits whatever the socket does.
 3. **Intercepted while a cassette is in use.** Each exchange first asks the interception
-   hook (:func:`~dshstream._transport.intercept.current`); an interceptor in place sends
+   hook (:func:`~dshstream._transport.intercept.current`, read inline); an interceptor in place sends
    it instead (a cassette records or replays it), and sends for real through
    :meth:`HttpTransport.send_direct`, which is the exchange itself and never asks again.
 4. **TLS and proxies on every send.** The transport's
@@ -91,9 +91,9 @@ class HttpTransport(BaseTransport[HttpStream]):
         self, method: str, request: HttpRequest, data: bytes | None, limits: Limits, started: float, now: float
     ) -> HttpStream:
         exchange = intercept.Exchange(method, request, data, limits, started, now)
-        interceptor = intercept.current()  # rule 3
-        if interceptor is not None:
-            return interceptor.exchange(self, exchange)
+        installed = intercept.installed  # rule 3: intercept.current(), read inline
+        if installed:
+            return installed[-1].exchange(self, exchange)
         return self.send_direct(exchange)
 
     def send_direct(self, exchange: intercept.Exchange) -> HttpStream:

@@ -10,7 +10,8 @@ through the cassette all the same, and so do the OAuth token fetches the credent
    for every thread of the process (a web app's worker threads, a thread pool) until
    :func:`remove` takes it away; installs nest, the latest one acting, and removing one
    that is not the latest leaves the others in place. Both are thread-safe; an exchange
-   asks :func:`current` once, before it sends.
+   asks once, before it sends: :func:`current`, or the same read of :data:`installed`
+   inline (the HTTP transport's, no call when none is in place).
 2. **HTTP only, real sends direct.** Only :class:`~dshstream._transport.client.HttpTransport`
    asks: a transport given explicitly that is not one (``MemoryTransport``, your own) is
    never intercepted. The interceptor gets the transport and sends for real with its
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from .client import HttpTransport
     from .stream import HttpStream
 
-__all__ = ["Exchange", "Interceptor", "current", "install", "remove"]
+__all__ = ["Exchange", "Interceptor", "current", "install", "installed", "remove"]
 
 
 class Exchange(NamedTuple):
@@ -56,27 +57,28 @@ class Interceptor(Protocol):
 
 
 _lock = threading.Lock()
-_installed: list[Interceptor] = []
+#: the interceptors in place, the latest last (rule 1): changed only by :func:`install` and
+#: :func:`remove`, in place (never rebound), so a transport may read it without a call
+installed: list[Interceptor] = []
 
 
 def install(interceptor: Interceptor) -> Interceptor:
     """Put ``interceptor`` in place for the whole process (rule 1); returns it, the token
     :func:`remove` takes."""
     with _lock:
-        _installed.append(interceptor)
+        installed.append(interceptor)
     return interceptor
 
 
 def remove(interceptor: Interceptor) -> None:
     """Take ``interceptor`` away (idempotent); the others stay in place (rule 1)."""
     with _lock:
-        for at in range(len(_installed) - 1, -1, -1):
-            if _installed[at] is interceptor:
-                del _installed[at]
+        for at in range(len(installed) - 1, -1, -1):
+            if installed[at] is interceptor:
+                del installed[at]
                 return
 
 
 def current() -> Interceptor | None:
     """The interceptor in place now (the latest installed), or ``None``."""
-    installed = _installed
     return installed[-1] if installed else None

@@ -97,7 +97,9 @@ class HttpStream(BaseStream):
         self._conn: Any = None  # the connection a worker checked out (rule 1)
         self._sock: socket.socket | None = None  # the socket a worker is connecting (rule 2)
         self._read: Reader | None = None
-        self._inline = False  # sent on the caller's thread (rule 1)
+        #: whether the request is sent on the caller's own thread (rule 1; pool rule 4): an
+        #: attribute, not a property, as the pool hooks read it on every connection step
+        self.inline = False
         #: watches the body as it is read (rule 5); ``None``: nobody does
         self.tap: BodyTap | None = None
         watchdog.add(self)
@@ -108,7 +110,7 @@ class HttpStream(BaseStream):
         """Send the request — on this thread when ``inline``, else on a worker thread
         (rule 1); return when headers are in, or raise the classified failure (including
         this stream's own abort) — never later than the limits allow."""
-        self._inline = inline
+        self.inline = inline
         try:
             if inline:
                 self._work(session, method, kwargs)
@@ -116,8 +118,8 @@ class HttpStream(BaseStream):
                     with self._lock:
                         self._outcome = None
                         self._ready.clear()  # the worker sets it again (or an abort does)
-                    self._inline = False
-            if not self._inline:
+                    self.inline = False
+            if not self.inline:
                 threading.Thread(
                     target=self._work, args=(session, method, kwargs), name="dshstream-send", daemon=True
                 ).start()
@@ -154,7 +156,7 @@ class HttpStream(BaseStream):
         except Exception as exc:  # noqa: BLE001 - handed to send()
             outcome = exc
         except BaseException as exc:  # a KeyboardInterrupt: the caller's own, when inline
-            if self._inline:
+            if self.inline:
                 raise
             outcome = exc
         finally:
@@ -177,11 +179,6 @@ class HttpStream(BaseStream):
             if sock is not None:
                 self._sock = sock
             return True
-
-    @property
-    def inline(self) -> bool:
-        """Whether the request is sent on the caller's own thread (rule 1; pool rule 4)."""
-        return self._inline
 
     def stopped(self) -> bool:
         """Whether the worker must not go on: aborted, closed, or a limit reached that the

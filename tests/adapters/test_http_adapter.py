@@ -10,7 +10,7 @@ import pytest
 from helpers import fixture_bytes
 
 from dshstream import ConfigurationError, GenerateOptions, LlmService, Message
-from dshstream.adapters import AuthFlow, HeaderAuth, HttpAdapter, ModelInfo, ModelListFormat, Wire
+from dshstream.adapters import AppIdentity, AuthFlow, HeaderAuth, HttpAdapter, ModelInfo, ModelListFormat, Wire
 from dshstream.sansio import OpenAIChatTranslator, Translator
 from dshstream.testing import ReplayServer, Route
 
@@ -112,6 +112,45 @@ def test_an_auth_flow_of_your_own_adds_its_headers_to_every_attempt() -> None:
     assert [k for k in request.headers if k.lower() == "authorization"] == ["Authorization"]
     assert request.headers["x-acme-signed"] == "1" and "token-0042" in request.secrets
     assert "token-0042" not in repr(request)
+
+
+class VersionedWire(AcmeWire):
+    version = "1"
+
+    def protocol_headers(self) -> dict[str, str]:
+        return {"acme-version": self.version}
+
+
+@pytest.mark.parametrize("acme", [AcmeAdapter, HookedAcmeAdapter], ids=["composed", "hooks"])
+def test_headers_changed_after_the_adapter_was_built_go_with_the_next_request(acme: type[HttpAdapter]) -> None:
+    """The headers are merged once and the merge kept (http rule 3) while what it merged
+    is the same: a caller's header changed in place, a new identity, a wire's protocol
+    header changed or a wire of its own set after the adapter was built all go with the
+    next request."""
+    options = GenerateOptions(provider="acme", model="m", messages=(Message.user("hi"),))
+    adapter = acme(api_key="acme-key-123", base_url="http://127.0.0.1:9/v2", headers={"x-team": "t"})
+    first = adapter.build_request(options).headers
+    assert first["x-team"] == "t" and first["user-agent"].startswith("dshstream/")
+    assert first["accept"] == "text/event-stream"
+    mine = adapter.request_headers()
+    mine["x-team"] = "changed by a caller"  # what a call returns is its own
+    assert adapter.build_request(options).headers["x-team"] == "t"
+
+    adapter.extra_headers["x-team"] = "u"
+    adapter.extra_headers["x-late"] = "1"
+    later = adapter.build_request(options).headers
+    assert later["x-team"] == "u" and later["x-late"] == "1"
+
+    adapter.identity = AppIdentity("acme-app", "2.0", "https://acme.example")
+    assert adapter.build_request(options).headers["user-agent"] == "acme-app/2.0 (+https://acme.example)"
+
+    wire = VersionedWire(adapter.base_url, "Acme")
+    adapter.wire = wire
+    assert adapter.build_request(options).headers["acme-version"] == "1"
+    wire.version = "2"
+    assert adapter.build_request(options).headers["acme-version"] == "2"
+    assert adapter.request_headers(streaming=False).get("accept") is None
+    assert adapter.build_request(options).headers["x-late"] == "1"
 
 
 def test_settings_are_validated_when_built() -> None:

@@ -9,6 +9,7 @@ import email.utils
 import pytest
 
 from dshstream._core.headers import keep_alive_seconds, parse_retry_after, request_id_from
+from dshstream._core.redact import register_secret, unregister_secret
 
 NOW = 1_700_000_000.0
 
@@ -65,6 +66,22 @@ def test_parse_retry_after_date_uses_clock_by_default() -> None:
 )
 def test_request_id_from(headers: dict[str, str] | None, expected: str | None) -> None:
     assert request_id_from(headers) == expected
+
+
+def test_request_id_from_reads_the_secrets_registered_by_then_and_only_for_a_candidate() -> None:
+    """The registry is read when a header holds a plain id (rule 2), at that call: a secret
+    registered after an earlier call still keeps its echo out; ``secrets`` are read once."""
+    echo = "late-registered-secret-0042"
+    headers = {"x-request-id": echo, "cf-ray": "ray-1"}
+    assert request_id_from(headers) == echo
+    register_secret(echo)
+    try:
+        assert request_id_from(headers) == "ray-1"
+        given = iter(["ray-1"])
+        assert request_id_from(headers, given) is None and list(given) == []
+    finally:
+        unregister_secret(echo)
+    assert request_id_from({"content-type": "text/event-stream"}, iter(["unread"])) is None
 
 
 # --------------------------------------------------------------------------- rule 5: Keep-Alive

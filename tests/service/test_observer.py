@@ -815,6 +815,30 @@ def test_nobody_watching_costs_nothing(
     assert _observe_lines(caplog) == []
 
 
+def test_an_observer_or_the_log_line_set_after_an_unwatched_stream_hears_the_next(
+    server: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The attempt loop tells "nobody listens" inline for each stream (_observe rule 2), so
+    an observer attached, or the INFO line enabled, after the adapter was made and after a
+    stream nobody watched hears the next stream."""
+    server.add(PATH, BODY)
+    adapter = make_adapter(server)
+    caplog.set_level(logging.WARNING, logger="dshstream")
+    list(adapter.stream(options()))  # nobody listens: no watch
+    assert _observe_lines(caplog) == []
+
+    recorder = Recorder()
+    adapter.observer = recorder
+    list(adapter.stream(options()))
+    assert recorder.one_stream().kind == "stop"
+
+    adapter.observer = None
+    caplog.set_level(logging.INFO, logger="dshstream")
+    list(adapter.stream(options()))
+    [line] = _observe_lines(caplog)
+    assert "stop in" in line.getMessage()
+
+
 # --------------------------------------------------------------------------- exactly once
 
 

@@ -47,7 +47,7 @@ from functools import partial
 from typing import Any
 
 from ..classify import content_filter_summary
-from ..dialects import get_dialect
+from ..dialects import DIALECTS, get_dialect
 from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
 from ..strict_json import dump_json
 from ..types import Citation, FinishKind, TokenUsage
@@ -142,7 +142,7 @@ class OpenAIChatTranslator(Translator):
         verbatim_tools: Sequence[Mapping[str, Any]] = (),
         max_tokens: int | None = None,
     ) -> None:
-        preset = get_dialect(dialect)
+        preset = DIALECTS.get(dialect) or get_dialect(dialect)  # get_dialect for its KeyError only
         super().__init__(provider=provider or preset.name, request_id=request_id, max_tokens=max_tokens)
         self.dialect = preset
         use_tags = preset.think_tags if think_tags is None else think_tags
