@@ -11,8 +11,9 @@ chat) when ``AZURE_OPENAI_ENDPOINT`` and ``AZURE_OPENAI_API_KEY`` are set (with
 (Claude) when ``GOOGLE_CLOUD_PROJECT`` is set and Application Default Credentials are an
 ``authorized_user`` file (``GOOGLE_APPLICATION_CREDENTIALS`` or gcloud's; location
 ``GOOGLE_CLOUD_LOCATION``, else ``global``); ``bedrock`` (Amazon Bedrock, Converse) when
-a region (``AWS_REGION``/``AWS_DEFAULT_REGION``) and either ``AWS_BEARER_TOKEN_BEDROCK`` or
-``AWS_ACCESS_KEY_ID`` + ``AWS_SECRET_ACCESS_KEY`` are set; ``claude-aws`` (Claude Platform
+a region (``AWS_REGION``/``AWS_DEFAULT_REGION``, or the AWS profile's) and either
+``AWS_BEARER_TOKEN_BEDROCK``, ``AWS_ACCESS_KEY_ID`` + ``AWS_SECRET_ACCESS_KEY`` or an AWS
+profile with credentials (``~/.aws/credentials``/``~/.aws/config``, ``AWS_PROFILE``) are set; ``claude-aws`` (Claude Platform
 on AWS) when ``ANTHROPIC_AWS_WORKSPACE_ID``, a region (or ``ANTHROPIC_AWS_BASE_URL``) and
 ``ANTHROPIC_AWS_API_KEY`` or those access keys are set. The Anthropic-compatible route of a
 keyed provider (:data:`MESSAGES_ROUTES`: ``deepseek-anthropic``) is registered with its key;
@@ -241,7 +242,7 @@ _CLOUD_SETUP = {
     "azure": "AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY",
     "vertex": "GOOGLE_CLOUD_PROJECT (with `gcloud auth application-default login`)",
     "vertex-anthropic": "GOOGLE_CLOUD_PROJECT (with `gcloud auth application-default login`)",
-    "bedrock": "AWS_REGION and AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)",
+    "bedrock": "AWS_REGION and AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK, or an AWS profile)",
     "claude-aws": (
         "ANTHROPIC_AWS_WORKSPACE_ID, AWS_REGION and ANTHROPIC_AWS_API_KEY "
         "(or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY)"
@@ -283,6 +284,30 @@ def setup_hint(provider: str, *, from_environment: bool = False) -> str | None:
     return f"{register}, or set {needed} and use dshstream.default_service()"
 
 
+def _usable_profile() -> Any:
+    """The AWS profile of the shared files when it holds credentials (``None`` otherwise,
+    and for a profile that only an AWS SDK could use: the adapter says why when built)."""
+    from ._adapters.aws_profile import aws_profile
+    from ._core.errors import ConfigurationError
+
+    try:
+        profile = aws_profile()
+    except ConfigurationError:
+        return None
+    return profile if profile is not None and profile.credentials is not None else None
+
+
+def _profile_region() -> str:
+    from ._adapters.aws_profile import aws_profile
+    from ._core.errors import ConfigurationError
+
+    try:
+        profile = aws_profile()
+    except ConfigurationError:
+        return ""
+    return profile.region if profile is not None else ""
+
+
 def claude_aws_configured() -> bool:
     """Whether the environment configures ``claude-aws`` (the module docstring)."""
     if not os.environ.get("ANTHROPIC_AWS_WORKSPACE_ID", "").strip():
@@ -303,7 +328,10 @@ def cloud_configured(provider: str) -> bool:
     if provider == "bedrock":
         region = _key(("AWS_REGION", "AWS_DEFAULT_REGION"))
         keys = bool(os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"))
-        return bool(region) and (keys or bool(os.environ.get("AWS_BEARER_TOKEN_BEDROCK")))
+        if keys or os.environ.get("AWS_BEARER_TOKEN_BEDROCK"):
+            return bool(region) or bool(_profile_region())
+        profile = _usable_profile()
+        return profile is not None and bool(region or profile.region)
     return False
 
 

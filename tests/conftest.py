@@ -24,7 +24,7 @@ _PROVIDER_VARIABLES = {
     "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION", "AZURE_OPENAI_AD_TOKEN",
     "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS",
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-    "AWS_DEFAULT_REGION", "AWS_BEARER_TOKEN_BEDROCK", "AWS_PROFILE",
+    "AWS_DEFAULT_REGION", "AWS_BEARER_TOKEN_BEDROCK", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
     "ANTHROPIC_AWS_API_KEY", "ANTHROPIC_AWS_WORKSPACE_ID", "ANTHROPIC_AWS_BASE_URL",
     "DSHSTREAM_DEBUG",
 } | {d.key_env for d in DIALECTS.values() if d.key_env}
@@ -41,6 +41,9 @@ def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
         monkeypatch.delenv(name, raising=False)
     # gcloud's application-default login is found through this (else ~/.config/gcloud)
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path_factory.getbasetemp() / "no-gcloud"))
+    # and the AWS profile through these (else ~/.aws/credentials and ~/.aws/config)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path_factory.getbasetemp() / "no-aws" / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path_factory.getbasetemp() / "no-aws" / "config"))
 
 
 @pytest.fixture

@@ -179,7 +179,7 @@ class SigV4Auth(AuthFlow):
         self.service = service
         self.check = check
         #: where fixed credentials came from (``set``, ``environment``), for :meth:`describe`
-        self.origin = "callable" if self._source is not None else origin
+        self.origin = "callable" if self._source is not None and origin == "set" else origin
         self._history = SecretHistory(2 * HISTORY)  # a secret key and a session token each
         self._last: AwsCredentials | None = self._fixed
         if self._fixed is not None:

@@ -6,7 +6,8 @@ order of checks and its own messages; this module holds what they share.
 Contract:
 
 1. **Region.** ``region=`` (checked as a string) wins; else the first non-blank of
-   ``AWS_REGION``, ``AWS_DEFAULT_REGION``, stripped; else ``""``. A region looks like
+   ``AWS_REGION``, ``AWS_DEFAULT_REGION``, stripped; else the profile's ``region`` (rule 3);
+   else ``""``. A region looks like
    :data:`REGION_PATTERN` (``us-east-1``).
 2. **Credentials.** ``credentials=`` is an :class:`~dshstream._core.sigv4.AwsCredentials`,
    an ``(access_key_id, secret_access_key[, session_token])`` tuple, or a zero-argument
@@ -16,6 +17,10 @@ Contract:
 3. **Environment.** ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``
    (stripped) are read by :func:`environment_access_keys`; whether they may be sent is the
    adapter's choice (only to its real host), and a flow built from them says ``environment``.
+   Without them, the profile of the shared config and credentials files
+   (:mod:`~dshstream._adapters.aws_profile`: static keys or a ``credential_process``),
+   under the same condition; its flow says ``profile NAME``, and its ``region`` comes after
+   the environment's (rule 1).
 4. **The flow.** :class:`AwsSigning` builds :class:`~dshstream._adapters.auth.SigV4Auth`
    for the adapter's region and :attr:`AwsSigning.sigv4_service`; ``auth_mode`` is
    ``sigv4``, :attr:`AwsSigning.key_mode` for a key in a header, or ``none``; ``repr``
@@ -29,10 +34,12 @@ import re
 from collections.abc import Callable
 from typing import Union
 
+from .._core.errors import ConfigurationError
 from .._core.redact import redact
 from .._core.sigv4 import AwsCredentials
 from .._core.validate import check_api_key, check_str_or_none, invalid
 from .auth import AuthFlow, HeaderAuth, SigV4Auth
+from .aws_profile import aws_profile
 
 __all__ = [
     "ACCESS_ENV", "AwsCredentialsLike", "AwsSigning", "REGION_ENV", "REGION_PATTERN", "as_aws_credentials",
@@ -49,10 +56,17 @@ AwsCredentialsLike = Union[_Value, Callable[[], _Value]]
 
 
 def aws_region(region: object, field: str) -> str:
-    """``region`` checked, else the environment's, else ``""`` (rule 1)."""
-    return check_str_or_none(region, field) or next(
+    """``region`` checked, else the environment's, else the profile's, else ``""`` (rule 1)."""
+    chosen = check_str_or_none(region, field) or next(
         (os.environ[v].strip() for v in REGION_ENV if os.environ.get(v, "").strip()), ""
     )
+    if chosen:
+        return chosen
+    try:
+        profile = aws_profile()
+    except ConfigurationError:
+        return ""  # said where the credentials are read (rule 3)
+    return profile.region if profile is not None else ""
 
 
 def environment_access_keys() -> tuple[str, str, str]:
@@ -113,6 +127,16 @@ class AwsSigning:
     def _environment_sigv4(self, key_id: str, secret: str, token: str) -> SigV4Auth:
         """The flow over the environment's access keys (rule 3)."""
         return self._sigv4(as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment")
+
+    def _profile_sigv4(self) -> SigV4Auth | None:
+        """The flow over the profile's credentials (rule 3), ``None`` without any."""
+        profile = aws_profile()
+        if profile is None or profile.credentials is None:
+            return None
+        source = profile.credentials
+        if isinstance(source, AwsCredentials):
+            return self._sigv4(as_aws_credentials(source, f"AWS {profile.origin}"), profile.origin)
+        return self._sigv4(source, profile.origin)
 
     @property
     def auth_mode(self) -> str:

@@ -16,7 +16,9 @@ Contract:
    zero-argument callable returning either, asked before every attempt (under the
    attempt's deadline, idle clock and cancel: credentials rule 6). Without it (and
    without a bearer key) ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/
-   ``AWS_SESSION_TOKEN`` are used — only when the requests go to the real
+   ``AWS_SESSION_TOKEN`` are used, else the profile of ``~/.aws/credentials`` and
+   ``~/.aws/config`` (``AWS_PROFILE``; static keys or a ``credential_process``:
+   :mod:`~dshstream._adapters.aws_profile`) — only when the requests go to the real
    bedrock-runtime host. The flow is a :class:`~dshstream._adapters.auth.SigV4Auth`
    (service ``bedrock``): each attempt is signed on its final body bytes — encoded once,
    the signature added with :meth:`~dshstream._core.http_request.HttpRequest.with_headers`
@@ -475,6 +477,8 @@ class BedrockAdapter(AwsSigning, HttpAdapter):
                 api_key = check_api_key(bearer, BEARER_ENV)
             elif key_id and secret:
                 sigv4 = self._environment_sigv4(key_id, secret, token)
+            elif own_host and not key_id:
+                sigv4 = self._profile_sigv4()  # the shared files' profile (aws_signing rule 3)
         settings.setdefault("title", "Amazon Bedrock")
         settings["base_url"] = base_url
         settings["api_key"] = api_key

@@ -18,8 +18,9 @@ Contract (checked against anthropic-sdk-python's ``lib/aws`` client):
    sent as ``x-api-key``; else ``credentials=`` (as Bedrock takes them: credentials, a
    tuple, or a callable asked before every attempt) sign each attempt with SigV4, service
    ``aws-external-anthropic``; else ``ANTHROPIC_AWS_API_KEY``, else
-   ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` — environment
-   values only for the real host. ``api_key=`` with ``credentials=`` is refused; with
+   ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``, else the AWS
+   profile of the shared files (aws_signing rule 3) — environment and profile values only
+   for the real host. ``api_key=`` with ``credentials=`` is refused; with
    none at all on the real host, the adapter is a ``ConfigurationError`` naming what to
    set (a proxy at another ``base_url`` may sign itself: no auth then).
 4. Secrets are registered for redaction as the SigV4 and header flows do; ``auth_mode``
@@ -139,10 +140,12 @@ class ClaudePlatformAwsAdapter(AwsSigning, HttpAdapter):
                 api_key = check_api_key(key, KEY_ENV)
             elif key_id and secret:
                 sigv4 = self._environment_sigv4(key_id, secret, token)
+            elif not key_id and (profiled := self._profile_sigv4()) is not None:
+                sigv4 = profiled  # the shared files' profile (aws_signing rule 3)
             else:
                 raise invalid(
                     f"{name} needs credentials: api_key= or {KEY_ENV} (a workspace API key), or credentials= "
-                    f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (SigV4)"
+                    f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY or an AWS profile (SigV4)"
                 )
         settings.setdefault("title", self.default_name)
         settings["base_url"] = base_url
