@@ -8,8 +8,9 @@ Contract (the files, the profile and the precedence as the AWS CLI and SDKs defi
    ``default``; ``AWS_SHARED_CREDENTIALS_FILE`` (default ``~/.aws/credentials``) and
    ``AWS_CONFIG_FILE`` (default ``~/.aws/config``). A missing or unreadable file holds no
    profile. In the credentials file a profile is ``[NAME]``; in the config file
-   ``[profile NAME]``, and the default profile ``[default]``. A file that does not parse is a
-   ``ConfigurationError`` naming it.
+   ``[profile NAME]``, and the default profile ``[default]`` too. A file that does not parse,
+   and a profile named by ``AWS_PROFILE`` that neither file has, are each a
+   ``ConfigurationError`` naming them.
 2. **Static keys.** ``aws_access_key_id`` + ``aws_secret_access_key`` (+
    ``aws_session_token``) from the profile in the credentials file, else in the config
    file. One of the two without the other is a ``ConfigurationError`` naming the file and
@@ -94,13 +95,17 @@ def _section(parser: Any, name: str) -> dict[str, str]:
 def aws_profile() -> Profile | None:
     """The environment's profile as the files describe it (rules 1-5); ``None`` when
     neither file names it."""
-    name = (os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or "default").strip()
+    named = (os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or "").strip()
+    name = named or "default"
     credentials_path = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or "~/.aws/credentials"
     config_path = os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config"
-    in_credentials = _section(_read(credentials_path, "credentials"), name)
+    credentials_file = _read(credentials_path, "credentials")
     config = _read(config_path, "config")
-    in_config = _section(config, "default" if name == "default" else f"profile {name}")
+    in_credentials = _section(credentials_file, name)
+    in_config = _section(config, f"profile {name}") or (_section(config, "default") if name == "default" else {})
     if not in_credentials and not in_config:
+        if named and (credentials_file is not None or config is not None):
+            raise invalid(f"AWS_PROFILE names the profile {name!r}, which neither {credentials_path} nor {config_path} has")
         return None
     origin = f"profile {name}"
     credentials: AwsCredentials | ProcessCredentials | None = None
@@ -157,7 +162,7 @@ class ProcessCredentials:
         from datetime import datetime
 
         try:
-            argv = shlex.split(self.command)
+            argv = shlex.split(self.command, posix=os.name != "nt")  # Windows paths keep their backslashes
         except ValueError as exc:
             raise self._fail(f"does not split into words: {exc}") from None
         try:

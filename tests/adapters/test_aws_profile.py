@@ -70,6 +70,13 @@ def test_aws_profile_names_the_config_files_profile_section(
     assert BedrockAdapter().region == "us-west-2"
 
 
+def test_profile_default_in_the_config_file_is_the_default_profile(files: tuple[Path, Path]) -> None:
+    _, config = files
+    config.write_text(f"[profile default]\naws_access_key_id = {KEY_ID}\naws_secret_access_key = {SECRET}\n")
+    profile = aws_profile()
+    assert profile is not None and profile.credentials == AwsCredentials(KEY_ID, SECRET, None)
+
+
 def test_environment_keys_come_before_the_profile(files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     credentials, _ = files
     credentials.write_text(f"[default]\naws_access_key_id = {KEY_ID}\naws_secret_access_key = {SECRET}\n")
@@ -98,6 +105,9 @@ def test_a_half_profile_and_what_needs_an_sdk_are_configuration_errors(
         monkeypatch.setenv("AWS_PROFILE", name)
         with pytest.raises(ConfigurationError, match=f"uses {key}.*credentials="):
             BedrockAdapter(region="us-east-1")
+    monkeypatch.setenv("AWS_PROFILE", "missing")
+    with pytest.raises(ConfigurationError, match="AWS_PROFILE names the profile 'missing'"):
+        BedrockAdapter(region="us-east-1")
     config.write_text("[default\nbroken")
     monkeypatch.delenv("AWS_PROFILE")
     with pytest.raises(ConfigurationError, match="does not parse"):
