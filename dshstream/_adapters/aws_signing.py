@@ -19,8 +19,10 @@ Contract:
    adapter's choice (only to its real host), and a flow built from them says ``environment``.
    Without them, the profile of the shared config and credentials files
    (:mod:`~dshstream._adapters.aws_profile`: static keys or a ``credential_process``),
-   under the same condition; its flow says ``profile NAME``, and its ``region`` comes after
-   the environment's (rule 1).
+   else the container endpoint the environment names (ECS task roles, EKS Pod Identity:
+   :mod:`~dshstream._adapters.aws_container`), under the same condition; the flow says
+   ``profile NAME`` or ``container``, and the profile's ``region`` comes after the
+   environment's (rule 1).
 4. **The flow.** :class:`AwsSigning` builds :class:`~dshstream._adapters.auth.SigV4Auth`
    for the adapter's region and :attr:`AwsSigning.sigv4_service`; ``auth_mode`` is
    ``sigv4``, :attr:`AwsSigning.key_mode` for a key in a header, or ``none``; ``repr``
@@ -39,6 +41,7 @@ from .._core.redact import redact
 from .._core.sigv4 import AwsCredentials
 from .._core.validate import check_api_key, check_str_or_none, invalid
 from .auth import AuthFlow, HeaderAuth, SigV4Auth
+from .aws_container import container_credentials
 from .aws_profile import aws_profile
 
 __all__ = [
@@ -129,10 +132,12 @@ class AwsSigning:
         return self._sigv4(as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment")
 
     def _profile_sigv4(self) -> SigV4Auth | None:
-        """The flow over the profile's credentials (rule 3), ``None`` without any."""
+        """The flow over the profile's credentials, else the container endpoint's (rule 3),
+        ``None`` without any."""
         profile = aws_profile()
         if profile is None or profile.credentials is None:
-            return None
+            container = container_credentials()
+            return self._sigv4(container, "container") if container is not None else None
         source = profile.credentials
         if isinstance(source, AwsCredentials):
             return self._sigv4(as_aws_credentials(source, f"AWS {profile.origin}"), profile.origin)

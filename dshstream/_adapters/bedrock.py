@@ -478,7 +478,7 @@ class BedrockAdapter(AwsSigning, HttpAdapter):
             elif key_id and secret:
                 sigv4 = self._environment_sigv4(key_id, secret, token)
             elif own_host and not key_id:
-                sigv4 = self._profile_sigv4()  # the shared files' profile (aws_signing rule 3)
+                sigv4 = self._profile_sigv4()  # the shared files' profile, else the container endpoint (aws_signing rule 3)
         settings.setdefault("title", "Amazon Bedrock")
         settings["base_url"] = base_url
         settings["api_key"] = api_key

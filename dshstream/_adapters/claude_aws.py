@@ -141,7 +141,7 @@ class ClaudePlatformAwsAdapter(AwsSigning, HttpAdapter):
             elif key_id and secret:
                 sigv4 = self._environment_sigv4(key_id, secret, token)
             elif not key_id and (profiled := self._profile_sigv4()) is not None:
-                sigv4 = profiled  # the shared files' profile (aws_signing rule 3)
+                sigv4 = profiled  # the shared files' profile, else the container endpoint (aws_signing rule 3)
             else:
                 raise invalid(
                     f"{name} needs credentials: api_key= or {KEY_ENV} (a workspace API key), or credentials= "
