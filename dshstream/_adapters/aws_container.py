@@ -40,6 +40,7 @@ from .._core.sigv4 import AwsCredentials
 from .._core.validate import invalid
 from .._transport import HttpTransport
 from .._transport.tls import ConnectionSettings
+from .aws_profile import refresh_at
 from .credentials import current_limits
 
 __all__ = ["FETCH_TIMEOUT", "REFRESH_BEFORE", "ContainerCredentials", "container_credentials"]
@@ -131,16 +132,8 @@ class ContainerCredentials:
             register_secret(token)
             headers["authorization"] = token
             secrets = (token,)
-        timeout, cancel = FETCH_TIMEOUT, None
         limits = current_limits()
-        if limits is not None:
-            stop = limits.stop(_PROVIDER, time.monotonic())
-            if stop is not None:
-                raise stop
-            until = limits.until()
-            if until is not None:
-                timeout = min(timeout, max(0.001, until - time.monotonic()))
-            cancel = limits.cancel
+        timeout, cancel = limits.bounds(_PROVIDER, FETCH_TIMEOUT) if limits is not None else (FETCH_TIMEOUT, None)
         answer: Any = self.transport.get_json(
             self.url, headers, provider=_PROVIDER, secrets=secrets, timeout=timeout, cancel=cancel, limit=_BODY_LIMIT
         )
@@ -154,18 +147,9 @@ class ContainerCredentials:
             register_secret(session_token)
         else:
             session_token = None
-        until = float("inf")
-        expiration = answer.get("Expiration")
-        if expiration is not None:
-            from datetime import datetime
-
-            try:
-                moment = datetime.fromisoformat(str(expiration).replace("Z", "+00:00"))
-            except ValueError:
-                raise self._malformed("an Expiration that is not ISO 8601") from None
-            if moment.tzinfo is None:
-                raise self._malformed("an Expiration without a time zone")
-            until = moment.timestamp() - REFRESH_BEFORE
+        until = refresh_at(answer.get("Expiration"), REFRESH_BEFORE)
+        if isinstance(until, str):
+            raise self._malformed(until)
         return AwsCredentials(key_id, secret, session_token), until
 
     def _malformed(self, why: str) -> Exception:

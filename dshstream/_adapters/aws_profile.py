@@ -50,7 +50,7 @@ from .._core.redact import redact
 from .._core.sigv4 import AwsCredentials
 from .._core.validate import invalid
 
-__all__ = ["PROCESS_TIMEOUT", "REFRESH_BEFORE", "Profile", "ProcessCredentials", "aws_profile"]
+__all__ = ["PROCESS_TIMEOUT", "REFRESH_BEFORE", "Profile", "ProcessCredentials", "aws_profile", "refresh_at"]
 
 #: seconds a ``credential_process`` may run (rule 3)
 PROCESS_TIMEOUT = 60.0
@@ -132,6 +132,22 @@ def aws_profile() -> Profile | None:
     return Profile(name, credentials, in_config.get("region", ""), origin)
 
 
+def refresh_at(expiration: object, margin: float) -> float | str:
+    """When credentials that expire at ``expiration`` (ISO 8601 with a zone; ``None``:
+    never) are fetched again: ``margin`` seconds before; or why ``expiration`` is not one."""
+    if expiration is None:
+        return float("inf")
+    from datetime import datetime
+
+    try:
+        moment = datetime.fromisoformat(str(expiration).replace("Z", "+00:00"))
+    except ValueError:
+        return f"an Expiration that is not ISO 8601: {str(expiration)[:40]!r}"
+    if moment.tzinfo is None:
+        return "an Expiration without a time zone"
+    return moment.timestamp() - margin
+
+
 class ProcessCredentials:
     """A profile's ``credential_process`` as a zero-argument credentials callable (rule 3):
     run on the first call, its answer reused until shortly before it expires."""
@@ -159,7 +175,6 @@ class ProcessCredentials:
     def _run(self) -> tuple[AwsCredentials, float]:
         import shlex  # only where a profile runs a process
         import subprocess
-        from datetime import datetime
 
         try:
             argv = shlex.split(self.command, posix=os.name != "nt")  # Windows paths keep their backslashes
@@ -183,14 +198,7 @@ class ProcessCredentials:
             raise self._fail("printed no AccessKeyId and SecretAccessKey")
         if token is not None and not isinstance(token, str):
             raise self._fail("printed a SessionToken that is not a string")
-        until = float("inf")
-        expiration = answer.get("Expiration")
-        if expiration is not None:
-            try:
-                moment = datetime.fromisoformat(str(expiration).replace("Z", "+00:00"))
-            except ValueError:
-                raise self._fail(f"printed an Expiration that is not ISO 8601: {str(expiration)[:40]!r}") from None
-            if moment.tzinfo is None:
-                raise self._fail("printed an Expiration without a time zone")
-            until = moment.timestamp() - REFRESH_BEFORE
+        until = refresh_at(answer.get("Expiration"), REFRESH_BEFORE)
+        if isinstance(until, str):
+            raise self._fail(f"printed {until}")
         return AwsCredentials(key_id, secret, token or None), until

@@ -114,6 +114,18 @@ class FetchLimits(NamedTuple):
         ends = [t for t in (self.deadline, idle_end) if t is not None]
         return min(ends) if ends else None
 
+    def bounds(self, provider: str, timeout: float) -> tuple[float, threading.Event | None]:
+        """A token endpoint call's ``timeout`` cut to what the limits leave, and the cancel
+        it takes; raises :meth:`stop`'s error when nothing is left."""
+        now = time.monotonic()
+        stop = self.stop(provider, now)
+        if stop is not None:
+            raise stop
+        until = self.until()
+        if until is not None:
+            timeout = min(timeout, max(0.001, until - now))
+        return timeout, self.cancel
+
     def stop(self, provider: str, now: float) -> LlmError | None:
         """The error that ends the fetch now (cancelled, or past a limit), else ``None``."""
         if self.cancel is not None and self.cancel.is_set():

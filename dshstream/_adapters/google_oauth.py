@@ -205,15 +205,7 @@ class AuthorizedUserCredentials:
 
     def _refresh(self, limits: FetchLimits | None) -> None:
         secrets = (self._refresh_token, self._client_secret)
-        timeout, cancel = self.timeout, None
-        if limits is not None:
-            stop = limits.stop(_PROVIDER, time.monotonic())
-            if stop is not None:
-                raise stop
-            until = limits.until()
-            if until is not None:
-                timeout = min(timeout, max(0.001, until - time.monotonic()))
-            cancel = limits.cancel
+        timeout, cancel = limits.bounds(_PROVIDER, self.timeout) if limits is not None else (self.timeout, None)
         try:
             answer = self.transport.post_form(
                 self.token_url,
