@@ -208,12 +208,7 @@ class BedrockWire(Wire):
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         if self.api == "invoke":
             return self.invoke_body(options)
-        if (  # uses_prompt_cache, inline: a request that caches nothing skips the check (prompt_cache rule 1)
-            options.prompt_cache is not None
-            or any(m.cache is not None for m in options.messages)
-            or any(t.cache is not None for t in options.tools)
-        ):
-            check_prompt_cache(options, CONVERSE_CACHING, f"{self.title} (Converse)")
+        check_prompt_cache(options, CONVERSE_CACHING, f"{self.title} (Converse)")
         body: dict[str, Any] = {"messages": self.convert_messages(options.messages)}
         system: list[dict[str, Any]] = []
         for m in options.messages:

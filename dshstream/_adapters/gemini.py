@@ -143,12 +143,7 @@ class GeminiWire(GeminiApiWire):
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body for ``options``."""
-        if (  # uses_prompt_cache, inline: a request that caches nothing skips the check (prompt_cache rule 1)
-            options.prompt_cache is not None
-            or any(m.cache is not None for m in options.messages)
-            or any(t.cache is not None for t in options.tools)
-        ):
-            check_prompt_cache(options, GEMINI_CACHING, self.title)
+        check_prompt_cache(options, GEMINI_CACHING, self.title)
         body: dict[str, Any] = {"contents": self.build_contents(options.messages)}
         system = [m.text for m in options.messages if m.role == "system" and m.text]
         cached = options.prompt_cache.cached_content if options.prompt_cache is not None else None

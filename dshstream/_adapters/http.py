@@ -111,6 +111,11 @@ log = get_logger("dshstream.adapters")
 
 _NO_HEADERS: Mapping[str, str] = {}
 
+
+def _no_protocol_headers(wire: Wire) -> bool:
+    """Whether ``wire`` keeps the base Wire's protocol headers, which are none (rule 3)."""
+    return type(wire).protocol_headers is Wire.protocol_headers and "protocol_headers" not in vars(wire)
+
 __all__ = ["HttpAdapter", "ModelListFormat", "check_media_parts"]
 
 #: the subclass hooks a wire is made of (rule 6): required, then optional
@@ -186,7 +191,7 @@ class HttpAdapter(LlmAdapter):
         self.wire: Wire = wire if wire is not None else _SubclassWire(self)
         #: adds each attempt's credentials (rule 2; ``Bearer`` with ``api_key`` by default)
         self.auth_flow: AuthFlow = auth_flow if auth_flow is not None else self._default_auth()
-        if type(self.wire).protocol_headers is Wire.protocol_headers and "protocol_headers" not in vars(self.wire):
+        if _no_protocol_headers(self.wire):
             HttpAdapter.request_headers(self)  # rule 3: merged once, now (a wire's own protocol headers: at the first call)
 
     def _default_auth(self) -> AuthFlow:
@@ -246,7 +251,7 @@ class HttpAdapter(LlmAdapter):
         wire = self.wire
         # the base Wire's protocol headers are none: not asked (wire rule 1)
         protocol: Mapping[str, str]
-        if type(wire).protocol_headers is Wire.protocol_headers and "protocol_headers" not in vars(wire):
+        if _no_protocol_headers(wire):
             protocol = _NO_HEADERS
         else:
             protocol = wire.protocol_headers()

@@ -163,17 +163,12 @@ class MessagesBody:
         return None
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
-        if (  # uses_prompt_cache, inline: a request that caches nothing skips the check (prompt_cache rule 1)
-            options.prompt_cache is not None
-            or any(m.cache is not None for m in options.messages)
-            or any(t.cache is not None for t in options.tools)
-        ):
-            support = (
-                CacheSupport(points=True, automatic=self.automatic_cache_host, max_points=4, longest_first=True)
-                if self.caches_prompts
-                else NO_CACHING
-            )
-            check_prompt_cache(options, support, self.label)
+        support = (
+            CacheSupport(points=True, automatic=self.automatic_cache_host, max_points=4, longest_first=True)
+            if self.caches_prompts
+            else NO_CACHING
+        )
+        check_prompt_cache(options, support, self.label)
         body: dict[str, Any] = {"model": options.model}
         budget = self.thinking_budget(options)
         if options.max_tokens is not None:

@@ -149,14 +149,9 @@ class OpenAIChatWire(Wire):
         """The JSON body for ``options``."""
         own = self.dialect.name == "openai"
         router = self.dialect.name == "openrouter"
-        if (  # uses_prompt_cache, inline: a request that caches nothing skips the check (prompt_cache rule 1)
-            options.prompt_cache is not None
-            or any(m.cache is not None for m in options.messages)
-            or any(t.cache is not None for t in options.tools)
-        ):
-            check_prompt_cache(
-                options, OPENAI_CACHING if own else OPENROUTER_CACHING if router else NO_CACHING, self.title
-            )
+        check_prompt_cache(
+            options, OPENAI_CACHING if own else OPENROUTER_CACHING if router else NO_CACHING, self.title
+        )
         messages: list[dict[str, Any]] = []
         for message in options.messages:
             converted = self.convert_message(message)

@@ -10,8 +10,7 @@ Contract: pure (options in, a ``ConfigurationError`` or nothing out); no I/O.
    (``GenerateOptions.messages[2].cache``, ``GenerateOptions.prompt_cache.key``) and the
    provider, with what to use instead. Nothing is dropped silently. A request that asks
    for no caching at all (:func:`uses_prompt_cache`: no ``prompt_cache``, no cache point)
-   passes; a hot wire (chat completions, Messages, Gemini, Converse) tells so inline,
-   with the same test, and then does not call it.
+   passes at once.
 2. **Limits.** ``max_points`` caps the cache points of one request (Anthropic and Bedrock:
    4); ``point_ttls`` lists the lifetimes a point may ask for; ``longest_first`` refuses a
    ``1h`` point after a ``5m`` one in prompt order (tools, system, messages), which
