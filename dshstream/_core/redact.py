@@ -231,6 +231,9 @@ def _redact_base64(text: str, pattern: re.Pattern[str]) -> str:
     return "".join(pieces)
 
 
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
 class _Views:
     """One text normalised the ways pass 1's encodings undo: JSON's ``\\/`` as ``/``, every
     percent-escape decoded (and ``+`` as a space), lower case for hex."""
@@ -253,6 +256,10 @@ def _may_hold(secret: str, views: _Views) -> bool:
     is the secret, its hex or a base64 term)."""
     sievable, hexed, terms = _secret_forms(secret)
     if not sievable or secret in views.unslashed or secret in views.decoded or hexed in views.lower:
+        return True
+    # A stray "%" (or "%X") just before an echo whose first character is a raw hex digit
+    # decodes with it, hiding the echo from the decoded view: such a secret gets the full scan.
+    if secret[0] in _HEX_DIGITS and views.decoded is not views.unslashed:
         return True
     if " " in secret:
         if views.plus is None:
