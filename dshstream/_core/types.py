@@ -20,7 +20,7 @@ import binascii
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn, TypeAlias, final
+from typing import Any, Literal, NoReturn, TypeAlias, final, get_args
 
 
 BlockType: TypeAlias = Literal["text", "reasoning", "tool-call", "tool-result", "file"]
@@ -37,18 +37,11 @@ FailureCategory: TypeAlias = Literal[
 
 TargetOutcomeKind: TypeAlias = Literal["served", "failed", "skipped"]
 
-BLOCK_TYPES: tuple[BlockType, ...] = ("text", "reasoning", "tool-call", "tool-result", "file")
-FINISH_KINDS: tuple[FinishKind, ...] = ("stop", "tool-calls", "max-tokens", "error", "aborted")
-TARGET_OUTCOMES: tuple[TargetOutcomeKind, ...] = ("served", "failed", "skipped")
-FAILURE_CATEGORIES: tuple[FailureCategory, ...] = (
-    "api_error",
-    "rate_limit",
-    "content_blocked",
-    "timeout",
-    "provider_overloaded",
-    "model_error",
-    "unknown",
-)
+# the values each alias admits, in its order: written once, in the alias
+BLOCK_TYPES: tuple[BlockType, ...] = get_args(BlockType)
+FINISH_KINDS: tuple[FinishKind, ...] = get_args(FinishKind)
+TARGET_OUTCOMES: tuple[TargetOutcomeKind, ...] = get_args(TargetOutcomeKind)
+FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 
 
 def assert_never(value: NoReturn) -> NoReturn:
