@@ -301,10 +301,8 @@ class OtelObserver:
             ("gen_ai.request.temperature", settings.temperature),
             ("dshstream.request.reasoning_effort", settings.reasoning_effort),
         )
-        if about is not None and about.server_address:
-            attributes["server.address"] = about.server_address
-            if about.server_port is not None:
-                attributes["server.port"] = about.server_port
+        if about is not None:
+            _put_server(attributes, about.server_address, about.server_port)
         if self.capture_content:
             if settings.stop_sequences:
                 attributes["gen_ai.request.stop_sequences"] = list(settings.stop_sequences)
@@ -346,10 +344,7 @@ class OtelObserver:
             "dshstream.chunk_count": record.chunk_count,
         }
         _put(metric_attributes, ("gen_ai.response.model", record.response_model or None))
-        if record.server_address:
-            metric_attributes["server.address"] = record.server_address
-            if record.server_port is not None:
-                metric_attributes["server.port"] = record.server_port
+        _put_server(metric_attributes, record.server_address, record.server_port)
         failure = record.finish.failure
         if failure is not None:
             metric_attributes["error.type"] = failure.code
@@ -427,6 +422,14 @@ def _put(attributes: dict[str, AttributeValue], *items: tuple[str, AttributeValu
     for key, value in items:
         if value is not None:
             attributes[key] = value
+
+
+def _put_server(attributes: dict[str, AttributeValue], address: str | None, port: int | None) -> None:
+    """``server.address``, and ``server.port`` beside it, where the request went (rule 2)."""
+    if address:
+        attributes["server.address"] = address
+        if port is not None:
+            attributes["server.port"] = port
 
 
 def _failure_attributes(failure: LlmFailure, *, message: bool) -> dict[str, AttributeValue]:
