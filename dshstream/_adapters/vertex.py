@@ -311,11 +311,15 @@ class VertexAnthropicWire(AnthropicWire):
         #: the Vertex location in the path
         self.location = location
 
-    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+    def _models_root(self) -> str:
+        """``{base_url}/v1/projects/{p}/locations/{l}/publishers/anthropic/models`` (rule 1)."""
         return (
             f"{self.base_url}/v1/projects/{quote(self.project or '', safe=':')}/locations/{self.location}"
-            "/publishers/anthropic/models/count-tokens:rawPredict"
+            "/publishers/anthropic/models"
         )
+
+    def count_tokens_url(self, options: GenerateOptions) -> str | None:
+        return f"{self._models_root()}/count-tokens:rawPredict"
 
     def count_tokens_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The Messages counting fields with ``model`` (the path names none) and
@@ -325,11 +329,7 @@ class VertexAnthropicWire(AnthropicWire):
         return {"anthropic_version": self.anthropic_version, **counted}
 
     def endpoint(self, options: GenerateOptions) -> str:
-        model = quote(options.model, safe=_MODEL_SAFE)
-        return (
-            f"{self.base_url}/v1/projects/{quote(self.project or '', safe=':')}/locations/{self.location}"
-            f"/publishers/anthropic/models/{model}:streamRawPredict"
-        )
+        return f"{self._models_root()}/{quote(options.model, safe=_MODEL_SAFE)}:streamRawPredict"
 
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The Anthropic body without ``model``, with ``anthropic_version`` (rule 5)."""
