@@ -1039,3 +1039,62 @@ def test_malformed_json_ends_the_stream_malformed() -> None:
 def test_fixture_paths_are_real_files() -> None:
     for name in FILES:
         assert Path(FIXTURES / "anthropic" / name).stat().st_size > 0
+
+
+# ------------------------------------------------------------------ one message per stream
+
+DOCUMENTED = Path(__file__).resolve().parent.parent / "fixtures" / "documented" / "anthropic"
+
+
+def _every_split(data: bytes) -> list[list[bytes]]:
+    """``data`` whole, a byte at a time, and cut at every 7th offset."""
+    return [[data], [data[i : i + 1] for i in range(len(data))], [data[i : i + 7] for i in range(0, len(data), 7)]]
+
+
+def test_a_second_generation_spliced_into_the_stream_is_not_merged_into_the_first() -> None:
+    """vercel/ai#18402's stream: ``message_start`` msg_second arrives while msg_first is
+    open. Merged, the replay state would pair msg_first's cut tool call with msg_second's
+    signed thinking and the next turn would be refused; the stream ends in band instead,
+    msg_first's output kept (rule 1)."""
+    data = (DOCUMENTED / "vercel_spliced_message_start.sse").read_bytes()
+    for pieces in _every_split(data):
+        result = run(pieces)
+        assert result.finish.kind == "error"
+        assert result.failure is not None and result.failure.code == "MALFORMED_RESPONSE"
+        assert "msg_second began before message msg_first ended" in result.failure.message
+        assert result.metadata is not None and result.metadata.response_id == "msg_first"
+        assert [(b.text, b.signature) for b in result.blocks if isinstance(b, ReasoningBlock)] == [
+            ("I will call the tool.", "sig-first")
+        ]
+        (call,) = result.tool_calls
+        assert (call.id, call.arguments_truncated) == ("toolu_first", True)
+        assert "toolu_second" not in json.dumps(result.replay_state) and "sig-second" not in json.dumps(result.replay_state)
+
+
+def test_the_same_message_started_twice_is_one_message() -> None:
+    data = (DOCUMENTED / "vercel_duplicate_message_start.sse").read_bytes()
+    for pieces in _every_split(data):
+        result = run(pieces)
+        assert result.failure is None and (result.finish.kind, result.finish.raw) == ("stop", "end_turn")
+        assert [b.text for b in result.blocks if isinstance(b, TextBlock)] == ["Hello, World!"]
+        assert result.usage == TokenUsage(input_tokens=17, output_tokens=227)
+
+
+def test_a_repeated_message_start_with_content_does_not_repeat_the_content() -> None:
+    """A programmatic tool call's turn held whole in ``message_start`` (rule 1), sent twice:
+    one call; a repeat that names no id is the open message too."""
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_p",
+            "model": "claude-test",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "roll", "input": {"n": 1}}],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        },
+    }
+    anonymous = {"type": "message_start", "message": {"model": "claude-test"}}
+    result = run(sse(start, start, anonymous, STOP))
+    assert result.failure is None and result.finish.kind == "tool-calls"
+    assert [c.id for c in result.tool_calls] == ["toolu_1"]
+    assert [e["id"] for e in result.replay_state["content"]] == ["toolu_1"]

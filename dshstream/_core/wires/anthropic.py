@@ -10,6 +10,12 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
    and ``container`` set, and no block event or ``message_delta`` after it) is read as if
    its blocks had streamed — each one started and stopped in order, at its list index —
    and its ``stop_reason`` and ``container`` as a ``message_delta``'s (rule 3).
+   One message per stream: a repeated ``message_start`` of the open message (the same
+   id, or one that names none) is ignored; one naming another id before the first's
+   ``message_stop`` — two generations spliced together by a proxy or a retrying gateway —
+   ends the stream in band with ``MALFORMED_RESPONSE``, the first message's output kept
+   and nothing of the second merged into it (its thinking signature and tool calls
+   would corrupt the replay state).
 2. Each wire content block of type ``text``, ``thinking`` or ``tool_use`` becomes one
    dshstream block, opened on its first non-empty payload: ``text_delta`` is text,
    ``thinking_delta`` reasoning, ``signature_delta`` the reasoning block's signature,
@@ -177,6 +183,8 @@ class AnthropicTranslator(BlockReplayTranslator):
         self._usage: dict[str, int] = {}
         self._iterations: list[Any] | None = None
         self._stop_reason: str | None = None
+        # rule 1: the open message (its id, "" when it named none); None before message_start
+        self._message: str | None = None
 
     # ------------------------------------------------------------------ events
 
@@ -267,7 +275,23 @@ class AnthropicTranslator(BlockReplayTranslator):
         # ping and unknown event types: liveness only
 
     def _on_message_start(self, message: dict[str, Any]) -> None:
-        self.writer.identify(message.get("id"), message.get("model"))
+        name = message.get("id")
+        name = name if isinstance(name, str) else ""
+        opened = self._message
+        if opened is not None:  # rule 1: a message is open (its message_stop ends the stream)
+            if not (name and opened and name != opened):
+                return  # the same message started again: nothing new
+            writer = self.writer
+            failure = writer.failure(
+                "MALFORMED_RESPONSE",
+                f"{writer.provider}: message {name} began before message {opened} ended "
+                "(two generations spliced into one stream; the first one's output is kept)",
+            )
+            self.flush(cut=True)
+            writer.fail(failure)
+            return
+        self._message = name
+        self.writer.identify(name, message.get("model"))
         details = message.get("stop_details")
         if type(details) is dict:
             self.writer.stop_details = details
