@@ -24,8 +24,11 @@ Contract:
      built-in calls while still in the turn (or listed in ``server_calls``: the server ran
      them), server-executed items and outputs, ``compaction``, ``program`` and
      ``program_output`` items, and any item type this module does not know (kept, never
-     dropped);
-   * tool results become ``function_call_output`` items, or, for a client-executed built-in
+     dropped); the calls of a parallel wrapper (wire rule 8) go back as the wrapper
+     ``function_call`` the model sent, with its own arguments;
+   * tool results become ``function_call_output`` items (the results of a parallel
+     wrapper's calls: one output for the wrapper's call id, their contents joined by a line
+     break in the wrapper's order), or, for a client-executed built-in
      call (known from an earlier turn's replay state), its own output item:
      ``local_shell_call_output`` (``id``: the call id, ``output``: the text),
      ``shell_call_output`` (``output``: the content when it is a JSON list of
@@ -128,6 +131,33 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _EFFORTS = {"off": "none", "minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "max": "high"}
 _INCLUDE_REJECTED = ("encrypted content", "encrypted_content", "'include'", "include[")
 _YES = frozenset({"true", "yes", "y", "approve", "approved", "allow", "allowed", "ok"})
+
+
+#: the kind :meth:`OpenAIResponsesWire.builtin_calls` gives a call a parallel wrapper
+#: dispatched (wire rule 8): its result goes back inside the wrapper's one output
+PARALLEL_CHILD = "parallel-child"
+
+
+def _join_parallel_outputs(items: list[dict[str, Any]], kinds: Mapping[str, str]) -> list[dict[str, Any]]:
+    """``items`` with the outputs of a parallel wrapper's calls (wire rule 8) as the
+    wrapper's one output, where the first of them stood: their contents in the wrapper's
+    order (the call id's ``_N``), joined by a line break."""
+    out: list[dict[str, Any]] = []
+    joined: dict[str, tuple[dict[str, Any], list[tuple[int, str]]]] = {}
+    for item in items:
+        call_id = item.get("call_id")
+        if item.get("type") != "function_call_output" or not isinstance(call_id, str) or kinds.get(call_id) != PARALLEL_CHILD:
+            out.append(item)
+            continue
+        wrapper, _, position = call_id.rpartition("_")
+        found = joined.get(wrapper)
+        if found is None:
+            found = joined[wrapper] = ({"type": "function_call_output", "call_id": wrapper, "output": ""}, [])
+            out.append(found[0])
+        found[1].append((int(position) if position.isdigit() else len(found[1]), str(item.get("output") or "")))
+    for output, results in joined.values():
+        output["output"] = "\n".join(text for _, text in sorted(results))
+    return out
 
 
 def _builtin_call_id(entry: dict[str, Any]) -> str | None:
@@ -307,6 +337,8 @@ class OpenAIResponsesWire(Wire):
                 converted[-1] = dict(converted[-1])
                 openai_mark(converted[-1], "input_text", self.title)
             items.extend(converted)
+        if PARALLEL_CHILD in builtin.values():
+            items = _join_parallel_outputs(items, builtin)
         body: dict[str, Any] = {
             "model": options.model,
             "input": items,
@@ -379,6 +411,10 @@ class OpenAIResponsesWire(Wire):
                     call_id = _builtin_call_id(entry)
                     if call_id is not None:
                         kinds[call_id] = item_kind(entry)
+                elif isinstance(entry, dict) and isinstance(entry.get("parallel"), list):
+                    for child in entry["parallel"]:  # a parallel wrapper's calls (wire rule 8)
+                        if isinstance(child, str):
+                            kinds[child] = PARALLEL_CHILD
         return kinds
 
     def convert_message(self, message: Message, builtin: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
@@ -445,6 +481,19 @@ class OpenAIResponsesWire(Wire):
                 parts = [texts.popleft() for _ in range(min(take, len(texts)))]
                 if parts:
                     follower = self._text_item(parts, entry.get("phase"))
+            elif kind == "function_call" and isinstance(entry.get("parallel"), list):
+                # a parallel wrapper: its calls go back as the one call the model sent (wire rule 8)
+                found = [pending_calls.pop(child, None) for child in entry["parallel"] if isinstance(child, str)]
+                if any(found):
+                    follower = {
+                        "type": "function_call",
+                        "call_id": str(entry.get("call_id") or ""),
+                        "name": str(entry.get("name") or ""),
+                        "arguments": str(entry.get("arguments") or "{}"),
+                    }
+                    item_id = entry.get("id")
+                    if isinstance(item_id, str) and item_id and self.send_item_ids:
+                        follower["id"] = item_id
             elif kind == "function_call":
                 call = pending_calls.pop(str(entry.get("call_id") or ""), None)
                 if call is not None:

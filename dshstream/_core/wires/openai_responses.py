@@ -72,6 +72,18 @@ data-only framings work too):
    past one) is dropped: a resumed stream's replayed events are processed once. Events
    without one are always processed. :attr:`items_done` holds the ``output_index`` of
    every item done so far (what a poll of the stored response still has to deliver).
+8. **The parallel wrapper.** A model may send its internal parallel dispatch as one
+   ``function_call`` named ``parallel`` (``multi_tool_use.parallel`` in older models) with
+   arguments ``{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": {...}},
+   ...]}`` — seen from Azure OpenAI's gpt-5.4 (vercel/ai#19067). When the request declared
+   no tool of that name and every ``NAME`` is a declared client tool, the wrapper is its
+   calls: one tool call per entry, in order, with the call id ``{call_id}_{i}`` and the
+   entry's parameters as arguments. Its arguments are held until its item is done (whether
+   it is a wrapper is known only then); anything else — another shape, an undeclared
+   recipient, unknown client tools — is the one call it says it is, and a wrapper cut off
+   before its ``done`` is that one call, cut. Its replay entry keeps the wrapper's own
+   ``arguments`` and the child call ids (``parallel``): the wrapper goes back as the model
+   sent it, and the children's results as its one ``function_call_output``.
 """
 
 from __future__ import annotations
@@ -81,7 +93,7 @@ from typing import Any
 
 from ..parts import decode_base64, sniff_media_type
 from ..sse import ServerSentEvent
-from ..strict_json import dump_json, loads_event
+from ..strict_json import dump_json, loads_event, loads_or_none
 from ..types import Citation, TokenUsage
 from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none, list_or_empty
 from .translator import Translator
@@ -254,6 +266,35 @@ class _Slot:
         self.identified = False  # a tool call's id and name are known
 
 
+#: the names a model's parallel dispatch wrapper goes by (rule 8)
+PARALLEL_WRAPPERS = frozenset({"parallel", "multi_tool_use.parallel"})
+_RECIPIENT_PREFIX = "functions."
+
+
+def parallel_calls(arguments: str, client_tools: Collection[str]) -> list[tuple[str, str]] | None:
+    """The (name, arguments) of each call a parallel wrapper's ``arguments`` dispatch, or
+    ``None`` when they are not exactly that shape over declared client tools (rule 8)."""
+    value = loads_or_none(arguments)
+    uses = value.get("tool_uses") if type(value) is dict else None
+    if type(uses) is not list or not uses:
+        return None
+    calls: list[tuple[str, str]] = []
+    for use in uses:
+        if type(use) is not dict:
+            return None
+        recipient, parameters = use.get("recipient_name"), use.get("parameters")
+        if not isinstance(recipient, str) or not recipient.startswith(_RECIPIENT_PREFIX) or type(parameters) is not dict:
+            return None
+        name = recipient[len(_RECIPIENT_PREFIX) :]
+        if not name or name not in client_tools:
+            return None
+        text = dump_json(parameters)
+        if text is None:
+            return None
+        calls.append((name, text))
+    return calls
+
+
 #: output items during which the provider works without content (translator rule 6)
 _QUIET_ITEMS = frozenset({
     "reasoning", "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
@@ -281,6 +322,8 @@ class OpenAIResponsesTranslator(Translator):
         self._held: _Slot | None = None  # a client-kind call waiting to be known client-run
         self._lost_images: set[str] = set()  # ids of generated images whose data did not decode (rule 3)
         self._server_slots: set[int] = set()  # slots of client-kind items the server ran
+        self._wrappers: dict[int, list[str]] = {}  # slot -> a parallel wrapper's held arguments (rule 8)
+        self._expanded: dict[int, list[str]] = {}  # slot -> the child call ids of an expanded wrapper
         #: the last sequence number processed (rule 7)
         self.last_sequence = after
         #: the ``output_index`` of every item whose ``output_item.done`` was processed
@@ -441,6 +484,35 @@ class OpenAIResponsesTranslator(Translator):
         self._opened.add(key)
         self.writer.tool_call(key, call_id=call_id, name=name, arguments=arguments)
 
+    def _may_wrap(self, item: dict[str, Any]) -> bool:
+        """Whether the ``function_call`` ``item`` may be a parallel wrapper (rule 8)."""
+        name = item.get("name")
+        tools = self.client_tools
+        return isinstance(name, str) and name in PARALLEL_WRAPPERS and tools is not None and name not in tools
+
+    def _unwrap(self, slot: _Slot, item: dict[str, Any] | None, arguments: str) -> None:
+        """A held wrapper, done: its calls, or the one call it is (rule 8). ``arguments``:
+        the item's own, else what was held."""
+        held = self._wrappers.pop(slot.number, None)
+        if not arguments and held:
+            arguments = "".join(held)
+        tools = self.client_tools
+        calls = parallel_calls(arguments, tools) if tools is not None and item is not None else None
+        call_id = first_str(item.get("call_id"), item.get("id")) if item is not None else None
+        if calls is None or call_id is None:
+            self._tool(slot, item if item is not None else slot.item, arguments)
+            return
+        children = []
+        for position, (name, child_arguments) in enumerate(calls):
+            key = self._key(slot, "tool", position)
+            child = f"{call_id}_{position}"
+            children.append(child)
+            self._opened.add(key)
+            self._streamed.add(key)
+            self.writer.tool_call(key, call_id=child, name=name, arguments=child_arguments)
+        slot.identified = True
+        self._expanded[slot.number] = children
+
     def _fill_item(self, slot: _Slot, item: dict[str, Any]) -> None:
         """Emit whatever ``item`` holds that the stream has not shown yet."""
         kind = item_kind(item)
@@ -457,10 +529,15 @@ class OpenAIResponsesTranslator(Translator):
                 for position, part in enumerate(list_or_empty(item.get(part_name))):
                     self._fill(slot, part_name, position, dict_or_empty(part).get("text"))
         elif kind == "function_call":
-            key = self._key(slot, "tool", 0)
             arguments = item.get("arguments")
             if not isinstance(arguments, str):
                 arguments = ""
+            if slot.number in self._expanded:
+                return
+            key = self._key(slot, "tool", 0)
+            if slot.number in self._wrappers or (key not in self._opened and self._may_wrap(item)):
+                self._unwrap(slot, item, arguments)
+                return
             if key not in self._opened:
                 self._tool(slot, item, arguments)  # never streamed: the whole call now
             elif self.writer.is_open(key):
@@ -531,7 +608,11 @@ class OpenAIResponsesTranslator(Translator):
             self._release(item)
         if kind == "function_call":
             arguments = item.get("arguments")
-            self._tool(slot, item, arguments if isinstance(arguments, str) else "")
+            arguments = arguments if isinstance(arguments, str) else ""
+            if self._may_wrap(item):
+                self._wrappers[slot.number] = [arguments] if arguments else []
+            else:
+                self._tool(slot, item, arguments)
         elif kind in CLIENT_CALLS:
             if server_run(item, (), self.client_tools):
                 self._server_slots.add(slot.number)
@@ -612,14 +693,23 @@ class OpenAIResponsesTranslator(Translator):
             slot.item_type = "function_call"
         delta = payload.get("delta")
         if isinstance(delta, str) and delta:
-            self._tool(slot, None, delta)
+            held = self._wrappers.get(slot.number)
+            if held is not None:
+                held.append(delta)  # rule 8: a wrapper's arguments wait for its done
+            else:
+                self._tool(slot, None, delta)
 
     def _on_arguments_done(self, payload: dict[str, Any]) -> None:
         slot = self._slot(payload)
         if slot.item_type is None:
             slot.item_type = "function_call"
-        key = self._key(slot, "tool", 0)
         arguments = payload.get("arguments")
+        held = self._wrappers.get(slot.number)
+        if held is not None:
+            if isinstance(arguments, str) and arguments:
+                held[:] = [arguments]  # the whole text: it replaces the deltas (rule 8)
+            return
+        key = self._key(slot, "tool", 0)
         reopen = key in self._opened and not self.writer.is_open(key)
         if key not in self._streamed and isinstance(arguments, str) and arguments and not reopen:
             self._tool(slot, slot.item, arguments)
@@ -680,6 +770,11 @@ class OpenAIResponsesTranslator(Translator):
                         entry[field] = value
                 if item.get("caller") is not None:
                     entry["caller"] = item["caller"]
+                children = self._expanded.get(slot.number) if slot is not None else None
+                if children is not None:  # rule 8: the wrapper as sent, and its calls' ids
+                    arguments = item.get("arguments")
+                    entry["arguments"] = arguments if isinstance(arguments, str) else ""
+                    entry["parallel"] = list(children)
                 items.append(entry)
             elif item_type == "message":
                 entry = {"type": "message", "text_parts": slot.text_parts if slot is not None else 0}
@@ -718,6 +813,12 @@ class OpenAIResponsesTranslator(Translator):
             self._held = None  # rule 3: who runs it is unknown; no call to run (still replayed)
         else:
             self._release(None)
+        for number in list(self._wrappers):  # rule 8: a wrapper never done is the call it says
+            slot = self._slots[number]
+            if cut:
+                self._tool(slot, slot.item, "".join(self._wrappers.pop(number)))
+            else:
+                self._unwrap(slot, slot.item, "")
         for item in items:
             kind = item_kind(item)
             if kind in SERVER_TOOLS or (kind in CLIENT_CALLS and self._ran_on_server(item)):
