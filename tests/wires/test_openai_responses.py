@@ -672,3 +672,38 @@ def test_recorded_incomplete_response_keeps_the_partial_message() -> None:
         assert (result.finish.kind, result.finish.raw, result.failure) == ("max-tokens", "max_output_tokens", None)
         assert result.text == message["content"][0]["text"] and message["status"] == "incomplete"
         assert result.replay_state["items"][0]["id"] == message["id"]
+
+
+# --------------------------------------------------------------------------- one response per stream
+
+FIRST_CALL: dict[str, Any] = {"type": "function_call", "id": "fc_a", "call_id": "call_a", "name": "lookup",
+                              "arguments": "{\"q\":\"one\"}", "status": "completed"}
+
+
+def test_a_second_response_spliced_into_the_stream_is_not_merged_into_the_first() -> None:
+    """A gateway that starts a second response in the same stream (the Responses form of
+    vercel/ai#18402's spliced Anthropic messages): its items share ``output_index`` 0
+    with the first's and would be merged into them. The stream ends in band instead,
+    the first response's output kept (rule 1)."""
+    second = {"type": "response.created", "response": {"id": "resp_2", "model": "m", "output": []}}
+    data = stream(
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0, "item": {**FIRST_CALL, "arguments": ""}},
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_a", "delta": "{\"q\":"},
+        second,
+        {"type": "response.output_item.added", "output_index": 0, "item": {**FIRST_CALL, "id": "fc_b", "call_id": "call_b"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": {**FIRST_CALL, "id": "fc_b", "call_id": "call_b"}},
+        completed([{**FIRST_CALL, "id": "fc_b", "call_id": "call_b"}]),
+    )
+    for result in _split_checked(data):
+        assert result.failure is not None and result.failure.code == "MALFORMED_RESPONSE"
+        assert "response resp_2 began before response resp_1 ended" in result.failure.message
+        assert [(c.id, c.arguments_truncated) for c in result.tool_calls] == [("call_a", True)]
+        assert "call_b" not in json.dumps(result.replay_state)
+
+
+def test_the_same_response_created_again_is_metadata() -> None:
+    data = stream(CREATED, CREATED, {"type": "response.output_item.added", "output_index": 0, "item": FIRST_CALL},
+                  {"type": "response.output_item.done", "output_index": 0, "item": FIRST_CALL}, completed([FIRST_CALL]))
+    for result in _split_checked(data):
+        assert result.failure is None and [c.id for c in result.tool_calls] == ["call_a"]

@@ -5,6 +5,10 @@ Contract (sans-IO; one JSON event per SSE frame, dispatched on the payload's ``t
 data-only framings work too):
 
 1. ``response.created``/``in_progress``/``queued`` carry metadata (response id, model).
+   One response per stream: a second ``response.created`` naming another response id —
+   two responses spliced together by a gateway — ends the stream in band with
+   ``MALFORMED_RESPONSE``, the first response's output kept (its items would otherwise
+   be merged by ``output_index`` into the first's); one naming the same id is metadata.
 2. Output items are correlated by ``output_index``, then by item id (some gateways issue
    temporary ids). Every content part is its own block, opened on its first non-empty
    payload: ``output_text`` and ``refusal`` parts are text, ``reasoning_summary`` parts
@@ -324,6 +328,7 @@ class OpenAIResponsesTranslator(Translator):
         self._server_slots: set[int] = set()  # slots of client-kind items the server ran
         self._wrappers: dict[int, list[str]] = {}  # slot -> a parallel wrapper's held arguments (rule 8)
         self._expanded: dict[int, list[str]] = {}  # slot -> the child call ids of an expanded wrapper
+        self._created: str | None = None  # the id of the response.created seen (rule 1)
         #: the last sequence number processed (rule 7)
         self.last_sequence = after
         #: the ``output_index`` of every item whose ``output_item.done`` was processed
@@ -597,6 +602,24 @@ class OpenAIResponsesTranslator(Translator):
             if normalized is not None:
                 writer.usage = normalized
                 self._usage = usage
+
+    def _on_created(self, payload: dict[str, Any]) -> None:
+        """``response.created``: one response per stream (rule 1)."""
+        created = first_str(dict_or_empty(payload.get("response")).get("id"))
+        opened = self._created
+        if opened is not None and created is not None and created != opened:
+            writer = self.writer
+            failure = writer.failure(
+                "MALFORMED_RESPONSE",
+                f"{writer.provider}: response {created} began before response {opened} ended "
+                "(two responses spliced into one stream; the first one's output is kept)",
+            )
+            self.flush(cut=True)
+            writer.fail(failure)
+            return
+        if opened is None:
+            self._created = created
+        self._on_response_meta(payload)
 
     def _on_item_added(self, payload: dict[str, Any]) -> None:
         item = dict_or_empty(payload.get("item"))
@@ -902,7 +925,7 @@ class OpenAIResponsesTranslator(Translator):
 
 
 _HANDLERS: dict[str, Any] = {
-    "response.created": OpenAIResponsesTranslator._on_response_meta,
+    "response.created": OpenAIResponsesTranslator._on_created,
     "response.in_progress": OpenAIResponsesTranslator._on_response_meta,
     "response.queued": OpenAIResponsesTranslator._on_response_meta,
     "response.output_item.added": OpenAIResponsesTranslator._on_item_added,
