@@ -263,7 +263,23 @@ class OpenAIChatWire(Wire):
             think_tags=self.think_tags,
             verbatim_tools=self.prose_tools(options),
             max_tokens=options.max_tokens,
+            client_tools=self.client_tools(options),
         )
+
+    @staticmethod
+    def client_tools(options: GenerateOptions) -> frozenset[str]:
+        """The names of the tools the request declares (``extra_body``'s ``tools`` when it
+        replaces them): what a parallel wrapper's calls are checked against (wire rule 3)."""
+        extra = (options.extra_body or {}).get("tools")
+        if not isinstance(extra, list):
+            return frozenset(tool.name for tool in options.tools)
+        names = set()
+        for tool in extra:
+            function = tool.get("function") if isinstance(tool, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if isinstance(name, str):
+                names.add(name)
+        return frozenset(names)
 
     def prose_tools(self, options: GenerateOptions) -> list[dict[str, Any]]:
         """Tools whose calls the model writes in prose, to parse out of its text (none:

@@ -116,6 +116,7 @@ from .._core.wires.openai_responses import (
     item_kind,
 )
 from .._core.validate import invalid
+from .._core.wires.parallel_wrapper import wrapper_of
 from .http import HttpAdapter
 from .prompt_cache import OPENAI_CACHING, check_prompt_cache, openai_cache_fields, openai_mark
 from .responses_session import ResponsesSession
@@ -149,12 +150,12 @@ def _join_parallel_outputs(items: list[dict[str, Any]], kinds: Mapping[str, str]
         if item.get("type") != "function_call_output" or not isinstance(call_id, str) or kinds.get(call_id) != PARALLEL_CHILD:
             out.append(item)
             continue
-        wrapper, _, position = call_id.rpartition("_")
+        wrapper, position = wrapper_of(call_id)
         found = joined.get(wrapper)
         if found is None:
             found = joined[wrapper] = ({"type": "function_call_output", "call_id": wrapper, "output": ""}, [])
             out.append(found[0])
-        found[1].append((int(position) if position.isdigit() else len(found[1]), str(item.get("output") or "")))
+        found[1].append((position, str(item.get("output") or "")))
     for output, results in joined.values():
         output["output"] = "\n".join(text for _, text in sorted(results))
     return out

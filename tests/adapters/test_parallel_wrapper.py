@@ -186,3 +186,81 @@ def test_any_wrapper_arguments_decode_to_declared_calls_or_to_the_wrapper(value:
     assert names == ["parallel"] or (names and set(names) <= set(DECLARED))
     if names != ["parallel"]:
         assert [json.loads(c.arguments) for c in result.tool_calls] == [u["parameters"] for u in value["tool_uses"]]
+
+
+# --------------------------------------------------------------------------- chat completions
+
+CHAT_WIRE = "openai-chat"
+
+
+def _chat(arguments: str = ARGUMENTS, name: str = "multi_tool_use.parallel", *, finish: bool = True) -> bytes:
+    """A Chat Completions stream whose one tool call is the wrapper, its arguments in three
+    fragments (the continuation shape: ``index`` and ``function.arguments`` only)."""
+    def chunk(delta: dict[str, Any], reason: str | None = None) -> bytes:
+        payload = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-4o",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+        return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+    first = {"role": "assistant", "content": None, "tool_calls": [
+        {"index": 0, "id": "call_abc", "type": "function", "function": {"name": name, "arguments": ""}}]}
+    pieces = [arguments[:30], arguments[30:90], arguments[90:]]
+    out = chunk(first) + b"".join(chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces)
+    if finish:
+        out += chunk({}, "tool_calls") + b"data: [DONE]\n\n"
+    return out
+
+
+def _chat_results(data: bytes, **options: Any) -> list[AssembledResponse]:
+    splits = [[data], [data[i : i + 1] for i in range(len(data))], [data[i : i + 50] for i in range(0, len(data), 50)]]
+    out = []
+    for pieces in splits:
+        assembler = BlockAssembler()
+        assembler.extend(check_contract(decode_all(pieces, CHAT_WIRE, **options)))
+        out.append(assembler.result())
+    return out
+
+
+def test_chat_multi_tool_use_parallel_is_the_calls_it_dispatches() -> None:
+    for result in _chat_results(_chat(), client_tools=DECLARED):
+        assert result.failure is None and result.finish.kind == "tool-calls"
+        assert [(c.id, c.name, json.loads(c.arguments)) for c in result.tool_calls] == [
+            ("call_abc_0", "weather", {"location": "San Francisco"}),
+            ("call_abc_1", "cityAttractions", {"city": "Rome"}),
+        ]
+
+
+@pytest.mark.parametrize("declared", [None, ("weather",), (*DECLARED, "multi_tool_use.parallel")])
+def test_chat_wrapper_that_cannot_be_checked_is_the_one_call(declared: tuple[str, ...] | None) -> None:
+    for result in _chat_results(_chat(), client_tools=declared):
+        assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [("call_abc", "multi_tool_use.parallel", ARGUMENTS)]
+
+
+def test_chat_wrapper_cut_off_is_one_cut_call() -> None:
+    data = _chat(finish=False)
+    cut = data[: data.rindex(b"data: ")]  # the last fragment never came
+    for result in _chat_results(cut, client_tools=DECLARED):
+        assert result.failure is not None and result.failure.code == "STREAM_CLOSED"
+        ((name, truncated),) = [(c.name, c.arguments_truncated) for c in result.tool_calls]
+        assert (name, truncated) == ("multi_tool_use.parallel", True)
+
+
+def test_chat_next_turn_sends_the_calls_as_ordinary_tool_calls() -> None:
+    from dshstream._adapters.openai_chat import OpenAIChatAdapter
+
+    server = ReplayServer().start()
+    try:
+        server.add("/v1/", [Route(body=_chat()), Route(body=fixture_bytes("openai/text_include_usage.sse"))])
+        service = LlmService(check_contract=True)
+        service.register_adapter(["openai"], OpenAIChatAdapter(api_key="sk-test",
+                                                               base_url=f"{server.url}/v1", max_retries=0))
+        history: list[Message] = [Message.user("Weather in SF and sights in Rome?")]
+        first = service.stream(GenerateOptions(provider="openai", model="gpt-4o", messages=tuple(history), tools=TOOLS)).result()
+        history += [first.message(), *(Message.tool_result(c.id, c.name.upper()) for c in first.tool_calls)]
+        assert service.stream(GenerateOptions(provider="openai", model="gpt-4o", messages=tuple(history), tools=TOOLS)).result().ok
+        sent = server.requests[1].body["messages"]
+    finally:
+        server.stop()
+    assert [call["id"] for call in sent[1]["tool_calls"]] == ["call_abc_0", "call_abc_1"]
+    assert [call["function"]["name"] for call in sent[1]["tool_calls"]] == ["weather", "cityAttractions"]
+    assert [(m["role"], m["tool_call_id"], m["content"]) for m in sent[2:]] == [
+        ("tool", "call_abc_0", "WEATHER"), ("tool", "call_abc_1", "CITYATTRACTIONS")]

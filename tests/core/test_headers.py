@@ -71,7 +71,7 @@ def test_request_id_from(headers: dict[str, str] | None, expected: str | None) -
 def test_request_id_from_reads_the_secrets_registered_by_then_and_only_for_a_candidate() -> None:
     """The registry is read when a header holds a plain id (rule 2), at that call: a secret
     registered after an earlier call still keeps its echo out; ``secrets`` are read once."""
-    echo = "late-registered-secret-0042"
+    echo = "late-registered-zq7x-0042"  # no word another test's live adapter registers ("secret")
     headers = {"x-request-id": echo, "cf-ray": "ray-1"}
     assert request_id_from(headers) == echo
     register_secret(echo)

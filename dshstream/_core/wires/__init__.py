@@ -7,4 +7,5 @@ every ending asks) in :mod:`dshstream._core.wires.writer`; the fast delta constr
 :mod:`dshstream._core.wires.deltas`; typed reads of wire JSON in
 :mod:`dshstream._core.wires.json_values`; usage records in
 :mod:`dshstream._core.wires.usage`; the content blocks the Anthropic and Converse wires
-hold for replay in :mod:`dshstream._core.wires.replay_blocks`."""
+hold for replay in :mod:`dshstream._core.wires.replay_blocks`; a model's parallel dispatch
+wrapper, recognised and expanded, in :mod:`dshstream._core.wires.parallel_wrapper`."""

@@ -19,7 +19,12 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    the text block, attached as the stream ends (a repeat is kept once). Groq compound's
    ``executed_tools`` (tools the server ran) are no calls: one entry per ``index`` in
    ``metadata.server_tools`` (``type``, ``index``, ``arguments``; the last report of an
-   index wins), in index order.
+   index wins), in index order. A model's parallel dispatch wrapper — a call named
+   ``multi_tool_use.parallel`` listing the real calls
+   (:mod:`~dshstream._core.wires.parallel_wrapper`, checked against ``client_tools``) — is
+   held until the stream ends and becomes the calls it lists (ids ``{id}_{i}``), which go
+   back on the next turn as ordinary tool calls; a cut stream, another shape or an
+   undeclared tool leaves it the one call it is.
 4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM
    continuous stats, Groq ``x_groq.usage``); cached tokens are subtracted from input;
    a server that reports reasoning outside ``completion_tokens`` (xAI) gets it added.
@@ -42,7 +47,7 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -52,6 +57,7 @@ from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
 from ..strict_json import dump_json
 from ..types import Citation, FinishKind, TokenUsage
 from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none
+from .parallel_wrapper import PARALLEL_WRAPPERS, child_id, may_wrap, parallel_calls
 from .translator import Translator
 from .usage import split_iterations
 from .gemini import GEMINI_FAILURE_WORDS, gemini_finish_failure
@@ -141,6 +147,7 @@ class OpenAIChatTranslator(Translator):
         spill_guard: bool = True,
         verbatim_tools: Sequence[Mapping[str, Any]] = (),
         max_tokens: int | None = None,
+        client_tools: Collection[str] | None = None,
     ) -> None:
         preset = DIALECTS.get(dialect) or get_dialect(dialect)  # get_dialect for its KeyError only
         super().__init__(provider=provider or preset.name, request_id=request_id, max_tokens=max_tokens)
@@ -171,6 +178,10 @@ class OpenAIChatTranslator(Translator):
         self._details_by_index: dict[Any, dict[str, Any]] = {}
         self._tool_signatures: dict[str, str] = {}
         self._citations: list[Citation] | None = None
+        #: the names of the tools the request declared (``None``: unknown; rule 3)
+        self.client_tools = frozenset(client_tools) if client_tools is not None else None
+        # key -> a parallel wrapper's call id, name and held arguments (rule 3), made on the first
+        self._wrappers: dict[int, tuple[str | None, str, list[str]]] | None = None
 
     # ------------------------------------------------------------------ events
 
@@ -236,7 +247,7 @@ class OpenAIChatTranslator(Translator):
                                     index = call.get("index")
                                     known = self._by_index.get(index) if type(index) is int else None
                                     fragment = function.get("arguments")
-                                    if known is not None and type(fragment) is str:
+                                    if known is not None and type(fragment) is str and self._wrappers is None:
                                         self._last_call = known
                                         writer.tool_call(known, None, None, fragment)
                                         continue
@@ -377,6 +388,9 @@ class OpenAIChatTranslator(Translator):
                 fragment = function.get("arguments")
                 if type(fragment) is str:
                     self._last_call = known
+                    if self._wrappers is not None and known in self._wrappers:
+                        self._wrappers[known][2].append(fragment)  # rule 3: held
+                        return
                     self.writer.tool_call(known, None, None, fragment)
                     return
         call_id = call.get("id")
@@ -407,6 +421,18 @@ class OpenAIChatTranslator(Translator):
             arguments = function.get("arguments")
         if type(arguments) is not str:
             arguments = (dump_json(arguments) or "") if isinstance(arguments, (dict, list)) else ""
+        wrappers = self._wrappers
+        if wrappers is not None and key in wrappers:
+            held_id, held_name, pieces = wrappers[key]
+            wrappers[key] = (held_id or call_id, held_name, pieces)
+            if arguments:
+                pieces.append(arguments)  # rule 3: held until the arguments are whole
+            return
+        if type(name) is str and name in PARALLEL_WRAPPERS and may_wrap(name, self.client_tools) and not self.writer.is_open(key):
+            if wrappers is None:
+                wrappers = self._wrappers = {}
+            wrappers[key] = (call_id, str(name), [arguments] if arguments else [])
+            return
         self.writer.tool_call(key, call_id, name if type(name) is str else None, arguments)
         extra = call.get("extra_content")
         if extra:
@@ -443,6 +469,8 @@ class OpenAIChatTranslator(Translator):
         if self._filters is not None:
             self._filters.flush(cut=cut)
         writer = self.writer
+        if self._wrappers:
+            self._unwrap(cut)
         if self._citations:
             writer.cite(TEXT_KEY, self._citations)
         if self._executed:
@@ -451,6 +479,25 @@ class OpenAIChatTranslator(Translator):
         if raw is not None and "iterations" in raw:
             _, others = split_iterations(raw["iterations"], writer.model, openai_chat_usage)
             writer.usage_by_model = others or None
+
+    def _unwrap(self, cut: bool) -> None:
+        """Each held parallel wrapper: its calls, or — its arguments not that shape, or cut
+        off — the one call it is (rule 3)."""
+        writer = self.writer
+        wrappers, self._wrappers = self._wrappers or {}, None
+        for key, (call_id, name, pieces) in wrappers.items():
+            arguments = "".join(pieces)
+            tools = self.client_tools
+            calls = None if cut or tools is None else parallel_calls(arguments, tools)
+            if calls is None or call_id is None:
+                writer.tool_call(key, call_id, name, arguments)
+                continue
+            for position, (child_name, child_arguments) in enumerate(calls):
+                child_key = key
+                if position:
+                    child_key = self._calls
+                    self._calls += 1
+                writer.tool_call(child_key, child_id(call_id, position), child_name, child_arguments)
 
     def replay_state(self) -> Any:
         state: dict[str, Any] = {}

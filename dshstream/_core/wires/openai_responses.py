@@ -76,18 +76,12 @@ data-only framings work too):
    past one) is dropped: a resumed stream's replayed events are processed once. Events
    without one are always processed. :attr:`items_done` holds the ``output_index`` of
    every item done so far (what a poll of the stored response still has to deliver).
-8. **The parallel wrapper.** A model may send its internal parallel dispatch as one
-   ``function_call`` named ``parallel`` (``multi_tool_use.parallel`` in older models) with
-   arguments ``{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": {...}},
-   ...]}`` — seen from Azure OpenAI's gpt-5.4 (vercel/ai#19067). When the request declared
-   no tool of that name and every ``NAME`` is a declared client tool, the wrapper is its
-   calls: one tool call per entry, in order, with the call id ``{call_id}_{i}`` and the
-   entry's parameters as arguments. Its arguments are held until its item is done (whether
-   it is a wrapper is known only then); anything else — another shape, an undeclared
-   recipient, unknown client tools — is the one call it says it is, and a wrapper cut off
-   before its ``done`` is that one call, cut. Its replay entry keeps the wrapper's own
-   ``arguments`` and the child call ids (``parallel``): the wrapper goes back as the model
-   sent it, and the children's results as its one ``function_call_output``.
+8. **The parallel wrapper** (:mod:`~dshstream._core.wires.parallel_wrapper`: one
+   ``function_call`` named ``parallel`` listing the real calls, checked against
+   ``client_tools``) is the calls it dispatches. Its arguments are held until its item is
+   done; one cut off before is the one call, cut. Its replay entry keeps the wrapper's own
+   ``arguments`` and its calls' ids (``parallel``): the wrapper goes back as the model
+   sent it, and its calls' results as its one ``function_call_output``.
 """
 
 from __future__ import annotations
@@ -97,9 +91,10 @@ from typing import Any
 
 from ..parts import decode_base64, sniff_media_type
 from ..sse import ServerSentEvent
-from ..strict_json import dump_json, loads_event, loads_or_none
+from ..strict_json import dump_json, loads_event
 from ..types import Citation, TokenUsage
 from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none, list_or_empty
+from .parallel_wrapper import child_id, may_wrap, parallel_calls
 from .translator import Translator
 from .usage import reported_counts, split_iterations
 
@@ -268,35 +263,6 @@ class _Slot:
         self.key_set: set[Hashable] = set()
         self.text_parts = 0
         self.identified = False  # a tool call's id and name are known
-
-
-#: the names a model's parallel dispatch wrapper goes by (rule 8)
-PARALLEL_WRAPPERS = frozenset({"parallel", "multi_tool_use.parallel"})
-_RECIPIENT_PREFIX = "functions."
-
-
-def parallel_calls(arguments: str, client_tools: Collection[str]) -> list[tuple[str, str]] | None:
-    """The (name, arguments) of each call a parallel wrapper's ``arguments`` dispatch, or
-    ``None`` when they are not exactly that shape over declared client tools (rule 8)."""
-    value = loads_or_none(arguments)
-    uses = value.get("tool_uses") if type(value) is dict else None
-    if type(uses) is not list or not uses:
-        return None
-    calls: list[tuple[str, str]] = []
-    for use in uses:
-        if type(use) is not dict:
-            return None
-        recipient, parameters = use.get("recipient_name"), use.get("parameters")
-        if not isinstance(recipient, str) or not recipient.startswith(_RECIPIENT_PREFIX) or type(parameters) is not dict:
-            return None
-        name = recipient[len(_RECIPIENT_PREFIX) :]
-        if not name or name not in client_tools:
-            return None
-        text = dump_json(parameters)
-        if text is None:
-            return None
-        calls.append((name, text))
-    return calls
 
 
 #: output items during which the provider works without content (translator rule 6)
@@ -491,9 +457,7 @@ class OpenAIResponsesTranslator(Translator):
 
     def _may_wrap(self, item: dict[str, Any]) -> bool:
         """Whether the ``function_call`` ``item`` may be a parallel wrapper (rule 8)."""
-        name = item.get("name")
-        tools = self.client_tools
-        return isinstance(name, str) and name in PARALLEL_WRAPPERS and tools is not None and name not in tools
+        return may_wrap(item.get("name"), self.client_tools)
 
     def _unwrap(self, slot: _Slot, item: dict[str, Any] | None, arguments: str) -> None:
         """A held wrapper, done: its calls, or the one call it is (rule 8). ``arguments``:
@@ -510,7 +474,7 @@ class OpenAIResponsesTranslator(Translator):
         children = []
         for position, (name, child_arguments) in enumerate(calls):
             key = self._key(slot, "tool", position)
-            child = f"{call_id}_{position}"
+            child = child_id(call_id, position)
             children.append(child)
             self._opened.add(key)
             self._streamed.add(key)
