@@ -908,7 +908,11 @@ class LiteLLMAdapter(LlmAdapter):
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> LiteLLMTranslator:
         """A fresh translator for one attempt."""
         return LiteLLMTranslator(
-            provider=options.provider, request_id=request_id, think_tags=self.think_tags, max_tokens=options.max_tokens
+            provider=options.provider,
+            request_id=request_id,
+            think_tags=self.think_tags,
+            max_tokens=options.max_tokens,
+            client_tools=frozenset(tool.name for tool in options.tools),
         )
 
     def provider_info(self, provider: str) -> ProviderInfo:

@@ -264,3 +264,19 @@ def test_chat_next_turn_sends_the_calls_as_ordinary_tool_calls() -> None:
     assert [call["function"]["name"] for call in sent[1]["tool_calls"]] == ["weather", "cityAttractions"]
     assert [(m["role"], m["tool_call_id"], m["content"]) for m in sent[2:]] == [
         ("tool", "call_abc_0", "WEATHER"), ("tool", "call_abc_1", "CITYATTRACTIONS")]
+
+
+def test_litellm_chunks_expand_the_wrapper_too() -> None:
+    """LiteLLM hands over chat chunk dicts (its ``ModelResponseStream``), read by the chat
+    translator: the same wrapper, the same calls."""
+    from dshstream._core.types import BlockEnd, ToolCallBlock
+    from dshstream._core.wires.litellm import LiteLLMTranslator
+
+    translator = LiteLLMTranslator(provider="lit", client_tools=DECLARED)
+    out = []
+    for line in _chat().split(b"\n\n"):
+        if line.startswith(b"data: {"):
+            out += translator.feed_chunk(json.loads(line[len(b"data: ") :]))
+    out += translator.end()
+    calls = [c.block for c in out if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)]
+    assert [(c.id, c.name) for c in calls] == [("call_abc_0", "weather"), ("call_abc_1", "cityAttractions")]

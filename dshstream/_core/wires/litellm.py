@@ -32,7 +32,7 @@ Contract (sans-IO; chunk dicts in, chunks out; LiteLLM itself is never imported 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -57,6 +57,7 @@ class LiteLLMTranslator(OpenAIChatTranslator):
         request_id: str | None = None,
         think_tags: bool | None = None,
         max_tokens: int | None = None,
+        client_tools: Collection[str] | None = None,
     ) -> None:
         super().__init__(
             dialect="openai",
@@ -64,6 +65,7 @@ class LiteLLMTranslator(OpenAIChatTranslator):
             request_id=request_id,
             think_tags=think_tags,
             max_tokens=max_tokens,
+            client_tools=client_tools,
         )
         self._thinking: list[dict[str, Any]] = []
         self._thinking_at: dict[object, dict[str, Any]] = {}
