@@ -596,3 +596,39 @@ def test_legacy_completions_text_is_visible_text() -> None:
     result = assemble(decode_checked(fixture_bytes("openai/legacy_completions_text.sse"), "openai"))
     assert result.text.startswith('The holiday is called "Gratitude Day"')
     assert result.finish.kind == "max-tokens"
+
+
+def _call(index: int, call_id: str, name: str | None = None, arguments: str = "") -> dict[str, Any]:
+    function: dict[str, Any] = {"arguments": arguments}
+    if name is not None:
+        function["name"] = name
+    return {"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]}
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        # vLLM: both calls at index 0, each opened with its own id, continued with id ""
+        # (InternLM/lmdeploy#3412, the vLLM trace it quotes)
+        [_call(0, "chatcmpl-tool-c9Z", "f"), _call(0, "", None, '{"city":'), _call(0, "", None, ' "Rome"}'),
+         _call(0, "chatcmpl-tool-HfZ", "f"), _call(0, "", None, '{"city": "Paris"}')],
+        # SGLang: both at index 0, ids "0" and "1" repeated on every delta (the same issue)
+        [_call(0, "0", "f"), _call(0, "0", None, '{"city": "Rome"}'), _call(0, "1", "f"), _call(0, "1", None, '{"city": "Paris"}')],
+    ],
+    ids=["vllm", "sglang"],
+)
+def test_parallel_calls_all_at_index_0_stay_apart(server: list[dict[str, Any]]) -> None:
+    data = sse(*(chunk(delta) for delta in server), chunk({}, "tool_calls"))
+    for pieces in ([data], [data[i : i + 1] for i in range(len(data))]):
+        result = assemble(decode_checked(pieces, "openai"))
+        assert [(c.name, json.loads(c.arguments)) for c in result.tool_calls] == [("f", {"city": "Rome"}), ("f", {"city": "Paris"})]
+        assert len({c.id for c in result.tool_calls}) == 2 and result.finish.kind == "tool-calls"
+
+
+def test_a_new_id_inside_unfinished_arguments_is_the_same_call() -> None:
+    """A server that sends a fresh id with every delta of one call (the pattern vLLM's
+    first harmony tool streaming had) still makes one call: its arguments are not whole yet."""
+    data = sse(chunk(_call(0, "id-1", "f", '{"city":')), chunk(_call(0, "id-2", "f", ' "Rome"')),
+               chunk(_call(0, "id-3", "f", "}")), chunk({}, "tool_calls"))
+    result = assemble(decode_checked(data, "openai"))
+    assert [(c.name, json.loads(c.arguments)) for c in result.tool_calls] == [("f", {"city": "Rome"})]

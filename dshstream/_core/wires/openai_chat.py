@@ -14,7 +14,10 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    stage is on (until the pipeline is a pass-through: every stage off or settled),
    straight to the writer otherwise.
 3. Tool calls are correlated by id, then wire index, then the latest open call (Ollama
-   omits ``index``); a repeated id or name is identity, never appended. ``annotations``
+   omits ``index``); a repeated id or name is identity, never appended. A new id at an
+   index whose call already has another id and whole JSON arguments is another call, and
+   the index is its from then on (vLLM and SGLang stream parallel calls all at index 0);
+   a new id while the arguments are unfinished is the same call. ``annotations``
    on a delta (OpenRouter and OpenAI search ``url_citation`` s) become the citations of
    the text block, attached as the stream ends (a repeat is kept once). Groq compound's
    ``executed_tools`` (tools the server ran) are no calls: one entry per ``index`` in
@@ -54,7 +57,7 @@ from typing import Any
 from ..classify import content_filter_summary
 from ..dialects import DIALECTS, get_dialect
 from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
-from ..strict_json import dump_json
+from ..strict_json import dump_json, loads_or_none
 from ..types import Citation, FinishKind, TokenUsage
 from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none
 from .parallel_wrapper import PARALLEL_WRAPPERS, child_id, may_wrap, parallel_calls
@@ -402,8 +405,11 @@ class OpenAIChatTranslator(Translator):
         key: int | None = None
         if call_id is not None:
             key = self._by_id.get(call_id)
+        reused = False
         if key is None and wire_index is not None:
             key = self._by_index.get(wire_index)
+            if key is not None and call_id is not None and self._call_done(key, call_id):
+                key, reused = None, True  # another call at a reused index (rule 3)
         if key is None and call_id is None and wire_index is None:
             key = self._last_call
         if key is None:
@@ -411,7 +417,7 @@ class OpenAIChatTranslator(Translator):
             self._calls += 1
         if call_id is not None and call_id not in self._by_id:
             self._by_id[call_id] = key
-        if wire_index is not None and wire_index not in self._by_index:
+        if wire_index is not None and (reused or wire_index not in self._by_index):
             self._by_index[wire_index] = key
         self._last_call = key
         function = call.get("function")
@@ -439,6 +445,15 @@ class OpenAIChatTranslator(Translator):
             signature = dict_or_empty(dict_or_empty(extra).get("google")).get("thought_signature")
             if isinstance(signature, str) and signature:
                 self._tool_signatures[call_id or f"#{key}"] = signature
+
+    def _call_done(self, key: int, call_id: str) -> bool:
+        """Whether the call under ``key`` is over when a call ``call_id`` comes at its index:
+        it has another id and whole JSON arguments (rule 3)."""
+        state = self.writer.open_call(key)
+        if state is None:
+            return False
+        own, arguments = state
+        return own is not None and own != call_id and bool(arguments) and loads_or_none(arguments) is not None
 
     def _on_finish_reason(self, reason: str, raw: str, choice: dict[str, Any] | None = None) -> None:
         kind = _FINISH_KINDS.get(reason)
