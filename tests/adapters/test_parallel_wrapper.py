@@ -74,14 +74,14 @@ def _stream(arguments: str = ARGUMENTS, name: str = "parallel", *, cut: bool = F
     return b"".join(_frame(e) for e in events)
 
 
-def _results(data: bytes, **options: Any) -> list[AssembledResponse]:
-    """``data`` decoded whole, a byte at a time and in thirds: the results (all checked)."""
-    splits = [[data], [data[i : i + 1] for i in range(len(data))],
-              [data[: len(data) // 3], data[len(data) // 3 : 2 * len(data) // 3], data[2 * len(data) // 3 :]]]
+def _results(data: bytes, wire: str = WIRE, **options: Any) -> list[AssembledResponse]:
+    """``data`` decoded on ``wire`` whole, a byte at a time and in 50-byte pieces: the
+    results (each checked against the contract)."""
+    splits = [[data], [data[i : i + 1] for i in range(len(data))], [data[i : i + 50] for i in range(0, len(data), 50)]]
     out = []
     for pieces in splits:
         assembler = BlockAssembler()
-        assembler.extend(check_contract(decode_all(pieces, WIRE, **options)))
+        assembler.extend(check_contract(decode_all(pieces, wire, **options)))
         out.append(assembler.result())
     return out
 
@@ -210,18 +210,8 @@ def _chat(arguments: str = ARGUMENTS, name: str = "multi_tool_use.parallel", *, 
     return out
 
 
-def _chat_results(data: bytes, **options: Any) -> list[AssembledResponse]:
-    splits = [[data], [data[i : i + 1] for i in range(len(data))], [data[i : i + 50] for i in range(0, len(data), 50)]]
-    out = []
-    for pieces in splits:
-        assembler = BlockAssembler()
-        assembler.extend(check_contract(decode_all(pieces, CHAT_WIRE, **options)))
-        out.append(assembler.result())
-    return out
-
-
 def test_chat_multi_tool_use_parallel_is_the_calls_it_dispatches() -> None:
-    for result in _chat_results(_chat(), client_tools=DECLARED):
+    for result in _results(_chat(), CHAT_WIRE, client_tools=DECLARED):
         assert result.failure is None and result.finish.kind == "tool-calls"
         assert [(c.id, c.name, json.loads(c.arguments)) for c in result.tool_calls] == [
             ("call_abc_0", "weather", {"location": "San Francisco"}),
@@ -231,14 +221,14 @@ def test_chat_multi_tool_use_parallel_is_the_calls_it_dispatches() -> None:
 
 @pytest.mark.parametrize("declared", [None, ("weather",), (*DECLARED, "multi_tool_use.parallel")])
 def test_chat_wrapper_that_cannot_be_checked_is_the_one_call(declared: tuple[str, ...] | None) -> None:
-    for result in _chat_results(_chat(), client_tools=declared):
+    for result in _results(_chat(), CHAT_WIRE, client_tools=declared):
         assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [("call_abc", "multi_tool_use.parallel", ARGUMENTS)]
 
 
 def test_chat_wrapper_cut_off_is_one_cut_call() -> None:
     data = _chat(finish=False)
     cut = data[: data.rindex(b"data: ")]  # the last fragment never came
-    for result in _chat_results(cut, client_tools=DECLARED):
+    for result in _results(cut, CHAT_WIRE, client_tools=DECLARED):
         assert result.failure is not None and result.failure.code == "STREAM_CLOSED"
         ((name, truncated),) = [(c.name, c.arguments_truncated) for c in result.tool_calls]
         assert (name, truncated) == ("multi_tool_use.parallel", True)

@@ -279,17 +279,9 @@ class AnthropicTranslator(BlockReplayTranslator):
         name = name if isinstance(name, str) else ""
         opened = self._message
         if opened is not None:  # rule 1: a message is open (its message_stop ends the stream)
-            if not (name and opened and name != opened):
-                return  # the same message started again: nothing new
-            writer = self.writer
-            failure = writer.failure(
-                "MALFORMED_RESPONSE",
-                f"{writer.provider}: message {name} began before message {opened} ended "
-                "(two generations spliced into one stream; the first one's output is kept)",
-            )
-            self.flush(cut=True)
-            writer.fail(failure)
-            return
+            if name and opened and name != opened:
+                self.end_spliced("message", name, opened)
+            return  # else the same message started again: nothing new
         self._message = name
         self.writer.identify(name, message.get("model"))
         details = message.get("stop_details")

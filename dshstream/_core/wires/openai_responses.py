@@ -572,14 +572,7 @@ class OpenAIResponsesTranslator(Translator):
         created = first_str(dict_or_empty(payload.get("response")).get("id"))
         opened = self._created
         if opened is not None and created is not None and created != opened:
-            writer = self.writer
-            failure = writer.failure(
-                "MALFORMED_RESPONSE",
-                f"{writer.provider}: response {created} began before response {opened} ended "
-                "(two responses spliced into one stream; the first one's output is kept)",
-            )
-            self.flush(cut=True)
-            writer.fail(failure)
+            self.end_spliced("response", created, opened)
             return
         if opened is None:
             self._created = created

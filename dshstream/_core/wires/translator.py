@@ -24,8 +24,10 @@ Contract (sans-IO: no sockets, time, threads or environment):
    :meth:`Translator.end_malformed`): every chunk decoded before it is delivered, however
    the reads split the bytes (a raise would lose the chunks of its own read).
 4. **Endings.** The ways a stream ends live here once: :meth:`Translator.complete` (the
-   wire's terminal marker), :meth:`Translator.fail_with` (an in-band error payload) and
-   :meth:`Translator.end_input` (EOF, or a marker that only ends the input). Each flushes
+   wire's terminal marker), :meth:`Translator.fail_with` (an in-band error payload),
+   :meth:`Translator.end_input` (EOF, or a marker that only ends the input) and
+   :meth:`Translator.end_spliced` (a second message or response begun in the stream
+   before the first ended: ``MALFORMED_RESPONSE``, the first one's output kept). Each flushes
    the subclass's held state first (``flush(cut=...)``: ``cut`` when no finish reason
    arrived), then ends the writer (the writer's rule 3).
 5. **One failure path.** ``fail_with`` classifies an error payload once for every wire
@@ -256,6 +258,19 @@ class Translator:
         ``"finishing"``), else ``STREAM_CLOSED`` (rule 4)."""
         self.flush(cut=self.writer.state == "open")
         self.writer.cut()
+
+    def end_spliced(self, what: str, second: str, first: str) -> None:
+        """``what`` ``second`` began before ``first`` ended: two generations spliced into
+        one stream end it in band with ``MALFORMED_RESPONSE``; nothing of the second is
+        merged into the first's output, which is kept (rule 4)."""
+        writer = self.writer
+        failure = writer.failure(
+            "MALFORMED_RESPONSE",
+            f"{writer.provider}: {what} {second} began before {what} {first} ended "
+            "(two generations spliced into one stream; the first one's output is kept)",
+        )
+        self.flush(cut=True)
+        writer.fail(failure)
 
     def fail_with(self, payload: Any) -> None:
         """An in-band error payload ends the stream; partial output is kept (rules 4, 5)."""
