@@ -224,7 +224,9 @@ class OpenAIChatWire(Wire):
         if plain is not None:
             return plain
         text, reasoning, calls, replay = AssistantTurn.of(message)
-        out: dict[str, Any] = {"role": "assistant", "content": text}
+        # a turn of tool calls alone has no content (null, as OpenAI documents it): an empty
+        # string is an empty text block to servers that relay to Bedrock, which refuse it
+        out: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
         if reasoning and self.dialect.reasoning_content_passback:
             out["reasoning_content"] = reasoning
         details = replay.get("reasoning_details")

@@ -165,7 +165,7 @@ def test_deepseek_two_turns_send_reasoning_content_back(server: ReplayServer) ->
     assistant = turn2["messages"][1]
     assert assistant == {
         "role": "assistant",
-        "content": "",  # never null on a tool-call turn
+        "content": None,  # a turn of tool calls alone: null, never "" (Bedrock-backed gateways refuse an empty text block)
         "reasoning_content": first.reasoning,
         "tool_calls": [{"id": call.id, "type": "function",
                         "function": {"name": "weather", "arguments": '{"location": "San Francisco"}'}}],
@@ -251,3 +251,20 @@ def test_other_400s_are_not_retried(server: ReplayServer) -> None:
     result = service.stream(request("openai", Message.user("hi"))).result()
     assert result.failure is not None and result.failure.code == "INVALID_REQUEST"
     assert len(server.requests) == 1 and adapter.wire.include_usage is True
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_a_turn_of_tool_calls_alone_has_null_content(dialect: str) -> None:
+    """OpenAI documents ``content`` as optional beside ``tool_calls``; an empty string is an
+    empty text block to a gateway relaying to Bedrock ("text content blocks must be
+    non-empty", vercel/ai#13744). Text beside the calls is sent as it is."""
+    from dshstream._core.types import ToolCallBlock
+
+    wire = OpenAIChatAdapter(dialect=dialect, api_key="sk-test", base_url="http://127.0.0.1:9/v1").wire
+    call = ToolCallBlock("call_1", "weather", '{"city": "Rome"}')
+    (alone,) = wire.convert_message(Message.assistant([call]))
+    (beside,) = wire.convert_message(Message.assistant([TextBlock("Checking."), call]))
+    (empty,) = wire.convert_message(Message.assistant([TextBlock("")]))
+    assert alone["content"] is None and alone["tool_calls"][0]["id"] == "call_1"
+    assert beside["content"] == "Checking."
+    assert empty["content"] == ""
