@@ -99,7 +99,7 @@ from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
 from .http import HttpAdapter
 from .settings import HttpSettings, checked_base_url, same_host
 from .prompt_cache import CacheSupport, check_prompt_cache
-from .wire import Wire
+from .wire import Wire, replay_names
 from .structured_output import (
     STRUCTURED_MODES,
     StructuredMode,
@@ -210,6 +210,7 @@ class BedrockWire(Wire):
             return self.invoke_body(options)
         check_prompt_cache(options, CONVERSE_CACHING, f"{self.title} (Converse)")
         body: dict[str, Any] = {"messages": self.convert_messages(options.messages)}
+        replay_names(body["messages"], options)  # wire rule 10
         system: list[dict[str, Any]] = []
         for m in options.messages:
             if m.role == "system" and m.text:

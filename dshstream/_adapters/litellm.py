@@ -175,7 +175,7 @@ from .attempts import run_attempts, stream_policy
 from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
 from .prompt_cache import NO_CACHING, check_prompt_cache
-from .wire import check_media_parts
+from .wire import check_media_parts, replay_names
 from .openai_chat import AssistantTurn, chat_plain_turn, chat_tool_call
 from .reporting import attempt_reporter, request_summary
 from .settings import FailureReporter, checked_base_url, resolve_api_key, same_host
@@ -850,6 +850,7 @@ class LiteLLMAdapter(LlmAdapter):
             "max_retries": 0,
             "num_retries": 0,
         }
+        replay_names(kwargs["messages"], options)  # wire rule 10: LiteLLM relays to the strict APIs
         if self.include_usage:
             kwargs["stream_options"] = {"include_usage": True}
         if api_key:

@@ -58,6 +58,7 @@ from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBl
 from .._core.validate import invalid
 from .._core.wires.anthropic import WIRE
 from .prompt_cache import NO_CACHING, CacheSupport, anthropic_cache_control, check_prompt_cache
+from .wire import replay_names
 from .structured_output import (
     STRUCTURED_MODES,
     StructuredMode,
@@ -184,6 +185,7 @@ class MessagesBody:
         elif systems:
             body["system"] = "\n\n".join(m.text for m in systems)
         body["messages"] = self.convert_messages(options.messages)
+        replay_names(body["messages"], options)  # wire rule 10
         body["stream"] = True
         if options.tools:
             body["tools"] = [

@@ -49,7 +49,7 @@ from .prompt_cache import (
 )
 from .settings import HttpSettings
 from .structured_output import chat_fields
-from .wire import Wire, obfuscation_field
+from .wire import Wire, obfuscation_field, replay_names
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -162,6 +162,7 @@ class OpenAIChatWire(Wire):
                 marker = ("cache_control", anthropic_cache_control(message.cache)) if router else None
                 openai_mark(converted[-1], "text", self.title, marker)
             messages.extend(converted)
+        replay_names(messages, options)  # wire rule 10
         body: dict[str, Any] = {"model": options.model, "messages": messages, "stream": True}
         settings = options.prompt_cache
         if own and settings is not None:  # openai_cache_fields adds nothing without settings

@@ -122,7 +122,7 @@ from .prompt_cache import OPENAI_CACHING, check_prompt_cache, openai_cache_field
 from .responses_session import ResponsesSession
 from .settings import HttpSettings, split_settings
 from .structured_output import responses_text_format
-from .wire import Wire, obfuscation_field
+from .wire import Wire, obfuscation_field, replay_names
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -338,6 +338,7 @@ class OpenAIResponsesWire(Wire):
                 converted[-1] = dict(converted[-1])
                 openai_mark(converted[-1], "input_text", self.title)
             items.extend(converted)
+        replay_names(items, options)  # wire rule 10
         if PARALLEL_CHILD in builtin.values():
             items = _join_parallel_outputs(items, builtin)
         body: dict[str, Any] = {

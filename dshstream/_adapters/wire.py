@@ -50,12 +50,23 @@ Contract:
    OpenAI's own API host (``api.openai.com``, its regional ``*.api.openai.com``), which
    documents the field and the padding it turns off, and nothing anywhere else — a
    compatible server may refuse a field it does not know.
+10. **Tool names in history.** OpenAI, Anthropic and Bedrock refuse a request whose
+    history holds a tool call named outside ``[A-Za-z0-9_-]{1,64}`` ("string does not
+    match pattern"; Bedrock's ValidationException) — and models do call tools that do
+    not exist under such names (gpt-oss's ``repo_browser.open_file``, a name with a
+    ``<|channel|>`` token; vercel/ai#10202). The tool loop answers such a call with
+    ``unknown_tool`` and goes on, so one hallucinated name would fail every later turn.
+    :func:`replay_name` is the name those wires send back: unchanged when it fits or the
+    request declares a tool of that name, else every other character as ``_``, at most
+    64 (``unknown_tool`` when nothing is left). Calls and results pair by id, so the
+    rename is safe.
 """
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -67,7 +78,48 @@ from .._core.validate import invalid
 from .._core.wires.translator import Translator
 from .reporting import request_summary
 
-__all__ = ["ModelListFormat", "Wire", "check_media_parts", "obfuscation_field"]
+__all__ = ["ModelListFormat", "Wire", "check_media_parts", "obfuscation_field", "replay_name", "replay_names"]
+
+_STRICT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def replay_name(name: Any, declared: Collection[str]) -> Any:
+    """The name an earlier tool call named ``name`` goes back under (rule 10)."""
+    if not isinstance(name, str) or name in declared or _STRICT_NAME.fullmatch(name):
+        return name
+    cleaned = _NOT_NAME.sub("_", name)[:64]
+    return cleaned if cleaned.strip("_-") else "unknown_tool"
+
+
+def replay_names(history: list[dict[str, Any]], options: GenerateOptions) -> None:
+    """Rule 10 over a request's converted ``history``, in place, in each form the strict
+    APIs take: chat ``tool_calls``, Responses ``function_call`` items, Messages
+    ``tool_use`` blocks and Converse ``toolUse`` blocks. A renamed block is a copy: a
+    replayed one may be the caller's replay state."""
+    declared = {tool.name for tool in options.tools}
+    for entry in history:
+        if entry.get("type") == "function_call":
+            entry["name"] = replay_name(entry.get("name"), declared)  # built for this request
+        for call in entry.get("tool_calls") or ():
+            function = call.get("function")
+            if type(function) is dict:
+                call["function"] = {**function, "name": replay_name(function.get("name"), declared)}
+        content = entry.get("content")
+        if type(content) is not list:
+            continue
+        for position, block in enumerate(content):
+            if type(block) is not dict:
+                continue
+            if block.get("type") == "tool_use":
+                name = replay_name(block.get("name"), declared)
+                if name != block.get("name"):
+                    content[position] = {**block, "name": name}
+            elif type(block.get("toolUse")) is dict:
+                use = block["toolUse"]
+                name = replay_name(use.get("name"), declared)
+                if name != use.get("name"):
+                    content[position] = {**block, "toolUse": {**use, "name": name}}
 
 
 def obfuscation_field(base_url: str, include_obfuscation: bool | None) -> bool | None:
