@@ -12,7 +12,9 @@ Contract:
    joined into ``system_instruction``, tools as ``{"type": "function", name, description,
    parameters}``, ``generation_config`` (``max_output_tokens``, ``temperature``,
    ``stop_sequences``, ``thinking_level``: ``off`` and ``minimal`` are ``minimal`` — the
-   Gemini 3 models this API serves cannot turn thinking off — ``max`` is ``high``; with any
+   Gemini 3 models this API serves cannot turn thinking off — ``max`` is ``high``; a model
+   that refuses ``minimal`` (Gemini Flash 3.7 and later, vercel/ai#19031) is asked once
+   more with ``low`` and gets ``low`` from then on; with any
    effort but ``off`` also ``thinking_summaries: "auto"``, so reasoning streams),
    ``response_format`` (``{"type": "text", "mime_type": "application/json"}``, with the
    ``schema`` of a :class:`~dshstream._core.response_format.JsonSchema`), then
@@ -52,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+from .._core.errors import LlmError
 from .._core.media_support import GEMINI, media_summary
 from .._core.parts import MediaPart
 from .._core.request import GenerateOptions, Message
@@ -85,6 +88,12 @@ THINKING_LEVELS: dict[str, str] = {
 _MEDIA_KINDS = {"image": "image", "document": "document", "audio": "audio"}
 
 
+def _model_id(options: GenerateOptions) -> str:
+    """The request's model without a ``models/`` prefix."""
+    model = options.model
+    return model[len("models/") :] if model.startswith("models/") else model
+
+
 class GeminiInteractionsWire(GeminiApiWire):
     """The Interactions API request and translator (rule 1)."""
 
@@ -102,11 +111,31 @@ class GeminiInteractionsWire(GeminiApiWire):
         self.api_revision = api_revision
         #: continue the stored interaction instead of resending the history (rule 3)
         self.previous_interaction = previous_interaction
+        #: models that refused ``thinking_level: minimal`` and get ``low`` (rule 1)
+        self.no_minimal: set[str] = set()
 
     # ------------------------------------------------------------------ request
 
     def endpoint(self, options: GenerateOptions) -> str:
         return f"{self.base_url}/{self.api_version}/interactions"
+
+    def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
+        """A 400 refusing ``thinking_level: minimal``: the model gets ``low`` from now on,
+        and the request is sent again (rule 1; wire rule 3)."""
+        failure = error.failure
+        detail = (failure.detail or "").lower()
+        model = _model_id(options)
+        if (
+            failure.status == 400
+            and THINKING_LEVELS.get(options.reasoning_effort or "") == "minimal"
+            and model not in self.no_minimal
+            and "minimal" in detail
+            and "thinking" in detail
+        ):
+            with self.lock:
+                self.no_minimal.add(model)
+            return True
+        return super().should_retry_request(error, options)
 
     def protocol_headers(self) -> dict[str, str]:
         return {"Api-Revision": self.api_revision} if self.api_revision else {}
@@ -114,7 +143,7 @@ class GeminiInteractionsWire(GeminiApiWire):
     def build_body(self, options: GenerateOptions) -> dict[str, Any]:
         # prompt caching: nothing of it is documented for this API; refused, never dropped
         check_prompt_cache(options, NO_CACHING, self.title)
-        model = options.model[len("models/") :] if options.model.startswith("models/") else options.model
+        model = _model_id(options)
         body: dict[str, Any] = {"model": model, "stream": True}
         messages: Sequence[Message] = options.messages
         previous = self.previous_interaction_id(messages) if self.previous_interaction else None
@@ -131,7 +160,8 @@ class GeminiInteractionsWire(GeminiApiWire):
         config = sampling_config(options, snake=True)
         effort = options.reasoning_effort
         if effort is not None:
-            config["thinking_level"] = THINKING_LEVELS.get(effort, "medium")
+            level = THINKING_LEVELS.get(effort, "medium")
+            config["thinking_level"] = "low" if level == "minimal" and model in self.no_minimal else level
             if effort != "off":
                 config["thinking_summaries"] = "auto"
         if config:
