@@ -374,7 +374,12 @@ class ResponseMetadata:
     is the code-execution container the response ran in (``id``, ``expires_at``), which
     the next request of the conversation reuses. ``commentary`` is prose the model wrote
     besides a structured-output answer given through a forced tool (a sentence before
-    the JSON): never part of the answer's text.
+    the JSON): never part of the answer's text. ``raw_usage`` is the provider's own usage
+    record, as sent (the last one; Anthropic's ``message_start`` usage updated by its
+    ``message_delta``): the fields :class:`TokenUsage` has no place for — audio or
+    predicted tokens, Anthropic ``server_tool_use.web_search_requests``, a service tier,
+    Gemini's per-modality counts — read from there. Like ``longest_silence`` it is left
+    out of equality.
 
     Fields can also be read by name, ``metadata["usage_by_model"]``; a field that is
     ``None`` or empty is absent (``KeyError``, ``in`` is false, ``get`` gives the default).
@@ -403,6 +408,9 @@ class ResponseMetadata:
     stop_details: Mapping[str, Any] | None = field(default=None, hash=False)
     container: Mapping[str, Any] | None = field(default=None, hash=False)
     commentary: str | None = None
+    #: the provider's usage record as sent (JSON values); out of equality: the counts that
+    #: matter are the UsageChunk's
+    raw_usage: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def served_by(self) -> TargetOutcome | None:
@@ -619,7 +627,7 @@ _FAILURE_FIELDS = (
 _METADATA_FIELDS = (
     "response_id", "model", "serving_provider", "request_id", "usage_by_model", "server_tools", "latency_ms",
     "longest_silence", "resume_cursor", "fallback", "rate_limits", "server_fallbacks", "stop_details", "container",
-    "commentary",
+    "commentary", "raw_usage",
 )
 _METADATA_IDS = (
     "response_id", "model", "serving_provider", "request_id", "latency_ms", "longest_silence", "commentary",
@@ -656,7 +664,7 @@ def metadata_to_dict(metadata: ResponseMetadata) -> dict[str, Any]:
         out["rate_limits"] = metadata.rate_limits.to_dict()
     if metadata.server_fallbacks:
         out["server_fallbacks"] = [dict(entry) for entry in metadata.server_fallbacks]
-    for name in ("stop_details", "container"):
+    for name in ("stop_details", "container", "raw_usage"):
         value = getattr(metadata, name)
         if value:
             out[name] = dict(value)
@@ -676,6 +684,7 @@ def metadata_from_dict(data: dict[str, Any]) -> ResponseMetadata:
         server_fallbacks=tuple(dict(entry) for entry in data.get("server_fallbacks") or ()),
         stop_details=dict(data["stop_details"]) if data.get("stop_details") else None,
         container=dict(data["container"]) if data.get("container") else None,
+        raw_usage=dict(data["raw_usage"]) if data.get("raw_usage") else None,
     )
 
 

@@ -416,6 +416,8 @@ class AnthropicTranslator(BlockReplayTranslator):
     # ------------------------------------------------------------------ usage
 
     def _merge_usage(self, usage: dict[str, Any]) -> None:
+        raw = self.writer.raw_usage
+        self.writer.raw_usage = {**raw, **usage} if raw else dict(usage)  # metadata.raw_usage: as sent, updated
         fields = self._usage
         for name in _USAGE_FIELDS:
             value = int_or_none(usage.get(name))

@@ -565,7 +565,7 @@ class OpenAIResponsesTranslator(Translator):
             normalized = responses_usage(usage)
             if normalized is not None:
                 writer.usage = normalized
-                self._usage = usage
+                self._usage = writer.raw_usage = usage
 
     def _on_created(self, payload: dict[str, Any]) -> None:
         """``response.created``: one response per stream (rule 1)."""

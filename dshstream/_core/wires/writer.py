@@ -425,6 +425,7 @@ class ChunkWriter:
             or self.stop_details
             or self.container
             or self._commentary
+            or self.raw_usage
         ):
             return None
         return ResponseMetadata(
@@ -439,6 +440,7 @@ class ChunkWriter:
             stop_details=self.stop_details,
             container=self.container,
             commentary="".join(self._commentary) or None,
+            raw_usage=self.raw_usage or None,
         )
 
     def defer_usage(
