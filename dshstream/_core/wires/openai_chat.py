@@ -452,8 +452,10 @@ class OpenAIChatTranslator(Translator):
         state = self.writer.open_call(key)
         if state is None:
             return False
-        own, arguments = state
-        return own is not None and own != call_id and bool(arguments) and loads_or_none(arguments) is not None
+        own, pieces = state
+        if own is None or own == call_id or not pieces or not pieces[-1].rstrip().endswith(("}", "]")):
+            return False  # checked first: a server that sends a new id on every delta stays linear
+        return loads_or_none("".join(pieces)) is not None
 
     def _on_finish_reason(self, reason: str, raw: str, choice: dict[str, Any] | None = None) -> None:
         kind = _FINISH_KINDS.get(reason)

@@ -199,12 +199,13 @@ class ChunkWriter:
         """Whether the block under ``key`` is open."""
         return key in self._open
 
-    def open_call(self, key: Hashable) -> tuple[str | None, str] | None:
-        """The id and the arguments so far of the tool call open under ``key``, or ``None``."""
+    def open_call(self, key: Hashable) -> tuple[str | None, list[str]] | None:
+        """The id and the argument fragments so far (not to be changed) of the tool call
+        open under ``key``, or ``None``."""
         block = self._open.get(key)
         if block is None or block.block_type != "tool-call":
             return None
-        return block.call_id, "".join(block.pieces)
+        return block.call_id, block.pieces
 
     def text(self, key: Hashable, text: str) -> None:
         """Visible text for the text block under ``key`` (opened on the first non-empty
