@@ -270,3 +270,36 @@ def test_litellm_chunks_expand_the_wrapper_too() -> None:
     out += translator.end()
     calls = [c.block for c in out if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)]
     assert [(c.id, c.name) for c in calls] == [("call_abc_0", "weather"), ("call_abc_1", "cityAttractions")]
+
+
+def test_the_tool_loop_runs_both_calls_and_answers_the_wrapper_once() -> None:
+    """``run_tools`` over a loopback Responses server: the wrapper's two calls run, and the
+    second request answers the wrapper with one output holding both results."""
+    from dshstream._tool_loop import run_tools
+
+    server = ReplayServer().start()
+    try:
+        server.add("/v1/", [Route(body=_stream()), Route(body=fixture_bytes("openai-responses/text.sse"))])
+        service = LlmService(check_contract=True)
+        service.register_adapter(["openai"], OpenAIResponsesAdapter(api_key="sk-test", key_env=None,
+                                                                    base_url=f"{server.url}/v1", max_retries=0))
+        ran: list[tuple[str, dict[str, Any]]] = []
+
+        def weather(**arguments: Any) -> str:
+            ran.append(("weather", arguments))
+            return "18C"
+
+        def sights(**arguments: Any) -> str:
+            ran.append(("cityAttractions", arguments))
+            return "Colosseum"
+
+        tools = {"weather": weather, "cityAttractions": sights}
+        options = GenerateOptions(provider="openai", model="gpt-5.4", messages=(Message.user("SF and Rome?"),), tools=TOOLS)
+        result = run_tools(service, options, tools).result()
+        sent = server.requests[1].body["input"]
+    finally:
+        server.stop()
+    assert ran == [("weather", {"location": "San Francisco"}), ("cityAttractions", {"city": "Rome"})]
+    assert [o.status for o in result.outcomes] == ["ok", "ok"] and result.stopped == "done"
+    assert [i for i in sent if i.get("type") == "function_call_output"] == [
+        {"type": "function_call_output", "call_id": "call_parallel", "output": "18C\nColosseum"}]
