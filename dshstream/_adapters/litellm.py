@@ -176,7 +176,7 @@ from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
 from .prompt_cache import NO_CACHING, check_prompt_cache
 from .wire import check_media_parts, replay_names
-from .openai_chat import AssistantTurn, chat_plain_turn, chat_tool_call
+from .openai_chat import AssistantTurn, OpenAIChatWire, chat_plain_turn, chat_tool_call
 from .reporting import attempt_reporter, request_summary
 from .settings import FailureReporter, checked_base_url, resolve_api_key, same_host
 from .structured_output import chat_response_format
@@ -895,8 +895,9 @@ class LiteLLMAdapter(LlmAdapter):
         plain = chat_plain_turn(message, self.media or OPENAI_CHAT)
         if plain is not None:
             return plain
-        text, reasoning, calls, replay = AssistantTurn.of(message)
-        out: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+        turn = AssistantTurn.of(message)
+        _, reasoning, calls, replay = turn
+        out: dict[str, Any] = {"role": "assistant", "content": turn.content}
         thinking = replay.get("thinking_blocks") if replay.get("wire") == "litellm" else None
         if thinking:
             out["thinking_blocks"] = thinking
@@ -913,7 +914,7 @@ class LiteLLMAdapter(LlmAdapter):
             request_id=request_id,
             think_tags=self.think_tags,
             max_tokens=options.max_tokens,
-            client_tools=frozenset(tool.name for tool in options.tools),
+            client_tools=OpenAIChatWire.client_tools(options),
         )
 
     def provider_info(self, provider: str) -> ProviderInfo:

@@ -118,6 +118,13 @@ class AssistantTurn(NamedTuple):
         reasoning = "".join(b.text for b in message.blocks if isinstance(b, ReasoningBlock))
         return cls(message.text, reasoning, message.tool_calls, replay)
 
+    @property
+    def content(self) -> str | None:
+        """The turn's ``content``: its text, or ``null`` for tool calls alone (OpenAI
+        documents it optional beside ``tool_calls``; an empty string is an empty text block
+        to a gateway relaying to Bedrock, which refuses it)."""
+        return self.text if self.text or not self.calls else None
+
 
 class OpenAIChatWire(Wire):
     """The chat-completions request and translator, in one dialect's spelling."""
@@ -224,10 +231,9 @@ class OpenAIChatWire(Wire):
         plain = chat_plain_turn(message, self.media or OPENAI_CHAT)
         if plain is not None:
             return plain
-        text, reasoning, calls, replay = AssistantTurn.of(message)
-        # a turn of tool calls alone has no content (null, as OpenAI documents it): an empty
-        # string is an empty text block to servers that relay to Bedrock, which refuse it
-        out: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+        turn = AssistantTurn.of(message)
+        _, reasoning, calls, replay = turn
+        out: dict[str, Any] = {"role": "assistant", "content": turn.content}
         if reasoning and self.dialect.reasoning_content_passback:
             out["reasoning_content"] = reasoning
         details = replay.get("reasoning_details")
