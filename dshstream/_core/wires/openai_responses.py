@@ -673,7 +673,7 @@ class OpenAIResponsesTranslator(Translator):
             slot.item_type = "function_call"
         delta = payload.get("delta")
         if isinstance(delta, str) and delta:
-            held = self._wrappers.get(slot.number)
+            held = self._wrappers.get(slot.number) if self._wrappers else None  # none held: no lookup per delta
             if held is not None:
                 held.append(delta)  # rule 8: a wrapper's arguments wait for its done
             else:
