@@ -227,14 +227,8 @@ class ChunkStream:
                 if not batch:
                     continue
                 reading = False
-                if watch is not None:
-                    watch.received(batch)
-                for chunk in batch:
-                    push(chunk)
-                    if type(chunk) is Finish:
-                        self._running = False  # the source is closed from this thread
-                        self._finished()
-                        return
+                if self._push_batch(batch, push):
+                    return
                 reading = True
         except KeyboardInterrupt:
             self._running = False
@@ -256,19 +250,12 @@ class ChunkStream:
         """``_drain``'s loop over a handed-off generator (pump rule 9): ``None`` once the
         ``Finish`` was pushed; else the source's answer to what ``inner`` raised (a list
         to push like any other), or ``[]`` at ``inner``'s end (the source goes on)."""
-        watch = self._watch
         reading = True
         try:
             for batch in inner:
                 reading = False
-                if watch is not None:
-                    watch.received(batch)
-                for chunk in batch:
-                    push(chunk)
-                    if type(chunk) is Finish:
-                        self._running = False  # the source is closed from this thread
-                        self._finished()
-                        return None
+                if self._push_batch(batch, push):
+                    return None
                 reading = True
         except Exception as exc:
             if not reading:
@@ -278,6 +265,19 @@ class ChunkStream:
             except StopIteration:  # the source ended there
                 return []
         return []
+
+    def _push_batch(self, batch: list[StreamChunk], push: Callable[[StreamChunk], None]) -> bool:
+        """One read batch through ``push``, the watch told first; ``True`` once the
+        ``Finish`` was pushed (the stream is done, its source closed from this thread)."""
+        if self._watch is not None:
+            self._watch.received(batch)
+        for chunk in batch:
+            push(chunk)
+            if type(chunk) is Finish:
+                self._running = False
+                self._finished()
+                return True
+        return False
 
     def _throw(self, exc: Exception) -> list[StreamChunk]:
         """``exc``, raised by a handed-off generator, thrown into the source (pump rule 9):

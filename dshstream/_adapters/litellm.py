@@ -176,7 +176,7 @@ from .base import LlmAdapter, ModelInfo, ProviderInfo
 from .credentials import CredentialSource, FetchLimits
 from .prompt_cache import NO_CACHING, check_prompt_cache
 from .wire import check_media_parts, replay_names
-from .openai_chat import AssistantTurn, OpenAIChatWire, chat_plain_turn, chat_tool_call
+from .openai_chat import AssistantTurn, OpenAIChatWire, chat_tool_call, chat_turns
 from .reporting import attempt_reporter, request_summary
 from .settings import FailureReporter, checked_base_url, resolve_api_key, same_host
 from .structured_output import chat_response_format
@@ -243,6 +243,19 @@ _HOST_HEADERS = frozenset(
 
 # what the worker hands the consumer: (kind, value)
 _OPENED, _CHUNK, _END, _ERROR = range(4)
+
+
+def _assistant_fields(turn: AssistantTurn, out: dict[str, Any]) -> None:
+    """What an assistant turn sends back through LiteLLM: its own thinking blocks (their
+    signatures), the reasoning, the tool calls."""
+    _, reasoning, calls, replay = turn
+    thinking = replay.get("thinking_blocks") if replay.get("wire") == "litellm" else None
+    if thinking:
+        out["thinking_blocks"] = thinking
+    if reasoning:
+        out["reasoning_content"] = reasoning
+    if calls:
+        out["tool_calls"] = [chat_tool_call(call) for call in calls]
 
 
 def _load_litellm() -> Any:
@@ -892,20 +905,7 @@ class LiteLLMAdapter(LlmAdapter):
     def convert_message(self, message: Message) -> list[dict[str, Any]]:
         """One history message in the chat-completions form LiteLLM takes (a user turn with
         media: OpenAI content parts, which LiteLLM converts for its provider)."""
-        plain = chat_plain_turn(message, self.media or OPENAI_CHAT)
-        if plain is not None:
-            return plain
-        turn = AssistantTurn.of(message)
-        _, reasoning, calls, replay = turn
-        out: dict[str, Any] = {"role": "assistant", "content": turn.content}
-        thinking = replay.get("thinking_blocks") if replay.get("wire") == "litellm" else None
-        if thinking:
-            out["thinking_blocks"] = thinking
-        if reasoning:
-            out["reasoning_content"] = reasoning
-        if calls:
-            out["tool_calls"] = [chat_tool_call(call) for call in calls]
-        return [out]
+        return chat_turns(message, self.media or OPENAI_CHAT, _assistant_fields)
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> LiteLLMTranslator:
         """A fresh translator for one attempt."""

@@ -24,6 +24,7 @@ caching requests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._core.dialects import Dialect, get_dialect
@@ -76,10 +77,13 @@ def chat_content_parts(message: Message, support: MediaSupport = OPENAI_CHAT) ->
     return out
 
 
-def chat_plain_turn(message: Message, support: MediaSupport = OPENAI_CHAT) -> list[dict[str, Any]] | None:
-    """The chat-completions form of a system, user or tool turn (a tool turn may become
-    several; a user turn with media is content parts); ``None`` for an assistant turn, whose
-    form differs by who reads it."""
+def chat_turns(
+    message: Message, support: MediaSupport, assistant: Callable[[AssistantTurn, dict[str, Any]], None]
+) -> list[dict[str, Any]]:
+    """The chat-completions form of one history message (a tool turn may become several; a
+    user turn with media is content parts). An assistant turn is its role and
+    :attr:`AssistantTurn.content`, then what ``assistant`` adds: the rest differs by who
+    reads it (this wire's dialects, LiteLLM)."""
     content = message.content
     if type(content) is str:  # plain text: its attachments none, its text itself (no property asked)
         if message.role in ("system", "user"):
@@ -94,7 +98,10 @@ def chat_plain_turn(message: Message, support: MediaSupport = OPENAI_CHAT) -> li
             for block in message.blocks
             if isinstance(block, ToolResultBlock)
         ]
-    return None
+    turn = AssistantTurn.of(message)
+    out: dict[str, Any] = {"role": "assistant", "content": turn.content}
+    assistant(turn, out)
+    return [out]
 
 
 def chat_tool_call(call: ToolCallBlock) -> dict[str, Any]:
@@ -228,12 +235,12 @@ class OpenAIChatWire(Wire):
 
     def convert_message(self, message: Message) -> list[dict[str, Any]]:
         """One history message in chat-completions form (a tool turn may become several)."""
-        plain = chat_plain_turn(message, self.media or OPENAI_CHAT)
-        if plain is not None:
-            return plain
-        turn = AssistantTurn.of(message)
+        return chat_turns(message, self.media or OPENAI_CHAT, self._assistant_fields)
+
+    def _assistant_fields(self, turn: AssistantTurn, out: dict[str, Any]) -> None:
+        """What an assistant turn sends back to this dialect: reasoning where it takes it,
+        tool calls with Gemini's thought signatures."""
         _, reasoning, calls, replay = turn
-        out: dict[str, Any] = {"role": "assistant", "content": turn.content}
         if reasoning and self.dialect.reasoning_content_passback:
             out["reasoning_content"] = reasoning
         details = replay.get("reasoning_details")
@@ -249,7 +256,6 @@ class OpenAIChatWire(Wire):
                     entry["extra_content"] = {"google": {"thought_signature": signature}}
                 entries.append(entry)
             out["tool_calls"] = entries
-        return [out]
 
     def should_retry_request(self, error: LlmError, options: GenerateOptions) -> bool:
         failure = error.failure
