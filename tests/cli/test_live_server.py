@@ -229,6 +229,28 @@ def full_count(service: LlmService) -> Run:
     return done
 
 
+# Greedy, seeded and cold-cached, a request's answer is the same every time (see
+# ``options``): the requests several tests read are made once per module.
+
+
+@pytest.fixture(scope="module")
+def weather_call(service: LlmService) -> Run:
+    """The WEATHER request with its tool: one streamed call (tools, differential)."""
+    return run(service, options([Message.user(WEATHER)], max_tokens=64, tools=[GET_WEATHER]))
+
+
+@pytest.fixture(scope="module")
+def think_one_shot(think_service: LlmService) -> Run:
+    """ONE_SHOT on the ``--reasoning-format deepseek`` instance (reasoning, differential)."""
+    return run(think_service, options(ONE_SHOT, max_tokens=64))
+
+
+@pytest.fixture(scope="module")
+def tags_one_shot(tags_service: LlmService) -> Run:
+    """ONE_SHOT on the instance without a reasoning parser (think tags, differential)."""
+    return run(tags_service, options(ONE_SHOT, max_tokens=64))
+
+
 def assert_server_free(service: LlmService, full: Run) -> float:
     """A short request right now finishes well before a full generation would have ended:
     the single slot (-np 1) is not still busy with an abandoned request."""
@@ -304,9 +326,9 @@ def test_stop_sequence(service: LlmService) -> None:
 # --------------------------------------------------------------------------- tools
 
 
-def test_tool_call_end_to_end(service: LlmService) -> None:
+def test_tool_call_end_to_end(service: LlmService, weather_call: Run) -> None:
     history = [Message.user(WEATHER)]
-    done = run(service, options(history, max_tokens=64, tools=[GET_WEATHER]))
+    done = weather_call
     result = done.result
     assert result.finish.kind == "tool-calls", describe(result)
     assert result.finish.raw == "tool_calls"
@@ -354,8 +376,8 @@ def test_max_tokens_cut_inside_a_tool_call(service: LlmService) -> None:
 # --------------------------------------------------------------------------- reasoning
 
 
-def test_reasoning_content_from_think_instance(think_service: LlmService) -> None:
-    done = run(think_service, options(ONE_SHOT, max_tokens=64))
+def test_reasoning_content_from_think_instance(think_one_shot: Run) -> None:
+    done = think_one_shot
     result = done.result
     assert result.finish.kind == "stop", describe(result)
     assert [type(b) for b in result.blocks] == [ReasoningBlock, TextBlock]
@@ -367,9 +389,9 @@ def test_reasoning_content_from_think_instance(think_service: LlmService) -> Non
         assert "<think>" not in text and "</think>" not in text
 
 
-def test_reasoning_round_trip(think_service: LlmService) -> None:
+def test_reasoning_round_trip(think_service: LlmService, think_one_shot: Run) -> None:
     # The assembled turn (with its ReasoningBlock) goes back as reasoning_content.
-    first = run(think_service, options(ONE_SHOT, max_tokens=64)).result
+    first = think_one_shot.result
     assert first.reasoning
     turn = first.message()
     assert [type(b) for b in turn.blocks] == [ReasoningBlock, TextBlock]
@@ -379,10 +401,10 @@ def test_reasoning_round_trip(think_service: LlmService) -> None:
     assert second.reasoning.strip() and second.text.strip()
 
 
-def test_think_tags_from_tags_instance(tags_service: LlmService) -> None:
+def test_think_tags_from_tags_instance(tags_one_shot: Run) -> None:
     # The tags arrive split across chunks ("<th", "ink", ">\n" ... "</", "think", ">\n\n");
     # the llamacpp dialect strips them into reasoning by default.
-    done = run(tags_service, options(ONE_SHOT, max_tokens=64))
+    done = tags_one_shot
     result = done.result
     assert result.finish.kind == "stop", describe(result)
     assert [type(b) for b in result.blocks] == [ReasoningBlock, TextBlock]
@@ -587,11 +609,11 @@ def test_differential_plain_text(service: LlmService, sdk: openai.OpenAI) -> Non
     assert ours.usage.output_tokens == theirs.completion_tokens
 
 
-def test_differential_tool_call(service: LlmService, sdk: openai.OpenAI) -> None:
+def test_differential_tool_call(weather_call: Run, sdk: openai.OpenAI) -> None:
     theirs = sdk_stream(
         sdk, SERVER, [{"role": "user", "content": WEATHER}], max_tokens=64, tools=[GET_WEATHER]
     )
-    ours = run(service, options([Message.user(WEATHER)], max_tokens=64, tools=[GET_WEATHER])).result
+    ours = weather_call.result
     assert theirs.finish_reason == ours.finish.raw == "tool_calls"
     assert list(theirs.calls) == [0]
     assert [(c.name, c.arguments) for c in ours.tool_calls] == [
@@ -601,16 +623,16 @@ def test_differential_tool_call(service: LlmService, sdk: openai.OpenAI) -> None
     assert ours.text == theirs.content == ""
 
 
-def test_differential_reasoning_content(think_service: LlmService, sdk: openai.OpenAI) -> None:
+def test_differential_reasoning_content(think_one_shot: Run, sdk: openai.OpenAI) -> None:
     theirs = sdk_stream(sdk, THINK_SERVER, one_shot_wire(), max_tokens=64)
-    ours = run(think_service, options(ONE_SHOT, max_tokens=64)).result
+    ours = think_one_shot.result
     assert theirs.reasoning and ours.reasoning == theirs.reasoning
     assert ours.text == theirs.content
 
 
-def test_differential_think_tags(tags_service: LlmService, sdk: openai.OpenAI) -> None:
+def test_differential_think_tags(tags_one_shot: Run, sdk: openai.OpenAI) -> None:
     theirs = sdk_stream(sdk, TAGS_SERVER, one_shot_wire(), max_tokens=64)
-    ours = run(tags_service, options(ONE_SHOT, max_tokens=64)).result
+    ours = tags_one_shot.result
     assert "<think>" in theirs.content and not theirs.reasoning
     # nothing lost or added: the raw content is exactly the tags around our two blocks
     assert theirs.content == f"<think>{ours.reasoning}</think>{ours.text}"
