@@ -68,6 +68,7 @@ KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("xai", ("XAI_API_KEY",)),
     ("xai-chat", ("XAI_API_KEY",)),
     ("together", ("TOGETHER_API_KEY",)),
+    ("perplexity", ("PERPLEXITY_API_KEY",)),
 )
 #: keyed routes on a chat dialect of another name (the provider's older API)
 CHAT_ROUTES = {"xai-chat": "xai"}

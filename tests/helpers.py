@@ -267,6 +267,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "openrouter/responses_api_reasoning_text_gpt_oss.sse": FixtureFinish("stop", "completed"),
     "openrouter/tool_call_kimi_k2_novita.sse": FixtureFinish("tool-calls", None),
     "openrouter/web_search_annotations_deepseek.sse": FixtureFinish("stop", "stop"),
+    "perplexity/sonar_search_results_cost_done_object.sse": FixtureFinish("stop", "stop"),
     "snowflake/cortex_claude_reasoning_details_no_finish_reason.sse": FixtureFinish("stop", None),
     "vertex/gemini15_flash002_text_a.sse": FixtureFinish("stop", "STOP"),
     "vertex/gemini25_flash_grounding_global.sse": FixtureFinish("stop", "STOP"),

@@ -136,7 +136,7 @@ class AssistantTurn(NamedTuple):
 class OpenAIChatWire(Wire):
     """The chat-completions request and translator, in one dialect's spelling."""
 
-    models_path = "/models"
+    models_path: str | None = "/models"
     media: MediaSupport | None = OPENAI_CHAT
 
     def __init__(
@@ -151,6 +151,7 @@ class OpenAIChatWire(Wire):
     ) -> None:
         super().__init__(base_url, title)
         self.dialect = dialect
+        self.models_path = dialect.models_path
         self.think_tags = think_tags
         self.include_usage = include_usage
         #: the ``stream_options.include_obfuscation`` sent (``None``: none; wire rule 9)

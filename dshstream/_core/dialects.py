@@ -31,6 +31,8 @@ class Dialect:
     schema_via: str = "response_format"
     #: the server takes JSON mode (``response_format: {"type": "json_object"}``)
     json_mode: bool = True
+    #: where the model list is, under ``base_url``
+    models_path: str = "/models"
     #: display name
     title: str = ""
 
@@ -58,6 +60,17 @@ DIALECTS: dict[str, Dialect] = {
         Dialect("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", title="Mistral"),
         Dialect("xai", "https://api.x.ai/v1", "XAI_API_KEY", title="xAI"),
         Dialect("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", title="Together AI"),
+        # Sonar: search results on every chunk (chat wire rule 3); reasoning models answer
+        # after a <think> section; JSON schema output, no JSON mode; models at /v1/models
+        Dialect(
+            "perplexity",
+            "https://api.perplexity.ai",
+            "PERPLEXITY_API_KEY",
+            think_tags=True,
+            json_mode=False,
+            models_path="/v1/models",
+            title="Perplexity",
+        ),
         Dialect(
             "vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", think_tags=True, keyless=True, title="vLLM"
         ),

@@ -185,6 +185,7 @@ PROVIDER_KEYS = {
     "xai": "XAI_API_KEY",
     "xai-chat": "XAI_API_KEY",
     "together": "TOGETHER_API_KEY",
+    "perplexity": "PERPLEXITY_API_KEY",
 }
 ALL_KEYS = {*PROVIDER_KEYS.values(), "GOOGLE_API_KEY", "VLLM_API_KEY"}
 

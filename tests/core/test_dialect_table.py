@@ -20,6 +20,7 @@ EXPECTED: dict[str, tuple[str, str | None, str, bool, bool]] = {
     "mistral": ("https://api.mistral.ai/v1", "MISTRAL_API_KEY", "Mistral", False, False),
     "xai": ("https://api.x.ai/v1", "XAI_API_KEY", "xAI", False, False),
     "together": ("https://api.together.xyz/v1", "TOGETHER_API_KEY", "Together AI", False, False),
+    "perplexity": ("https://api.perplexity.ai", "PERPLEXITY_API_KEY", "Perplexity", False, True),
     "vllm": ("http://127.0.0.1:8000/v1", "VLLM_API_KEY", "vLLM", True, True),
     "ollama": ("http://127.0.0.1:11434/v1", None, "Ollama", True, True),
     "llamacpp": ("http://127.0.0.1:8080/v1", None, "llama.cpp", True, True),

@@ -7,7 +7,8 @@ renderer and the notebook view list the sources under the answer.
 
 Recorded: Anthropic web search (``anthropic/web_search_server_tool_citations.sse``),
 Responses web search (``openai-responses/builtin-tools/web_search_call_url_citations_gpt5nano.sse``),
-Gemini and Vertex grounding. Built from the published schemas: Anthropic document and
+Gemini and Vertex grounding, Perplexity Sonar's ``search_results``
+(``perplexity/sonar_search_results_cost_done_object.sse``). Built from the published schemas: Anthropic document and
 search-result locations, Responses file citations, annotations only in ``done`` events,
 Gemini retrieved context, OpenRouter ``url_citation`` annotations (no recording found).
 """
@@ -256,6 +257,68 @@ def test_openrouter_url_citation_annotations() -> None:
     )
     assert result.text == "Headlines today."
     assert sum(isinstance(c, TextDelta) for c in chunks) == 1
+
+
+# --------------------------------------------------------------------------- Perplexity
+
+PERPLEXITY = "perplexity/sonar_search_results_cost_done_object.sse"
+
+
+def test_recorded_perplexity_search_results_are_the_answers_sources_in_order() -> None:
+    data = fixture_bytes(PERPLEXITY)
+    first = events(data.replace(b"\r\n", b"\n"))[0]
+    results, urls = first["search_results"], first["citations"]
+    assert len(results) == 8 and [r["url"] for r in results] == urls
+    _, result = run(data, "perplexity")
+    # one citation per search result, in the order sent: the answer's [n] is the n-th
+    assert result.citations == tuple(
+        Citation("url", url=r["url"], title=r["title"], cited_text=r["snippet"]) for r in results
+    )
+    assert result.text == "1 2 3" and result.finish.raw == "stop"
+    assert result.usage is not None and result.usage.cost == 0.00501  # the cost object's total_cost
+
+
+def test_perplexity_citations_alone_are_urls() -> None:
+    # the older form (before search_results): URLs only, read the same way
+    base = {"id": "p1", "model": "sonar", "object": "chat.completion.chunk", "citations": ["https://a.example/", 7]}
+    data = data_only(
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "A [1]."}}]},
+        {**base, "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "stop"}]},
+    )
+    _, result = run(data, "perplexity")
+    assert result.citations == (Citation("url", url="https://a.example/"),)
+
+
+def test_perplexity_sources_read_again_when_the_list_grows() -> None:
+    one = {"title": "One", "url": "https://one.example/", "snippet": "first"}
+    two = {"title": "Two", "url": "https://two.example/"}
+    base = {"id": "p1", "model": "sonar", "object": "chat.completion.chunk"}
+    data = data_only(
+        {**base, "search_results": [one], "choices": [{"index": 0, "delta": {"content": "A [1]"}}]},
+        {**base, "search_results": [one], "choices": [{"index": 0, "delta": {"content": " B [2]."}}]},
+        {**base, "search_results": [one, two], "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    )
+    _, result = run(data, "perplexity")
+    assert result.citations == (
+        Citation("url", url="https://one.example/", title="One", cited_text="first"),
+        Citation("url", url="https://two.example/", title="Two"),
+    )
+
+
+def test_perplexity_route_streams_its_sources_over_http() -> None:
+    from dshstream import GenerateOptions, LlmService, Message, OpenAIChatAdapter
+    from dshstream.testing import ReplayServer
+
+    with ReplayServer({"/chat/completions": fixture_bytes(PERPLEXITY)}) as server:
+        adapter = OpenAIChatAdapter(dialect="perplexity", base_url=server.url, api_key="pplx-test")
+        assert adapter.wire.models_url() == f"{server.url}/v1/models"
+        service = LlmService()
+        service.register_adapter(["perplexity"], adapter)
+        options = GenerateOptions(provider="perplexity", model="sonar", messages=(Message.user("Count from 1 to 3"),))
+        with service.stream(options) as stream:
+            result = stream.result()
+    assert result.text == "1 2 3" and len(result.citations) == 8
+    assert result.usage is not None and result.usage.cost == 0.00501
 
 
 # --------------------------------------------------------------------------- the block and its display

@@ -45,6 +45,7 @@ DIALECT_OF_FOLDER = {
     "llamacpp": "llamacpp",
     "openrouter": "openrouter",
     "snowflake": "openai-chat",
+    "perplexity": "perplexity",
 }
 CHAT_FIXTURES = sorted(
     f"{path.parent.name}/{path.name}"
@@ -168,10 +169,14 @@ def expected_usage(usage: dict[str, Any]) -> TokenUsage:
         cached = usage.get("prompt_cache_hit_tokens")
     write = details.get("cache_write_tokens")
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    if reasoning is None:
+        reasoning = usage.get("reasoning_tokens")  # Perplexity: beside the other counts
     output = completion
     if reasoning and usage.get("total_tokens") == prompt + completion + reasoning:
         output += reasoning
     cost = usage.get("cost")
+    if isinstance(cost, dict):  # Perplexity: the parts and their total
+        cost = cost.get("total_cost")
     if cost is None and usage.get("cost_in_usd_ticks") is not None:
         cost = usage["cost_in_usd_ticks"] / 1e10
     return TokenUsage(
@@ -243,6 +248,8 @@ EXACT: dict[str, tuple[TokenUsage | None, str, str | None, str | None]] = {
         "tool-calls", "tool_calls", None),
     "groq/tool_call_llama33.sse": (TokenUsage(210, 15), "tool-calls", "tool_calls", None),
     "groq/text_llama33_x_groq_usage.sse": (TokenUsage(45, 662), "stop", "stop", None),
+    # the last chunk's usage (its cost object's total_cost), the chat.completion.done object's finish
+    "perplexity/sonar_search_results_cost_done_object.sse": (TokenUsage(8, 5, cost=0.00501), "stop", "stop", None),
     "openrouter/cache_usage_bedrock_claude.sse": (
         TokenUsage(254, 5, cache_read_tokens=0, cache_write_tokens=0, reasoning_tokens=0, cost=0.000837),
         "stop", "stop", "Amazon Bedrock"),

@@ -19,7 +19,11 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    the index is its from then on (vLLM and SGLang stream parallel calls all at index 0);
    a new id while the arguments are unfinished is the same call. ``annotations``
    on a delta (OpenRouter and OpenAI search ``url_citation`` s) become the citations of
-   the text block, attached as the stream ends (a repeat is kept once). Groq compound's
+   the text block, attached as the stream ends (a repeat is kept once); so do
+   Perplexity's top-level ``search_results`` (``url``, ``title``, ``snippet`` as the cited
+   text; else the older ``citations``, URLs alone), after them and in the order sent, so
+   that the answer's ``[n]`` marks the n-th of them. Perplexity repeats the whole list on
+   every chunk: it is read again only when its length changes. Groq compound's
    ``executed_tools`` (tools the server ran) are no calls: one entry per ``index`` in
    ``metadata.server_tools`` (``type``, ``index``, ``arguments``; the last report of an
    index wins), in index order. A model's parallel dispatch wrapper — a call named
@@ -31,7 +35,9 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
 4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM
    continuous stats, Groq ``x_groq.usage``); cached tokens are subtracted from input;
    a server that reports reasoning outside ``completion_tokens`` (xAI) gets it added.
-   ``usage.cost`` (OpenRouter) and ``cost_in_usd_ticks`` (xAI) become ``cost``. Entries
+   ``usage.cost`` (OpenRouter; Perplexity's object: its ``total_cost``) and
+   ``cost_in_usd_ticks`` (xAI) become ``cost``; a top-level ``usage.reasoning_tokens``
+   (Perplexity) counts when ``completion_tokens_details`` has none. Entries
    of a relayed ``usage.iterations`` that name another model go to
    ``metadata.usage_by_model``, never into the usage.
 5. ``finish_reason``: ``""`` is null; stop/tool_calls/length map to stop/tool-calls/
@@ -92,11 +98,14 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
         cache_read = int_or_none(usage.get("prompt_cache_hit_tokens"))
     cache_write = int_or_none(prompt_details.get("cache_write_tokens"))
     reasoning = int_or_none(completion_details.get("reasoning_tokens"))
+    if reasoning is None and "reasoning_tokens" in usage:
+        reasoning = int_or_none(usage["reasoning_tokens"])
     total = int_or_none(usage.get("total_tokens"))
     output = completion
     if reasoning and total is not None and total == prompt + completion + reasoning:
         output = completion + reasoning  # reasoning billed outside completion_tokens (xAI)
-    cost = cost_or_none(usage.get("cost"))
+    cost = usage.get("cost")
+    cost = cost_or_none(cost.get("total_cost") if type(cost) is dict else cost)
     if cost is None:
         ticks = cost_or_none(usage.get("cost_in_usd_ticks"))
         cost = ticks / _USD_TICKS if ticks is not None else None
@@ -181,6 +190,9 @@ class OpenAIChatTranslator(Translator):
         self._details_by_index: dict[Any, dict[str, Any]] = {}
         self._tool_signatures: dict[str, str] = {}
         self._citations: list[Citation] | None = None
+        # Perplexity's search results (rule 3), and the (key, length) they were read at
+        self._sources: list[Citation] | None = None
+        self._sources_read: tuple[str, int] | None = None
         #: the names of the tools the request declared (``None``: unknown; rule 3)
         self.client_tools = frozenset(client_tools) if client_tools is not None else None
         # key -> a parallel wrapper's call id, name and held arguments (rule 3), made on the first
@@ -215,6 +227,8 @@ class OpenAIChatTranslator(Translator):
             usage = dict_or_empty(payload["x_groq"]).get("usage")
         if usage is not None and type(usage) is dict and ("prompt_tokens" in usage or "completion_tokens" in usage):
             writer.defer_usage(openai_chat_usage, usage)
+        if "search_results" in payload or "citations" in payload:
+            self._on_sources(payload)
         choices = payload.get("choices")
         if choices and type(choices) is list:
             choice = choices[0]
@@ -311,6 +325,28 @@ class OpenAIChatTranslator(Translator):
             self._on_annotations(delta["annotations"])
         if "executed_tools" in delta:
             self._on_executed_tools(delta["executed_tools"])
+
+    def _on_sources(self, payload: dict[str, Any]) -> None:
+        """Perplexity's ``search_results`` (or ``citations``), whole on every chunk (rule 3)."""
+        key = "search_results"
+        listed = payload.get(key)
+        if type(listed) is not list or not listed:
+            key = "citations"
+            listed = payload.get(key)
+            if type(listed) is not list or not listed:
+                return
+        if self._sources_read == (key, len(listed)):
+            return
+        self._sources_read = (key, len(listed))
+        sources: list[Citation] = []
+        for item in listed:
+            if type(item) is dict:
+                url = first_str(item.get("url"))
+                sources.append(Citation("url", url=url, title=first_str(item.get("title")),
+                                        cited_text=first_str(item.get("snippet"))))
+            elif type(item) is str and item:
+                sources.append(Citation("url", url=item))
+        self._sources = sources
 
     def _on_executed_tools(self, tools: Any) -> None:
         """Groq compound's server-run tools (rule 3): one summary per ``index``, the last
@@ -488,8 +524,8 @@ class OpenAIChatTranslator(Translator):
         writer = self.writer
         if self._wrappers:
             self._unwrap(cut)
-        if self._citations:
-            writer.cite(TEXT_KEY, self._citations)
+        if self._citations or self._sources:
+            writer.cite(TEXT_KEY, [*(self._citations or ()), *(self._sources or ())])
         if self._executed:
             writer.server_tools.extend(self._executed[i] for i in sorted(self._executed))
         raw = writer.raw_usage
