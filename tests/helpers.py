@@ -162,6 +162,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "bedrock/invoke_titan_tg1_large_length.eventstream": FixtureFinish("max-tokens", "LENGTH"),
     "bedrock/llama32_1b_text.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/nova2_lite_code_interpreter_server_tool.eventstream": FixtureFinish("tool-calls", "tool_use"),
+    "bedrock/nova2_lite_web_grounding_citation_blocks.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/nova_micro_text.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/nova_micro_text_then_tool_use.eventstream": FixtureFinish("tool-calls", "tool_use"),
     "bedrock/nova_micro_two_tool_uses.eventstream": FixtureFinish("tool-calls", "tool_use"),

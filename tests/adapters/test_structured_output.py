@@ -168,6 +168,7 @@ def test_the_dialects_that_spell_it_response_format() -> None:
         "ollama",
         "openai",
         "openrouter",
+        "perplexity",
         "together",
         "vllm",
         "xai",

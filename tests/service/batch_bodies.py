@@ -41,7 +41,7 @@ def chat_body(data: bytes) -> dict[str, Any] | None:
             return None
         if chunk.get("id") and not body.get("id"):
             body["id"] = chunk["id"]  # the first id given: groq/compound numbers each chunk anew
-        for key in ("model", "created", "system_fingerprint", "service_tier", "provider"):
+        for key in ("model", "created", "system_fingerprint", "service_tier", "provider", "search_results", "citations"):
             if key in chunk:
                 body[key] = chunk[key]
         if chunk.get("usage") is not None:

@@ -15,6 +15,7 @@ from dshstream._core.decode import StreamDecoder, decode, detect_wire, translato
 from dshstream._core.eventstream import encode_message
 from dshstream._core.types import (
     BlockEnd,
+    BlockStart,
     Finish,
     ReasoningBlock,
     StreamChunk,
@@ -185,6 +186,30 @@ def test_server_tools_are_summarized_not_called() -> None:
     kinds = [next(iter(entry)) for entry in finish.replay_state["content"]]
     assert kinds == ["toolUse", "toolResult", "toolUse"]
     assert finish.replay_state["content"][1]["toolResult"]["content"][0]["json"]["stdOut"] == "7006652"
+
+
+def test_nova_web_grounding_citation_blocks_cite_the_text_before_them() -> None:
+    # Nova's web grounding: text blocks 2, 4 and 6, and after 2 and 4 a block of its own
+    # holding only ``citation`` deltas (location.web: domain, url) for the text just ended
+    chunks = _run(fixture_bytes("bedrock/nova2_lite_web_grounding_citation_blocks.eventstream"))
+    first, second, last = _blocks(chunks)
+    assert isinstance(first, TextBlock) and first.text == "The latest stable Ruby version is 4.0.6"
+    assert [(c.kind, c.url, c.title) for c in first.citations] == [
+        ("url", "https://www.ruby-lang.org/en/downloads/", "ruby-lang.org"),
+        ("url", "https://mac.install.guide/ruby/", "install.guide"),
+    ]
+    assert isinstance(second, TextBlock) and second.text.startswith(". \n\nRuby 4.0.6 was released on July 14, 2026.")
+    assert [c.url for c in second.citations] == ["https://www.ruby-lang.org/en/downloads/"]
+    assert last == TextBlock(".")
+    finish = _finish(chunks)
+    assert finish.metadata is not None
+    assert [t["name"] for t in finish.metadata.server_tools] == ["nova_grounding"]
+    kinds = [next(iter(entry)) for entry in finish.replay_state["content"]]
+    assert kinds == ["toolUse", "toolResult", "text", "text", "text"]
+    # a held text block still ends before the next one starts
+    ends = [i for i, c in enumerate(chunks) if isinstance(c, BlockEnd) and isinstance(c.block, TextBlock)]
+    starts = [i for i, c in enumerate(chunks) if isinstance(c, BlockStart) and c.block_type == "text"]
+    assert all(end < start for end, start in zip(ends, starts[1:]))
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ Contract (sans-IO):
    row give is therefore decided in one place.
 2. **One function per wire**, chosen by the translator's ``wire`` name
    (:func:`events_for`): ``openai-chat`` (and every dialect: one chunk with the whole
-   message as its delta, one with the finish reason, one with the usage, ``[DONE]``),
+   message as its delta and Perplexity's top-level ``search_results``/``citations``, one
+   with the finish reason, one with the usage, ``[DONE]``),
    ``openai-responses`` (``response.created``, then the terminal event its ``status``
    names, carrying the whole response), ``anthropic`` (``message_start``, each content
    block started whole and stopped, ``message_delta`` with the stop reason, stop details,
@@ -56,7 +57,8 @@ def chat_events(body: dict[str, Any]) -> Events:
                 {**call, "index": position} if isinstance(call, dict) else call for position, call in enumerate(calls)
             ]
         first: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": None}
-        events.append(_event({**head, "choices": [first]}))
+        sources = {key: body[key] for key in ("search_results", "citations") if key in body}
+        events.append(_event({**head, **sources, "choices": [first]}))
         last: dict[str, Any] = {"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason")}
         for key in ("native_finish_reason", "content_filter_results", "logprobs"):
             if key in choice:

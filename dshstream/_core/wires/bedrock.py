@@ -14,7 +14,10 @@ the ``:event-type`` header and the payload is JSON; the ``"p"`` padding field is
    JSON *string* fragment, appended), ``reasoningContent`` (``text`` reasoning,
    ``signature`` the reasoning block's signature, ``redactedContent`` a replay-only
    redacted block), ``citation`` (a ``Citation`` of its text block) or ``toolResult``
-   (server tool output, replay only). ``contentBlockStop`` ends the block.
+   (server tool output, replay only). ``contentBlockStop`` ends the block; a text block's
+   end waits for the next event that is not a citation: Nova's web grounding sends the
+   citations of a text block as blocks of their own right after it (a ``citation`` delta
+   under a new index, no text), and they are that text block's.
 3. ``messageStop.stopReason``: end_turn/stop_sequence and unknown reasons are ``stop``,
    tool_use ``tool-calls``, max_tokens and model_context_window_exceeded ``max-tokens``,
    guardrail_intervened/content_filtered an ``error`` finish with ``CONTENT_FILTER``,
@@ -208,6 +211,8 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
     ``reasoning``, ``tool`` or ``server``) and the replay content (rule 6)."""
 
     wire = WIRE
+    #: a text block stopped, its end held for the citation blocks that may follow (rule 2)
+    _held: tuple[int, PendingBlock] | None = None
 
     # ------------------------------------------------------------------ input
 
@@ -227,8 +232,10 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
             self.quiet = False
             index = payload.get("contentBlockIndex")
             if isinstance(index, int) and index in self._pending:
-                self._stop(index, self._pending.pop(index))
+                self._stop(index, self._pending.pop(index), hold=True)
         elif event == "messageStop":
+            if self._held is not None:
+                self._release()
             self._on_stop_reason(payload.get("stopReason"))
         elif event == "metadata":
             usage = payload.get("usage")
@@ -242,9 +249,23 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
 
     # ------------------------------------------------------------------ blocks
 
+    def _release(self) -> None:
+        """End the held text block (rule 2)."""
+        assert self._held is not None
+        index, pending = self._held
+        self._held = None
+        self._stop(index, pending)
+
+    def flush(self, *, cut: bool) -> None:
+        if self._held is not None:
+            self._release()  # it had its stop: complete, even in a cut stream
+        super().flush(cut=cut)
+
     def _on_start(self, index: Any, start: dict[str, Any]) -> None:
         if not isinstance(index, int):
             return
+        if self._held is not None:
+            self._release()
         if index in self._pending:
             self._stop(index, self._pending.pop(index))
         tool = start.get("toolUse")
@@ -265,6 +286,14 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
         if not isinstance(index, int) or type(delta) is not dict:
             return
         pending = self._pending.get(index)
+        if self._held is not None:
+            if pending is None and index != self._held[0] and type(delta.get("citation")) is dict:
+                held = self._held[1]  # a citation block of the held text block (rule 2)
+                if held.citations is None:
+                    held.citations = []
+                held.citations.append(delta["citation"])
+                return
+            self._release()
         key = ("b", index)
         writer = self.writer
         text = delta.get("text")
@@ -314,11 +343,16 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
         if result is not None and pending is not None and pending.kind == "server":
             pending.pieces.append(result)
 
-    def _stop(self, index: int, pending: PendingBlock, *, cut: bool = False) -> None:
+    def _stop(self, index: int, pending: PendingBlock, *, cut: bool = False, hold: bool = False) -> None:
         key = ("b", index)
         writer = self.writer
         entry: dict[str, Any] | None = pending.entry
         kind = pending.kind
+        if kind == "text" and hold and not cut and writer.is_open(key):
+            if self._held is not None:
+                self._release()
+            self._held = (index, pending)
+            return
         if kind == "text":
             if pending.citations and writer.is_open(key):
                 cited = [bedrock_citation(raw) for raw in pending.citations]
