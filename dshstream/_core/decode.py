@@ -149,6 +149,7 @@ _DIALECT_HINTS: tuple[tuple[bytes, str], ...] = (
     (b'"cost_in_usd_ticks"', "xai"),
     (b'"model":"magistral', "mistral"),
     (b'"model":"mistral', "mistral"),
+    (b'"search_context_size"', "perplexity"),  # in every Sonar chunk's usage
 )
 
 

@@ -21,6 +21,11 @@ handing on what a feed completes: such a whole event as its three strings (type,
 last event ID: no :class:`ServerSentEvent` and no list is built; a consumer that needs the
 event object builds it from them), anything else as the list ``feed`` returns. Both are
 the same events, in the same order, whatever the split.
+
+One field beyond the spec: an event with no ``data:`` but ``error:`` lines (llama-box,
+the engine behind GPUStack, writes its mid-stream failure so) dispatches as an event of
+type ``error`` whose data is those lines, where the spec would drop it: the failure's text
+reaches the wire instead of a bare cut.
 """
 
 from __future__ import annotations
@@ -102,6 +107,7 @@ class SSEDecoder:
         "_skip_lf",
         "_at_start",
         "_data",
+        "_errors",
         "_event",
         "_last_id",
         "_retry",
@@ -121,6 +127,7 @@ class SSEDecoder:
         self._skip_lf = False  # the last feed ended with CR: drop a leading LF next
         self._at_start = True  # no byte past a possible BOM seen yet
         self._data: list[str] = []
+        self._errors: list[str] = []  # ``error:`` lines of the undispatched event (module docstring)
         self._event = ""
         self._last_id: str | None = None
         self._retry: int | None = None
@@ -311,6 +318,7 @@ class SSEDecoder:
         self._event_size = 0
         self._skip_lf = False
         self._data = []
+        self._errors = []
         self._event = ""
         self._event_retry = None
         self._dirty = False
@@ -421,6 +429,8 @@ class SSEDecoder:
             elif name == "retry":
                 if value.isascii() and value.isdigit():
                     self._retry = self._event_retry = int(value)
+            elif name == "error":
+                self._errors.append(value)
 
     def _dispatch(self, out: list[SSEItem]) -> None:
         data = self._data
@@ -432,6 +442,10 @@ class SSEDecoder:
                 )
             )
             self._data = []
+        elif self._errors:
+            out.append(_new(ServerSentEvent, ("error", "\n".join(self._errors), self._last_id, self._event_retry)))
+        if self._errors:
+            self._errors = []
         self._event = ""
         self._event_retry = None
         self._dirty = False

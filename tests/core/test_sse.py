@@ -105,7 +105,8 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 def reference(data: bytes, max_event_size: int = 16 * 1024 * 1024) -> Outcome:
-    """A direct transcription of the WHATWG steps over the whole stream at once.
+    """A direct transcription of the WHATWG steps over the whole stream at once, plus the
+    decoder's one extension (``error:`` lines of an event without data: an ``error`` event).
 
     Event size: the bytes of an event's lines (comments included) since the last blank
     line, each line end counted as one byte, plus any unterminated last line.
@@ -116,6 +117,7 @@ def reference(data: bytes, max_event_size: int = 16 * 1024 * 1024) -> Outcome:
     unterminated = lines.pop()
     out: list[SSEItem] = []
     data_buf = ""
+    error_buf = ""
     event_type = ""
     last_id: str | None = None
     retry: int | None = None
@@ -130,7 +132,9 @@ def reference(data: bytes, max_event_size: int = 16 * 1024 * 1024) -> Outcome:
             size = 0
             if data_buf:
                 out.append(ServerSentEvent(event_type or "message", data_buf[:-1], last_id, retry))
-            data_buf, event_type, retry, in_event = "", "", None, False
+            elif error_buf:
+                out.append(ServerSentEvent("error", error_buf[:-1], last_id, retry))
+            data_buf, error_buf, event_type, retry, in_event = "", "", "", None, False
             continue
         size += len(raw) + 1
         line = raw.decode("utf-8", "replace")
@@ -146,6 +150,8 @@ def reference(data: bytes, max_event_size: int = 16 * 1024 * 1024) -> Outcome:
             data_buf += value + "\n"
         elif name == "event":
             event_type = value
+        elif name == "error":
+            error_buf += value + "\n"
         elif name == "id":
             if "\0" not in value:
                 last_id = value
@@ -299,6 +305,27 @@ def test_field_without_colon() -> None:
 
 def test_unknown_fields_and_case_ignored() -> None:
     assert decode(b"Data: a\nfoo: b\ndata : c\ndata: d\n\n") == [ev("d")]
+
+
+# llama-box (GPUStack's engine) ending a qwen3 stream that filled its context: the last two
+# events of a recording in crmne/ruby_llm's cassettes
+# (spec/fixtures/vcr_cassettes/chat_with_extended_thinking_gpustack_qwen3_streams_thinking_content_when_available.yml)
+LLAMA_BOX_END = (
+    b'data: {"choices":[{"delta":{"content":" of"},"finish_reason":null,"index":0}],"created":1780944970,'
+    b'"id":"chatcmpl-YWwzNaPjYb9Ub7jgljAmWwgoa6gaGzI8","model":"qwen3","object":"chat.completion.chunk","usage":null}\n\n'
+    b'error: {"detail":"failed to decode, try again, increasing context size or reducing parallel",'
+    b'"error":{"message":"failed to decode, try again, increasing context size or reducing parallel"}}\n\n'
+)
+
+
+def test_error_lines_without_data_are_an_error_event() -> None:
+    items = decode(LLAMA_BOX_END)
+    assert [item.event for item in items if isinstance(item, ServerSentEvent)] == ["message", "error"]
+    assert items[1] == ev(LLAMA_BOX_END.split(b"error: ")[1].strip().decode(), event="error")
+    assert decode(b"error: a\nerror: b\n\n") == [ev("a\nb", event="error")]
+    assert decode(b"error: a\ndata: x\n\n") == [ev("x")]  # an event with data is that event
+    assert decode(b"event: e\nerror: a\n\ndata: y\n\n") == [ev("a", event="error"), ev("y")]
+    assert reference(LLAMA_BOX_END).items == items
 
 
 def test_comment_reported() -> None:

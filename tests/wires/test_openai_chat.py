@@ -335,6 +335,18 @@ def test_groq_event_error_frame_is_a_classified_error_finish() -> None:
     assert result.tool_calls == ()
 
 
+def test_llama_box_error_line_ends_the_stream_with_its_text() -> None:
+    # llama-box writes a mid-stream failure as an ``error:`` line, not ``data:`` (the SSE
+    # decoder's one extension): its text, not a bare cut, ends the stream
+    from core.test_sse import LLAMA_BOX_END
+
+    result = assemble(decode_checked(LLAMA_BOX_END, "vllm"))
+    assert result.finish.kind == "error" and result.text == " of"
+    failure = result.failure
+    assert failure is not None and failure.code != "STREAM_CLOSED"
+    assert "increasing context size" in (failure.detail or "")
+
+
 def test_groq_executed_tools_are_server_tools() -> None:
     """groq/compound (recorded): the search it ran arrives as ``delta.executed_tools``, twice
     under one index (arguments, then the output too); one server tool, never a call."""

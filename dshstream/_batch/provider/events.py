@@ -57,7 +57,7 @@ def chat_events(body: dict[str, Any]) -> Events:
                 {**call, "index": position} if isinstance(call, dict) else call for position, call in enumerate(calls)
             ]
         first: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": None}
-        sources = {key: body[key] for key in ("search_results", "citations") if key in body}
+        sources: dict[str, Any] = {key: body[key] for key in ("search_results", "citations") if key in body}
         events.append(_event({**head, **sources, "choices": [first]}))
         last: dict[str, Any] = {"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason")}
         for key in ("native_finish_reason", "content_filter_results", "logprobs"):
