@@ -69,6 +69,7 @@ KEYED_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("xai-chat", ("XAI_API_KEY",)),
     ("together", ("TOGETHER_API_KEY",)),
     ("perplexity", ("PERPLEXITY_API_KEY",)),
+    ("cohere", ("COHERE_API_KEY", "CO_API_KEY")),
 )
 #: keyed routes on a chat dialect of another name (the provider's older API)
 CHAT_ROUTES = {"xai-chat": "xai"}
@@ -168,6 +169,10 @@ def keyed_adapter(provider: str, key: str | None, base_url: str | None = None) -
         from ._adapters.gemini_interactions import GeminiInteractionsAdapter
 
         return GeminiInteractionsAdapter(api_key=key)
+    if provider == "cohere":
+        from ._adapters.cohere import CohereAdapter
+
+        return CohereAdapter(api_key=key)
     from ._adapters.openai_chat import OpenAIChatAdapter
 
     return OpenAIChatAdapter(api_key=key, base_url=base_url, dialect=CHAT_ROUTES.get(provider, provider))
@@ -229,6 +234,7 @@ _ADAPTER_CLASS = {
     "gemini-interactions": "GeminiInteractionsAdapter(api_key=...)",
     "xai": "XAIAdapter(api_key=...)",
     "xai-chat": "OpenAIChatAdapter(dialect='xai', api_key=...)",
+    "cohere": "dshstream.adapters.CohereAdapter(api_key=...)",
     "azure": "AzureOpenAIAdapter(endpoint=..., api_key=...)",
     "vertex": "VertexGeminiAdapter(project=...)",
     "vertex-anthropic": "VertexAnthropicAdapter(project=...)",

@@ -80,6 +80,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._adapters.custom": "CustomAdapter",
         "._adapters.azure": "AzureOpenAIAdapter AzureOpenAIResponsesAdapter",
         "._adapters.xai": "XAIAdapter",
+        "._adapters.cohere": "CohereAdapter CohereWire",
         "._adapters.vertex": "VertexAnthropicAdapter VertexGeminiAdapter",
         "._adapters.bedrock": "BedrockAdapter",
         "._adapters.claude_aws": "ClaudePlatformAwsAdapter",

@@ -11,7 +11,9 @@ The package root holds the four adapters for the providers' own APIs
 - the clouds: :class:`AzureOpenAIAdapter`, :class:`AzureOpenAIResponsesAdapter`,
   :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`,
   :class:`ClaudePlatformAwsAdapter` (Claude Platform on AWS: the Anthropic API in AWS);
-  and :class:`XAIAdapter` (xAI's Responses API, the ``xai`` route);
+  :class:`XAIAdapter` (xAI's Responses API, the ``xai`` route); and
+  :class:`CohereAdapter` (Cohere's Chat v2 API on :class:`CohereWire`: tool plans,
+  thinking, citations of documents and tool results; the ``cohere`` route);
 - Gemini's Interactions API: :class:`GeminiInteractionsAdapter` (steps, streamed function
   arguments, resumable background interactions) on :class:`GeminiInteractionsWire`;
 - the bridges: :class:`LiteLLMAdapter` (the ``litellm`` extra, imported on the first
@@ -56,6 +58,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._adapters.bedrock import BedrockAdapter as BedrockAdapter
     from ._adapters.claude_aws import ClaudePlatformAwsAdapter as ClaudePlatformAwsAdapter
+    from ._adapters.cohere import CohereAdapter as CohereAdapter, CohereWire as CohereWire
     from ._adapters.custom import CustomAdapter as CustomAdapter
     from ._adapters.google_oauth import AuthorizedUserCredentials as AuthorizedUserCredentials
     from ._adapters.gemini_interactions import (

@@ -45,7 +45,7 @@ def decode_all(data: bytes | Sequence[bytes], wire: str, **options: object) -> l
 
 # --------------------------------------------------------------------------- corpus wires
 
-_NATIVE_WIRES = ("anthropic", "gemini", "gemini-interactions", "openai-responses")
+_NATIVE_WIRES = ("anthropic", "cohere", "gemini", "gemini-interactions", "openai-responses")
 
 
 def fixture_wire(relative: str) -> str:
@@ -166,6 +166,11 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "bedrock/nova_micro_text.eventstream": FixtureFinish("stop", "end_turn"),
     "bedrock/nova_micro_text_then_tool_use.eventstream": FixtureFinish("tool-calls", "tool_use"),
     "bedrock/nova_micro_two_tool_uses.eventstream": FixtureFinish("tool-calls", "tool_use"),
+    "cohere/command_a_no_argument_tool_call.sse": FixtureFinish("tool-calls", "TOOL_CALL"),
+    "cohere/command_a_plus_thinking_document_citations.sse": FixtureFinish("stop", "COMPLETE"),
+    "cohere/command_a_text_cached_tokens.sse": FixtureFinish("stop", "COMPLETE"),
+    "cohere/command_a_tool_plan_tool_call.sse": FixtureFinish("tool-calls", "TOOL_CALL"),
+    "cohere/command_a_tool_result_citation.sse": FixtureFinish("stop", "COMPLETE"),
     "deepseek/chat_text_finish_length.sse": FixtureFinish("max-tokens", "length"),
     "deepseek/reasoner_reasoning_content_then_content.sse": FixtureFinish("stop", "stop"),
     "deepseek/reasoner_tool_call_cache_hit.sse": FixtureFinish("tool-calls", "tool_calls"),

@@ -50,6 +50,7 @@ WIRES: dict[str, Callable[..., Translator]] = {
     "openai-chat": _openai_chat("openai"),
     **{name: _openai_chat(name) for name in DIALECTS},
     "anthropic": _lazy(".wires.anthropic", "AnthropicTranslator"),
+    "cohere": _lazy(".wires.cohere", "CohereTranslator"),
     "gemini": _lazy(".wires.gemini", "GeminiTranslator"),
     "gemini-interactions": _lazy(".wires.gemini_interactions", "GeminiInteractionsTranslator"),
     "openai-responses": _lazy(".wires.openai_responses", "OpenAIResponsesTranslator"),
@@ -187,7 +188,8 @@ def _bedrock_wire(data: bytes) -> str:
 def detect_wire(data: bytes) -> str:
     """Guess the wire of a recorded stream from its first bytes.
 
-    ``event: message_start`` is Anthropic; ``response.*`` event types are the Responses
+    ``event: message_start`` is Anthropic (``message-start``, hyphenated, Cohere);
+    ``response.*`` event types are the Responses
     API; an ``event_type`` of ``interaction.*`` or ``step.*`` is Gemini's Interactions API;
     ``candidates`` objects are Gemini; ``chat.completion.chunk`` is the chat wire,
     with the dialect guessed from provider-specific fields. A body that opens with an AWS
@@ -204,6 +206,8 @@ def detect_wire(data: bytes) -> str:
         return "openai-responses"
     if b"event: interaction." in head or b"event: step." in head or _INTERACTIONS_TYPE.search(head):
         return "gemini-interactions"
+    if b"event: message-start" in head or b'"type":"message-start"' in head:  # Cohere's hyphens
+        return "cohere"
     if b'"candidates"' in head or b'"usageMetadata"' in head:
         return "gemini"
     for hint, dialect in _DIALECT_HINTS:

@@ -75,6 +75,7 @@ REQUEST_ID_HEADERS = (
     "apim-request-id",  # Azure
     "x-ms-request-id",
     "x-correlation-id",
+    "x-debug-trace-id",  # Cohere
     "cf-ray",
 )
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_.:/=+\-]{1,200}")

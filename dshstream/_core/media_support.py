@@ -34,6 +34,7 @@ __all__ = [
     "ANTHROPIC",
     "BEDROCK_CLAUDE",
     "BEDROCK_CONVERSE",
+    "COHERE",
     "GEMINI",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
@@ -295,4 +296,13 @@ BEDROCK_CONVERSE = MediaSupport(
     url_media_type=True,
     max_part={"image": 3_932_160, "document": 4_718_592},
     max_count={"image": 20, "document": 5},
+)
+# Cohere Chat v2: images only, as ``image_url`` parts (a data URL, or the image's URL), up
+# to 20 per request (Command A Vision; "Image Inputs" guide); no documents or audio as
+# parts (documents go in the request's ``documents``, as text).
+COHERE = MediaSupport(
+    provider="Cohere",
+    types={"image": _IMAGES_4},
+    url_schemes={"image": _WEB},
+    max_count={"image": 20},
 )

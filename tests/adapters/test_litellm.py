@@ -365,7 +365,7 @@ KNOWN: dict[str, str] = {
 }
 #: not chat completions: the legacy /completions wire is LiteLLM's text-completion-openai provider
 EXCLUDED = {"openai/legacy_completions_text.sse"}
-_OTHER_WIRES = ("anthropic", "gemini", "openai-responses", "bedrock-converse", "bedrock-invoke", "gemini-interactions")
+_OTHER_WIRES = ("anthropic", "cohere", "gemini", "openai-responses", "bedrock-converse", "bedrock-invoke", "gemini-interactions")
 CHAT_CORPUS = [n for n in all_fixtures() if fixture_wire(n) not in _OTHER_WIRES and n not in EXCLUDED]
 ANTHROPIC_CORPUS = [n for n in all_fixtures() if fixture_wire(n) == "anthropic"]
 

@@ -20,6 +20,7 @@ from dshstream._core.dialects import DIALECTS
 from dshstream._core.errors import LlmError
 from dshstream._core.types import BlockEnd, BlockStart, Finish, ReasoningBlock, TextBlock, TextDelta
 from dshstream._core.wires.anthropic import AnthropicTranslator
+from dshstream._core.wires.cohere import CohereTranslator
 from dshstream._core.wires.bedrock import BedrockConverseTranslator
 from dshstream._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from dshstream._core.wires.translator import Translator
@@ -30,6 +31,7 @@ from dshstream._core.wires.openai_responses import OpenAIResponsesTranslator
 
 NATIVE = {
     "anthropic": AnthropicTranslator,
+    "cohere": CohereTranslator,
     "gemini": GeminiTranslator,
     "gemini-interactions": GeminiInteractionsTranslator,
     "openai-responses": OpenAIResponsesTranslator,

@@ -31,7 +31,8 @@ CHAT_FAMILY = frozenset({"openai-chat", *DIALECTS})
 #: every non-chat wire, and chat dialects that differ in behaviour: plain OpenAI, a
 #: think-tag dialect (llamacpp), OpenRouter (reasoning_details), Mistral (content parts)
 FUZZ_WIRES = [
-    "anthropic", "gemini", "gemini-interactions", "openai-responses", "openai-chat", "llamacpp", "openrouter", "mistral",
+    "anthropic", "cohere", "gemini", "gemini-interactions", "openai-responses", "openai-chat", "llamacpp", "openrouter",
+    "mistral",
 ]
 assert all(w in WIRES for w in FUZZ_WIRES)
 # the Bedrock wires are binary (AWS event-stream), not SSE: their framing is fuzzed in

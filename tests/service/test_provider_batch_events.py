@@ -26,7 +26,7 @@ BODIES: dict[str, Any] = {
 
 def _builder(relative: str) -> Any:
     wire = fixture_wire(relative)
-    if wire.startswith("bedrock") or wire == "gemini-interactions":  # no batch API on these wires
+    if wire.startswith("bedrock") or wire in ("gemini-interactions", "cohere"):  # no batch API on these wires
         return None
     return BODIES.get(wire, chat_body)  # every other wire is chat completions in a dialect
 
