@@ -33,13 +33,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._core.media_support import COHERE
-from .._core.parts import MediaPart
 from .._core.request import GenerateOptions, Message
 from .._core.response_format import JsonSchema
-from .._core.types import TextBlock, ToolResultBlock
+from .._core.types import ToolResultBlock
 from .._core.wires.cohere import WIRE, CohereTranslator
 from .http import HttpAdapter
 from .messages_body import THINKING_BUDGETS
+from .openai_parts import chat_content_parts
 from .prompt_cache import CacheSupport, check_prompt_cache
 from .settings import HttpSettings
 from .structured_output import schema_of
@@ -113,7 +113,7 @@ class CohereWire(Wire):
             ]
         if role != "assistant":
             if role == "user" and message.attachments:
-                return [{"role": role, "content": self.content_parts(message)}]
+                return [{"role": role, "content": chat_content_parts(message, COHERE)}]
             return [{"role": role, "content": message.text}]
         out: dict[str, Any] = {"role": "assistant"}
         replay = message.replay_state if isinstance(message.replay_state, dict) else {}
@@ -138,18 +138,6 @@ class CohereWire(Wire):
         if len(out) == 1:
             out["content"] = [{"type": "text", "text": ""}]
         return [out]
-
-    def content_parts(self, message: Message) -> list[dict[str, Any]]:
-        """A user turn with media as ``text`` and ``image_url`` parts, in order."""
-        out: list[dict[str, Any]] = []
-        for item in message.parts:
-            if isinstance(item, TextBlock):
-                if item.text:
-                    out.append({"type": "text", "text": item.text})
-            elif isinstance(item, MediaPart):
-                COHERE.accept(item)
-                out.append({"type": "image_url", "image_url": {"url": item.url or item.data_url}})
-        return out
 
     def make_translator(self, options: GenerateOptions, request_id: str | None) -> CohereTranslator:
         return CohereTranslator(provider=options.provider, request_id=request_id, max_tokens=options.max_tokens)

@@ -25,7 +25,7 @@ of an adapter. Contract:
    messages in chat-completions form (an assistant turn sends back its thinking blocks with
    their signatures from replay state, and its reasoning as ``reasoning_content``; a user
    turn with images, documents or audio becomes OpenAI content parts —
-   :func:`~dshstream._adapters.openai_chat.chat_content_parts` — which LiteLLM converts
+   :func:`~dshstream._adapters.openai_parts.chat_content_parts` — which LiteLLM converts
    for its provider, after the parts were checked against the adapter's ``media`` table,
    OpenAI chat's by default: a part it refuses is a ``ConfigurationError``, nothing is
    sent); tools, ``max_tokens``, ``temperature``, ``stop``, ``reasoning_effort`` (``max``

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._core.dialects import Dialect, get_dialect
 from .._core.errors import LlmError
-from .._core.parts import MediaPart
 from .._core.media_support import OPENAI_CHAT, MediaSupport
 from .._core.prompt_cache import CachePoint
 from .._core.request import GenerateOptions, Message
@@ -39,6 +38,7 @@ from .._core.validate import invalid
 from .._core.wires.translator import Translator
 from .._core.wires.openai_chat import OpenAIChatTranslator
 from .http import HttpAdapter
+from .openai_parts import chat_content_parts
 from .prompt_cache import (
     NO_CACHING,
     OPENAI_CACHING,
@@ -54,27 +54,6 @@ from .wire import Wire, obfuscation_field, replay_names
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-
-def chat_content_parts(message: Message, support: MediaSupport = OPENAI_CHAT) -> list[dict[str, Any]]:
-    """A user turn with media as chat-completions content parts, in order: ``text``,
-    ``image_url`` (a data URL, or the image's URL), ``input_audio`` (base64 and
-    ``wav``/``mp3``) and ``file`` (``file_data`` as a data URL, with its ``filename``);
-    each part checked against ``support`` (any OpenAI-format API can reuse it)."""
-    out: list[dict[str, Any]] = []
-    for item in message.parts:
-        if isinstance(item, TextBlock):
-            if item.text:
-                out.append({"type": "text", "text": item.text})
-        elif isinstance(item, MediaPart):
-            wire = support.accept(item)
-            if item.kind == "image":
-                out.append({"type": "image_url", "image_url": {"url": item.url or item.data_url}})
-            elif item.kind == "audio":
-                out.append({"type": "input_audio", "input_audio": {"data": item.base64, "format": wire}})
-            else:
-                out.append({"type": "file", "file": {"filename": item.filename, "file_data": item.data_url}})
-    return out
 
 
 def chat_turns(
