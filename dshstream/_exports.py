@@ -83,6 +83,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._adapters.cohere": "CohereAdapter CohereWire",
         "._adapters.vertex": "VertexAnthropicAdapter VertexGeminiAdapter",
         "._adapters.bedrock": "BedrockAdapter",
+        "._adapters.bedrock_mantle": "BedrockMantleAdapter",
         "._adapters.claude_aws": "ClaudePlatformAwsAdapter",
         "._adapters.litellm": "LiteLLMAdapter",
         "._adapters.google_oauth": "AuthorizedUserCredentials",

@@ -10,6 +10,7 @@ The package root holds the four adapters for the providers' own APIs
 
 - the clouds: :class:`AzureOpenAIAdapter`, :class:`AzureOpenAIResponsesAdapter`,
   :class:`VertexGeminiAdapter`, :class:`VertexAnthropicAdapter`, :class:`BedrockAdapter`,
+  :class:`BedrockMantleAdapter` (Bedrock's OpenAI-compatible models on the Responses API),
   :class:`ClaudePlatformAwsAdapter` (Claude Platform on AWS: the Anthropic API in AWS);
   :class:`XAIAdapter` (xAI's Responses API, the ``xai`` route); and
   :class:`CohereAdapter` (Cohere's Chat v2 API on :class:`CohereWire`: tool plans,
@@ -57,6 +58,7 @@ if _typing.TYPE_CHECKING:
         ProviderInfo as ProviderInfo,
     )
     from ._adapters.bedrock import BedrockAdapter as BedrockAdapter
+    from ._adapters.bedrock_mantle import BedrockMantleAdapter as BedrockMantleAdapter
     from ._adapters.claude_aws import ClaudePlatformAwsAdapter as ClaudePlatformAwsAdapter
     from ._adapters.cohere import CohereAdapter as CohereAdapter, CohereWire as CohereWire
     from ._adapters.custom import CustomAdapter as CustomAdapter

@@ -227,6 +227,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "mistral/tool_call_single_chunk.sse": FixtureFinish("tool-calls", "tool_calls"),
     "openai-responses/background_resumed_starting_after.sse": FixtureFinish("stop", "completed"),
     "openai-responses/bedrock_mantle_gpt56_function_call.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/bedrock_mantle_gpt_oss_text_at_content_index_1.sse": FixtureFinish("stop", "completed"),
     "openai-responses/builtin-tools/apply_patch_call_gpt51.sse": FixtureFinish("tool-calls", "completed"),
     "openai-responses/builtin-tools/azure_image_generation_partial_image.sse": FixtureFinish("stop", "completed"),
     "openai-responses/builtin-tools/code_interpreter_call_container_file_citation.sse": FixtureFinish("stop", "completed"),

@@ -162,7 +162,7 @@ class SigV4Auth(AuthFlow):
     callable asked anew each attempt under its limits (rule 2) whose value ``check`` turns
     into :class:`~dshstream._core.sigv4.AwsCredentials` (a caller mistake raised there)."""
 
-    __slots__ = ("_fixed", "_history", "_last", "_source", "check", "origin", "region", "service")
+    __slots__ = ("_fixed", "_history", "_last", "_source", "check", "content_sha256", "origin", "region", "service")
 
     def __init__(
         self,
@@ -172,12 +172,15 @@ class SigV4Auth(AuthFlow):
         service: str,
         check: Callable[[object], AwsCredentials],
         origin: str = "set",
+        content_sha256: bool = False,
     ) -> None:
         self._fixed = source if isinstance(source, AwsCredentials) else None
         self._source = None if isinstance(source, AwsCredentials) else source
         self.region = region
         self.service = service
         self.check = check
+        #: whether ``x-amz-content-sha256`` is sent and signed (a service that asks for it)
+        self.content_sha256 = content_sha256
         #: where fixed credentials came from (``set``, ``environment``), for :meth:`describe`
         self.origin = "callable" if self._source is not None and origin == "set" else origin
         self._history = SecretHistory(2 * HISTORY)  # a secret key and a session token each
@@ -206,7 +209,8 @@ class SigV4Auth(AuthFlow):
         headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
         headers["host"] = host if parts.port in (None, default) else f"{host}:{parts.port}"
         added = sign_headers(
-            "POST", request.url, headers, request.body_bytes(), creds, region=self.region, service=self.service
+            "POST", request.url, headers, request.body_bytes(), creds, region=self.region, service=self.service,
+            content_sha256=self.content_sha256,
         )
         signature = added["authorization"].rsplit("Signature=", 1)[-1]
         secrets = tuple(s for s in (creds.secret_access_key, creds.session_token, signature) if s)

@@ -273,7 +273,7 @@ def split_responses(given: ResponsesAdapterSettings) -> tuple[HttpSettings, Resp
 class OpenAIResponsesWire(Wire):
     """The Responses request and translator (rules 1-3)."""
 
-    models_path = "/models"
+    models_path: str | None = "/models"
     media: MediaSupport | None = OPENAI_RESPONSES
 
     def __init__(

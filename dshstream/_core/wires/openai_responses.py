@@ -14,7 +14,10 @@ data-only framings work too):
    payload: ``output_text`` and ``refusal`` parts are text, ``reasoning_summary`` parts
    and ``reasoning_text`` parts are reasoning, a ``function_call`` item is one tool call
    (``call_id`` is the block id). A part or item whose text arrives only in its ``done``
-   event (or only in the terminal response) is emitted from there, once. A text part's
+   event (or only in the terminal response) is emitted from there, once. A done item's
+   ``n``-th part is the part its events numbered ``n``, or, when no event used that
+   number, the ``n``-th part they opened (Bedrock Mantle numbers a message's parts on
+   from the reasoning item before it: its one text part is ``content_index`` 1). A text part's
    block ends with its ``content_part.done`` (or its item's ``done``), carrying the part's
    annotations (``output_text.annotation.added`` events, or the ``annotations`` of the
    part, item or terminal output) as :class:`~dshstream._core.types.Citation` s.
@@ -384,6 +387,14 @@ class OpenAIResponsesTranslator(Translator):
             self._streamed.add(key)
             self.writer.reasoning(key, text)
 
+    @staticmethod
+    def _position(slot: _Slot, part: str, position: int) -> int:
+        """The event numbering of a done item's ``position``-th ``part`` (rule 2)."""
+        if (slot.number, part, position) in slot.key_set:
+            return position
+        opened = [key[2] for key in slot.keys if type(key) is tuple and key[1] == part]
+        return opened[position] if position < len(opened) else position
+
     def _fill(self, slot: _Slot, part: str, position: Any, text: Any) -> Hashable:
         """Text known only from a ``done`` event or the terminal output: emit it unless
         deltas already did. ``part`` ``"text"`` is visible text, any other reasoning."""
@@ -490,13 +501,13 @@ class OpenAIResponsesTranslator(Translator):
                 part = dict_or_empty(part)
                 field = _message_text_field(part)
                 if field is not None:
-                    key = self._fill(slot, "text", position, part.get(field))
+                    key = self._fill(slot, "text", self._position(slot, "text", position), part.get(field))
                     if "annotations" in part and self.writer.is_open(key):
                         self._annotate_all(key, part["annotations"])
         elif kind == "reasoning":
             for part_name in ("summary", "content"):
                 for position, part in enumerate(list_or_empty(item.get(part_name))):
-                    self._fill(slot, part_name, position, dict_or_empty(part).get("text"))
+                    self._fill(slot, part_name, self._position(slot, part_name, position), dict_or_empty(part).get("text"))
         elif kind == "function_call":
             arguments = item.get("arguments")
             if not isinstance(arguments, str):

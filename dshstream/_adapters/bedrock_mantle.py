@@ -1,0 +1,132 @@
+"""Bedrock Mantle: the OpenAI Responses API that Amazon Bedrock serves for its
+OpenAI-compatible models (``POST https://bedrock-mantle.{region}.api.aws/v1/responses``;
+``openai.gpt-oss-20b``...). :class:`BedrockMantleAdapter` is the Responses wire
+(:class:`~dshstream._adapters.openai_responses.OpenAIResponsesWire`, its every rule: body,
+replay, translator) + an auth flow (SigV4 or a Bedrock API key) + the attempt loop; it
+overrides no hook.
+
+Contract:
+
+1. **Where.** ``region=`` (default ``AWS_REGION``, else ``AWS_DEFAULT_REGION``, else the
+   AWS profile's region; required unless a base URL is given) names
+   ``https://bedrock-mantle.{region}.api.aws/v1``; ``base_url=`` replaces it.
+2. **Auth**, in Bedrock's order: ``api_key=`` (a Bedrock API key, or a callable) is sent as
+   ``Authorization: Bearer``; else ``credentials=`` (as :class:`BedrockAdapter` takes
+   them) sign each attempt with SigV4, service ``bedrock-mantle``, with
+   ``x-amz-content-sha256`` signed as AWS's own signers send it; else
+   ``AWS_BEARER_TOKEN_BEDROCK``, else ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/
+   ``AWS_SESSION_TOKEN``, else the AWS profile or container credentials (aws_signing rule
+   3) — environment and profile values only for the real host. ``api_key=`` with
+   ``credentials=`` is refused; with none at all on the real host the adapter is a
+   ``ConfigurationError`` naming what to set (a proxy at another ``base_url`` may sign
+   itself: no auth then). ``auth_mode`` says ``sigv4``, ``bearer`` or ``none``.
+3. **Body.** The Responses body as the wire builds it, ``store: false``; encrypted
+   reasoning is not asked for by default (``include_encrypted_reasoning=True`` asks):
+   the open-weight models Mantle serves stream their reasoning as text.
+4. **Models.** With a key, ``GET {base_url}/models`` (the OpenAI list); with SigV4, no list
+   (the flow signs a request's final body, and a list is a GET without one).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from .._core.log import get_logger
+from .._core.redact import redact
+from .._core.validate import check_api_key, check_credential, invalid
+from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
+from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
+from .aws_signing import environment_access_keys
+from .http import HttpAdapter
+from .openai_responses import OpenAIResponsesWire, ResponsesAdapterSettings, split_responses
+from .settings import checked_base_url, same_host
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+log = get_logger("dshstream.adapters")
+
+__all__ = ["BedrockMantleAdapter", "mantle_host"]
+
+#: the SigV4 service name (rule 2)
+SERVICE = "bedrock-mantle"
+BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
+
+
+def mantle_host(region: str) -> str:
+    """The Bedrock Mantle API root for ``region`` (rule 1)."""
+    return f"https://bedrock-mantle.{region}.api.aws/v1"
+
+
+class BedrockMantleAdapter(AwsSigning, HttpAdapter):
+    """Stream Bedrock's OpenAI-compatible models through its Responses API: the Responses
+    wire + SigV4 or a Bedrock API key + the attempt loop (module rules)."""
+
+    default_name = "Bedrock Mantle"
+    default_base_url = ""
+    key_env = ()
+    sigv4_service = SERVICE
+    key_mode = "bearer"
+
+    def __init__(
+        self,
+        *,
+        region: str | None = None,
+        credentials: AwsCredentialsLike | None = None,
+        **given: Unpack[ResponsesAdapterSettings],
+    ) -> None:
+        settings, body = split_responses(given)
+        body.setdefault("include_encrypted_reasoning", False)  # rule 3
+        name = type(self).__name__
+        chosen = aws_region(region, f"{name}.region")
+        if chosen and not REGION_PATTERN.fullmatch(chosen):
+            raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
+        given_url = settings.pop("base_url", None)
+        if not chosen and given_url is None:
+            raise invalid(f"{name} needs region= (or {'/'.join(REGION_ENV)}) or base_url=")
+        #: the AWS region requests are signed for (rule 1; ``""`` with only a base URL)
+        self.region = chosen
+        home = mantle_host(chosen) if chosen else ""
+        base_url = checked_base_url(given_url or home)
+        own_host = bool(home) and same_host(base_url, home)
+        api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
+        if api_key is not None and credentials is not None:
+            raise invalid(f"{name}: pass api_key= (a Bedrock API key) or credentials= (SigV4), not both")
+        sigv4: SigV4Auth | None = None
+        if credentials is not None:
+            if not chosen:
+                raise invalid(f"{name}.region is required to sign with credentials=")
+            sigv4 = self._given_sigv4(credentials, f"{name}.credentials")
+        elif api_key is None:
+            bearer = os.environ.get(BEARER_ENV, "").strip()
+            key_id, secret, token = environment_access_keys()
+            if not own_host:
+                if bearer or key_id:
+                    log.info(
+                        "%s: not sending environment credentials to %s (not %s); pass api_key= or credentials=",
+                        name, redact(base_url), home or "the regional host",
+                    )
+            elif bearer:
+                api_key = check_api_key(bearer, BEARER_ENV)
+            elif key_id and secret:
+                sigv4 = self._environment_sigv4(key_id, secret, token)
+            elif not key_id and (profiled := self._profile_sigv4()) is not None:
+                sigv4 = profiled
+            else:
+                raise invalid(
+                    f"{name} needs credentials: api_key= or {BEARER_ENV} (a Bedrock API key), or credentials= "
+                    f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY or an AWS profile (SigV4)"
+                )
+        if sigv4 is not None:
+            sigv4.content_sha256 = True  # rule 2
+        settings.setdefault("title", self.default_name)
+        settings["base_url"] = base_url
+        settings["api_key"] = api_key
+        super().__init__(default_base_url=home or base_url, key_env=(), **settings)
+        self.wire: OpenAIResponsesWire = OpenAIResponsesWire(self.base_url, self.title, **body)
+        self.wire.provider_name = "aws.bedrock"
+        if sigv4 is not None:
+            self.wire.models_path = None  # rule 4
+        flow: AuthFlow = sigv4 or (HeaderAuth(self.credential) if self.credential.value is not None else NoAuth())
+        self.auth_flow = flow
