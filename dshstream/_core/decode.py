@@ -151,6 +151,7 @@ _DIALECT_HINTS: tuple[tuple[bytes, str], ...] = (
     (b'"model":"magistral', "mistral"),
     (b'"model":"mistral', "mistral"),
     (b'"search_context_size"', "perplexity"),  # in every Sonar chunk's usage
+    (b'"chat.completion.done"', "perplexity"),  # Sonar's last chunk, before search_context_size
 )
 
 

@@ -278,15 +278,13 @@ def test_recorded_perplexity_search_results_are_the_answers_sources_in_order() -
     assert result.usage is not None and result.usage.cost == 0.00501  # the cost object's total_cost
 
 
-def test_perplexity_citations_alone_are_urls() -> None:
-    # the older form (before search_results): URLs only, read the same way
-    base = {"id": "p1", "model": "sonar", "object": "chat.completion.chunk", "citations": ["https://a.example/", 7]}
-    data = data_only(
-        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "A [1]."}}]},
-        {**base, "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "stop"}]},
-    )
+def test_recorded_perplexity_citations_alone_are_urls() -> None:
+    # before search_results (2026-02): URLs only, read the same way, in the order sent
+    data = fixture_bytes("perplexity/sonar_citations_urls_only_shortened.sse")
+    urls = events(data)[0]["citations"]
     _, result = run(data, "perplexity")
-    assert result.citations == (Citation("url", url="https://a.example/"),)
+    assert result.citations == tuple(Citation("url", url=url) for url in urls) and len(urls) == 7
+    assert "[2]" in result.text and result.finish.raw == "stop"
 
 
 def test_perplexity_sources_read_again_when_the_list_grows() -> None:

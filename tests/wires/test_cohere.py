@@ -67,6 +67,18 @@ def test_recorded_tool_plan_is_reasoning_and_replayed_with_the_call() -> None:
     assert result.replay_state == {"wire": WIRE, "tool_plan": plan.text}
 
 
+def test_recorded_parallel_calls_after_one_plan() -> None:
+    _, result = run(fixture_bytes("cohere/command_parallel_tool_calls_vercel.sse"))
+    plan, weather, attractions = result.blocks
+    assert isinstance(plan, ReasoningBlock) and plan.text.endswith("cityAttractions tool to find attractions in San Francisco.")
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in result.tool_calls] == [
+        ("weather_e8p4pn45zt0t", "weather", {"location": "San Francisco"}),
+        ("cityAttractions_pyxssbwnq9fq", "cityAttractions", {"city": "San Francisco"}),
+    ]
+    assert isinstance(weather, ToolCallBlock) and isinstance(attractions, ToolCallBlock)
+    assert result.usage == TokenUsage(45, 95, cache_read_tokens=1504)
+
+
 def test_recorded_call_without_arguments_is_an_empty_object() -> None:
     _, result = run(fixture_bytes("cohere/command_a_no_argument_tool_call.sse"))
     (call,) = result.blocks
