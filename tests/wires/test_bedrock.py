@@ -188,6 +188,25 @@ def test_server_tools_are_summarized_not_called() -> None:
     assert finish.replay_state["content"][1]["toolResult"]["content"][0]["json"]["stdOut"] == "7006652"
 
 
+def test_metadata_before_message_stop_waits_for_it() -> None:
+    # a relay that reorders the last two messages (vercel/ai's Bedrock fixtures have this
+    # order): the stop reason still counts, and the stream ends at messageStop
+    from dshstream._core.eventstream import EventStreamDecoder
+
+    messages = EventStreamDecoder().feed(fixture_bytes("bedrock/claude3_sonnet_text_then_tool_use.eventstream"))
+    kinds = [m.headers[":event-type"] for m in messages]
+    assert kinds[-2:] == ["messageStop", "metadata"]
+    swapped = [*messages[:-2], messages[-1], messages[-2]]
+    body = b"".join(encode_message(dict(m.headers), m.payload) for m in swapped)
+    chunks = _run(body)
+    straight = _run(fixture_bytes("bedrock/claude3_sonnet_text_then_tool_use.eventstream"))
+    assert _finish(chunks).reason == _finish(straight).reason and _finish(chunks).reason.raw == "tool_use"
+    usage = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert usage and usage == [c for c in straight if isinstance(c, UsageChunk)]
+    cut = _run(b"".join(encode_message(dict(m.headers), m.payload) for m in swapped[:-1]))
+    assert _finish(cut).reason.failure is not None and _finish(cut).reason.failure.code == "STREAM_CLOSED"
+
+
 def test_nova_web_grounding_citation_blocks_cite_the_text_before_them() -> None:
     # Nova's web grounding: text blocks 2, 4 and 6, and after 2 and 4 a block of its own
     # holding only ``citation`` deltas (location.web: domain, url) for the text just ended

@@ -23,7 +23,8 @@ the ``:event-type`` header and the payload is JSON; the ``"p"`` padding field is
    guardrail_intervened/content_filtered an ``error`` finish with ``CONTENT_FILTER``,
    malformed_model_output/malformed_tool_use an ``error`` finish coded from the word;
    ``raw`` keeps the word.
-4. ``metadata`` is the terminal marker: ``usage`` (``inputTokens`` is already uncached;
+4. ``metadata`` is the terminal marker once ``messageStop`` has come (before it — a relay
+   that reorders the two — it is held, and ``messageStop`` ends the stream): ``usage`` (``inputTokens`` is already uncached;
    ``cacheReadInputTokens``/``cacheWriteInputTokens``, or the older ``…TokenCount``
    spellings, are the cache counts) and ``metrics.latencyMs`` (the finish's
    ``metadata.latency_ms``). A stream cut after ``messageStop`` completes with its reason;
@@ -213,6 +214,9 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
     wire = WIRE
     #: a text block stopped, its end held for the citation blocks that may follow (rule 2)
     _held: tuple[int, PendingBlock] | None = None
+    #: ``messageStop`` came; ``metadata`` came before it (rule 4)
+    _stopped = False
+    _metadata_first = False
 
     # ------------------------------------------------------------------ input
 
@@ -236,7 +240,10 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
         elif event == "messageStop":
             if self._held is not None:
                 self._release()
+            self._stopped = True
             self._on_stop_reason(payload.get("stopReason"))
+            if self._metadata_first:
+                self.complete()
         elif event == "metadata":
             usage = payload.get("usage")
             if type(usage) is dict:
@@ -244,7 +251,10 @@ class BedrockConverseTranslator(BedrockTranslator, BlockReplayTranslator):
             latency = int_or_none(dict_or_empty(payload.get("metrics")).get("latencyMs"))
             if latency is not None:
                 self.writer.latency_ms = latency
-            self.complete()
+            if self._stopped:
+                self.complete()
+            else:
+                self._metadata_first = True
         # messageStart and unknown events: nothing to emit
 
     # ------------------------------------------------------------------ blocks
