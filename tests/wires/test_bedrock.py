@@ -204,7 +204,8 @@ def test_metadata_before_message_stop_waits_for_it() -> None:
     usage = [c for c in chunks if isinstance(c, UsageChunk)]
     assert usage and usage == [c for c in straight if isinstance(c, UsageChunk)]
     cut = _run(b"".join(encode_message(dict(m.headers), m.payload) for m in swapped[:-1]))
-    assert _finish(cut).reason.failure is not None and _finish(cut).reason.failure.code == "STREAM_CLOSED"
+    failure = _finish(cut).reason.failure
+    assert failure is not None and failure.code == "STREAM_CLOSED"
 
 
 def test_nova_web_grounding_citation_blocks_cite_the_text_before_them() -> None:
