@@ -24,11 +24,11 @@ the ``:event-type`` header and the payload is JSON; the ``"p"`` padding field is
    malformed_model_output/malformed_tool_use an ``error`` finish coded from the word;
    ``raw`` keeps the word.
 4. ``metadata`` is the terminal marker once ``messageStop`` has come (before it — a relay
-   that reorders the two — it is held, and ``messageStop`` ends the stream): ``usage`` (``inputTokens`` is already uncached;
-   ``cacheReadInputTokens``/``cacheWriteInputTokens``, or the older ``…TokenCount``
-   spellings, are the cache counts) and ``metrics.latencyMs`` (the finish's
-   ``metadata.latency_ms``). A stream cut after ``messageStop`` completes with its reason;
-   one cut before is ``STREAM_CLOSED``.
+   that reorders the two — it is held, and ``messageStop`` ends the stream): ``usage``
+   (``inputTokens`` is already uncached; ``cacheReadInputTokens``/``cacheWriteInputTokens``,
+   or the older ``…TokenCount`` spellings, are the cache counts) and ``metrics.latencyMs``
+   (the finish's ``metadata.latency_ms``). A stream cut after ``messageStop`` completes
+   with its reason; one cut before is ``STREAM_CLOSED``.
 5. A message whose ``:message-type`` is ``exception`` (``:exception-type`` names it) or
    ``error`` (``:error-code``/``:error-message`` headers) ends the stream with a
    classified failure, keeping partial output: throttlingException/serviceQuotaExceeded
