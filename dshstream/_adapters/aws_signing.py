@@ -23,7 +23,13 @@ Contract:
    :mod:`~dshstream._adapters.aws_container`), under the same condition; the flow says
    ``profile NAME`` or ``container``, and the profile's ``region`` comes after the
    environment's (rule 1).
-4. **The flow.** :class:`AwsSigning` builds :class:`~dshstream._adapters.auth.SigV4Auth`
+4. **The order.** :meth:`AwsSigning._aws_auth` is what every such adapter sends, in
+   Bedrock's order: ``api_key=`` or ``credentials=`` (both at once refused, naming the
+   adapter); else, only for the adapter's real host, its key variable, then the
+   environment's access keys (rule 3), then the profile or container credentials; for
+   another host nothing from the environment (said in a log line: a proxy may sign
+   itself). The adapter decides what none at all means.
+5. **The flow.** :class:`AwsSigning` builds :class:`~dshstream._adapters.auth.SigV4Auth`
    for the adapter's region and :attr:`AwsSigning.sigv4_service`; ``auth_mode`` is
    ``sigv4``, :attr:`AwsSigning.key_mode` for a key in a header, or ``none``; ``repr``
    shows the base URL (redacted), the region and the flow's description, never a secret.
@@ -37,17 +43,21 @@ from collections.abc import Callable
 from typing import Union
 
 from .._core.errors import ConfigurationError
+from .._core.log import get_logger
 from .._core.redact import redact
 from .._core.sigv4 import AwsCredentials
 from .._core.validate import check_api_key, check_str_or_none, invalid
 from .auth import AuthFlow, HeaderAuth, SigV4Auth
 from .aws_container import container_credentials
 from .aws_profile import aws_profile
+from .settings import same_host
 
 __all__ = [
     "ACCESS_ENV", "AwsCredentialsLike", "AwsSigning", "REGION_ENV", "REGION_PATTERN", "as_aws_credentials",
     "aws_region", "environment_access_keys",
 ]
+
+log = get_logger("dshstream.adapters")
 
 REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 ACCESS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
@@ -130,6 +140,42 @@ class AwsSigning:
     def _environment_sigv4(self, key_id: str, secret: str, token: str) -> SigV4Auth:
         """The flow over the environment's access keys (rule 3)."""
         return self._sigv4(as_aws_credentials((key_id, secret, token or None), "AWS_ACCESS_KEY_ID"), "environment")
+
+    def _aws_auth(
+        self,
+        api_key: str | Callable[[], str] | None,
+        credentials: AwsCredentialsLike | None,
+        *,
+        key_env: str,
+        key_what: str,
+        base_url: str,
+        home: str,
+    ) -> tuple[str | Callable[[], str] | None, SigV4Auth | None]:
+        """The key to send, or the SigV4 flow, in the order of rule 4 (``(None, None)``:
+        neither was found). ``key_what`` names the key in the refusal of both; the
+        environment is read only when ``base_url`` is on ``home``'s host."""
+        name = type(self).__name__
+        own_host = bool(home) and same_host(base_url, home)
+        if api_key is not None and credentials is not None:
+            raise invalid(f"{name}: pass api_key= ({key_what}) or credentials= (SigV4), not both")
+        if credentials is not None:
+            return None, self._given_sigv4(credentials, f"{name}.credentials")
+        if api_key is not None:
+            return api_key, None
+        key = os.environ.get(key_env, "").strip()
+        key_id, secret, token = environment_access_keys()
+        if not own_host:
+            if key or key_id:
+                log.info(
+                    "%s: not sending environment credentials to %s (not %s); pass api_key= or credentials=",
+                    name, redact(base_url), home or "the regional host",
+                )
+            return None, None
+        if key:
+            return check_api_key(key, key_env), None
+        if key_id and secret:
+            return None, self._environment_sigv4(key_id, secret, token)
+        return None, self._profile_sigv4() if not key_id else None
 
     def _profile_sigv4(self) -> SigV4Auth | None:
         """The flow over the profile's credentials, else the container endpoint's (rule 3),

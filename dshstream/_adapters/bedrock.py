@@ -73,13 +73,10 @@ Contract:
 from __future__ import annotations
 
 import base64
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-from .._core.log import get_logger
-from .._core.redact import redact
 from .._core.parts import MediaPart
 from .._core.media_support import BEDROCK_CLAUDE, BEDROCK_CONVERSE, MediaSupport, converse_document_name
 from .._core.http_request import encode_json_body
@@ -87,17 +84,16 @@ from .._core.prompt_cache import CachePoint
 from .._core.request import GenerateOptions, Message
 from .._core.strict_json import parse_json_object
 from .._core.types import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from .._core.validate import check_api_key, check_credential, invalid
+from .._core.validate import check_credential, invalid
 from .._core.wires.translator import Translator
 from .._core.wires.bedrock import WIRE, BedrockConverseTranslator
 from .._core.wires.bedrock_invoke import BedrockInvokeTranslator
 from .._core.response_format import JsonMode
-from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
+from .auth import AuthFlow, HeaderAuth, NoAuth
 from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
-from .aws_signing import environment_access_keys
 from .messages_body import DEFAULT_MAX_TOKENS, MessagesBody, claude_version
 from .http import HttpAdapter
-from .settings import HttpSettings, checked_base_url, same_host
+from .settings import HttpSettings, checked_base_url
 from .prompt_cache import CacheSupport, check_prompt_cache
 from .wire import Wire, replay_names
 from .structured_output import (
@@ -112,8 +108,6 @@ from .structured_output import (
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-log = get_logger("dshstream.adapters")
 
 __all__ = ["BedrockAdapter", "BedrockWire", "bedrock_host"]
 
@@ -454,27 +448,11 @@ class BedrockAdapter(AwsSigning, HttpAdapter):
         self.region = chosen
         home = bedrock_host(chosen)
         base_url = checked_base_url(settings.pop("base_url", None) or home)
-        api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
-        if api_key is not None and credentials is not None:
-            raise invalid(f"{name}: pass api_key= (a Bedrock API key) or credentials= (SigV4), not both")
-        own_host = same_host(base_url, home)
-        sigv4: SigV4Auth | None = None
-        if credentials is not None:
-            sigv4 = self._given_sigv4(credentials, f"{name}.credentials")  # rule 2
-        elif api_key is None:
-            bearer = os.environ.get(BEARER_ENV, "").strip()
-            key_id, secret, token = environment_access_keys()
-            if not own_host and (bearer or key_id):
-                log.info(
-                    "%s: not sending environment AWS credentials to %s (not %s); pass credentials= or api_key=",
-                    name, redact(base_url), home,
-                )
-            elif bearer:
-                api_key = check_api_key(bearer, BEARER_ENV)
-            elif key_id and secret:
-                sigv4 = self._environment_sigv4(key_id, secret, token)
-            elif own_host and not key_id:
-                sigv4 = self._profile_sigv4()  # the shared files' profile, else the container endpoint (aws_signing rule 3)
+        given_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
+        # rules 2-3: with nothing found, no auth (a proxy that signs)
+        api_key, sigv4 = self._aws_auth(
+            given_key, credentials, key_env=BEARER_ENV, key_what="a Bedrock API key", base_url=base_url, home=home
+        )
         settings.setdefault("title", "Amazon Bedrock")
         settings["base_url"] = base_url
         settings["api_key"] = api_key

@@ -29,23 +29,17 @@ Contract:
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
-from .._core.log import get_logger
-from .._core.redact import redact
-from .._core.validate import check_api_key, check_credential, invalid
-from .auth import AuthFlow, HeaderAuth, NoAuth, SigV4Auth
+from .._core.validate import check_credential, invalid
+from .auth import AuthFlow, HeaderAuth, NoAuth
 from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
-from .aws_signing import environment_access_keys
 from .http import HttpAdapter
 from .openai_responses import OpenAIResponsesWire, ResponsesAdapterSettings, split_responses
 from .settings import checked_base_url, same_host
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-log = get_logger("dshstream.adapters")
 
 __all__ = ["BedrockMantleAdapter", "mantle_host"]
 
@@ -89,35 +83,17 @@ class BedrockMantleAdapter(AwsSigning, HttpAdapter):
         self.region = chosen
         home = mantle_host(chosen) if chosen else ""
         base_url = checked_base_url(given_url or home)
-        own_host = bool(home) and same_host(base_url, home)
-        api_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
-        if api_key is not None and credentials is not None:
-            raise invalid(f"{name}: pass api_key= (a Bedrock API key) or credentials= (SigV4), not both")
-        sigv4: SigV4Auth | None = None
-        if credentials is not None:
-            if not chosen:
-                raise invalid(f"{name}.region is required to sign with credentials=")
-            sigv4 = self._given_sigv4(credentials, f"{name}.credentials")
-        elif api_key is None:
-            bearer = os.environ.get(BEARER_ENV, "").strip()
-            key_id, secret, token = environment_access_keys()
-            if not own_host:
-                if bearer or key_id:
-                    log.info(
-                        "%s: not sending environment credentials to %s (not %s); pass api_key= or credentials=",
-                        name, redact(base_url), home or "the regional host",
-                    )
-            elif bearer:
-                api_key = check_api_key(bearer, BEARER_ENV)
-            elif key_id and secret:
-                sigv4 = self._environment_sigv4(key_id, secret, token)
-            elif not key_id and (profiled := self._profile_sigv4()) is not None:
-                sigv4 = profiled
-            else:
-                raise invalid(
-                    f"{name} needs credentials: api_key= or {BEARER_ENV} (a Bedrock API key), or credentials= "
-                    f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY or an AWS profile (SigV4)"
-                )
+        given_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
+        if credentials is not None and not chosen and given_key is None:
+            raise invalid(f"{name}.region is required to sign with credentials=")
+        api_key, sigv4 = self._aws_auth(
+            given_key, credentials, key_env=BEARER_ENV, key_what="a Bedrock API key", base_url=base_url, home=home
+        )
+        if api_key is None and sigv4 is None and home and same_host(base_url, home):
+            raise invalid(
+                f"{name} needs credentials: api_key= or {BEARER_ENV} (a Bedrock API key), or credentials= "
+                f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY or an AWS profile (SigV4)"
+            )
         if sigv4 is not None:
             sigv4.content_sha256 = True  # rule 2
         settings.setdefault("title", self.default_name)
