@@ -28,7 +28,9 @@ Contract:
    adapter); else, only for the adapter's real host, its key variable, then the
    environment's access keys (rule 3), then the profile or container credentials; for
    another host nothing from the environment (said in a log line: a proxy may sign
-   itself). The adapter decides what none at all means.
+   itself). An adapter that cannot do without says so (``required``): none at all for its
+   real host is a ``ConfigurationError`` naming what to set. :meth:`AwsSigning._aws_place`
+   is rule 1 for an adapter whose host is regional: a region, or a base URL instead.
 5. **The flow.** :class:`AwsSigning` builds :class:`~dshstream._adapters.auth.SigV4Auth`
    for the adapter's region and :attr:`AwsSigning.sigv4_service`; ``auth_mode`` is
    ``sigv4``, :attr:`AwsSigning.key_mode` for a key in a header, or ``none``; ``repr``
@@ -50,7 +52,7 @@ from .._core.validate import check_api_key, check_str_or_none, invalid
 from .auth import AuthFlow, HeaderAuth, SigV4Auth
 from .aws_container import container_credentials
 from .aws_profile import aws_profile
-from .settings import same_host
+from .settings import checked_base_url, same_host
 
 __all__ = [
     "ACCESS_ENV", "AwsCredentialsLike", "AwsSigning", "REGION_ENV", "REGION_PATTERN", "as_aws_credentials",
@@ -150,6 +152,7 @@ class AwsSigning:
         key_what: str,
         base_url: str,
         home: str,
+        required: bool = False,
     ) -> tuple[str | Callable[[], str] | None, SigV4Auth | None]:
         """The key to send, or the SigV4 flow, in the order of rule 4 (``(None, None)``:
         neither was found). ``key_what`` names the key in the refusal of both; the
@@ -159,9 +162,24 @@ class AwsSigning:
         if api_key is not None and credentials is not None:
             raise invalid(f"{name}: pass api_key= ({key_what}) or credentials= (SigV4), not both")
         if credentials is not None:
+            if not self.region:
+                raise invalid(f"{name}.region is required to sign with credentials=")
             return None, self._given_sigv4(credentials, f"{name}.credentials")
         if api_key is not None:
             return api_key, None
+        found = self._environment_auth(key_env, base_url, home, own_host)
+        if required and own_host and found == (None, None):
+            raise invalid(
+                f"{name} needs credentials: api_key= or {key_env} ({key_what}), or credentials= "
+                f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY or an AWS profile (SigV4)"
+            )
+        return found
+
+    def _environment_auth(
+        self, key_env: str, base_url: str, home: str, own_host: bool
+    ) -> tuple[str | None, SigV4Auth | None]:
+        """Rule 4's environment part: nothing for another host."""
+        name = type(self).__name__
         key = os.environ.get(key_env, "").strip()
         key_id, secret, token = environment_access_keys()
         if not own_host:
@@ -176,6 +194,19 @@ class AwsSigning:
         if key_id and secret:
             return None, self._environment_sigv4(key_id, secret, token)
         return None, self._profile_sigv4() if not key_id else None
+
+    def _aws_place(self, region: object, given_url: str | None, host: Callable[[str], str]) -> tuple[str, str]:
+        """Rule 1 for a regional host: sets :attr:`region` (``""`` with only a base URL) and
+        returns the base URL and the regional host's (``""`` without a region)."""
+        name = type(self).__name__
+        chosen = aws_region(region, f"{name}.region")
+        if chosen and not REGION_PATTERN.fullmatch(chosen):
+            raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
+        if not chosen and given_url is None:
+            raise invalid(f"{name} needs region= (or {'/'.join(REGION_ENV)}) or base_url=")
+        self.region = chosen
+        home = host(chosen) if chosen else ""
+        return checked_base_url(given_url or home), home
 
     def _profile_sigv4(self) -> SigV4Auth | None:
         """The flow over the profile's credentials, else the container endpoint's (rule 3),

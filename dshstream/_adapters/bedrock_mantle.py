@@ -31,12 +31,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._core.validate import check_credential, invalid
+from .._core.validate import check_credential
 from .auth import AuthFlow, HeaderAuth, NoAuth
-from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
+from .aws_signing import AwsCredentialsLike, AwsSigning
 from .http import HttpAdapter
 from .openai_responses import OpenAIResponsesWire, ResponsesAdapterSettings, split_responses
-from .settings import checked_base_url, same_host
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -73,27 +72,12 @@ class BedrockMantleAdapter(AwsSigning, HttpAdapter):
         settings, body = split_responses(given)
         body.setdefault("include_encrypted_reasoning", False)  # rule 3
         name = type(self).__name__
-        chosen = aws_region(region, f"{name}.region")
-        if chosen and not REGION_PATTERN.fullmatch(chosen):
-            raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
         given_url = settings.pop("base_url", None)
-        if not chosen and given_url is None:
-            raise invalid(f"{name} needs region= (or {'/'.join(REGION_ENV)}) or base_url=")
-        #: the AWS region requests are signed for (rule 1; ``""`` with only a base URL)
-        self.region = chosen
-        home = mantle_host(chosen) if chosen else ""
-        base_url = checked_base_url(given_url or home)
-        given_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
-        if credentials is not None and not chosen and given_key is None:
-            raise invalid(f"{name}.region is required to sign with credentials=")
+        base_url, home = self._aws_place(region, given_url, mantle_host)  # rule 1
         api_key, sigv4 = self._aws_auth(
-            given_key, credentials, key_env=BEARER_ENV, key_what="a Bedrock API key", base_url=base_url, home=home
+            check_credential(settings.pop("api_key", None), f"{name}.api_key"), credentials,
+            key_env=BEARER_ENV, key_what="a Bedrock API key", base_url=base_url, home=home, required=True,
         )
-        if api_key is None and sigv4 is None and home and same_host(base_url, home):
-            raise invalid(
-                f"{name} needs credentials: api_key= or {BEARER_ENV} (a Bedrock API key), or credentials= "
-                f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY or an AWS profile (SigV4)"
-            )
         if sigv4 is not None:
             sigv4.content_sha256 = True  # rule 2
         settings.setdefault("title", self.default_name)

@@ -36,9 +36,8 @@ from .._core.validate import check_credential, check_str_or_none, invalid
 from .anthropic import DEFAULT_VERSION, AnthropicWire, ClaudeSettings, Fallbacks, check_fallbacks, split_betas
 from .anthropic import split_claude
 from .auth import AuthFlow, HeaderAuth, NoAuth
-from .aws_signing import REGION_ENV, REGION_PATTERN, AwsCredentialsLike, AwsSigning, aws_region
+from .aws_signing import AwsCredentialsLike, AwsSigning
 from .http import HttpAdapter
-from .settings import checked_base_url, same_host
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -103,27 +102,12 @@ class ClaudePlatformAwsAdapter(AwsSigning, HttpAdapter):
         name = type(self).__name__
         workspace = _workspace(workspace_id, f"{name}.workspace_id")
         chain = check_fallbacks(fallbacks, f"{name}.fallbacks")
-        chosen = aws_region(region, f"{name}.region")
-        if chosen and not REGION_PATTERN.fullmatch(chosen):
-            raise invalid(f"{name}.region must look like 'us-east-1', got {chosen[:40]!r}")
         given_url = settings.pop("base_url", None) or os.environ.get(BASE_URL_ENV, "").strip() or None
-        if not chosen and given_url is None:
-            raise invalid(f"{name} needs region= (or {'/'.join(REGION_ENV)}) or base_url=")
-        #: the AWS region requests are signed for (rule 1; ``""`` with only a base URL)
-        self.region = chosen
-        home = claude_aws_host(chosen) if chosen else ""
-        base_url = checked_base_url(given_url or home)
-        given_key = check_credential(settings.pop("api_key", None), f"{name}.api_key")
-        if credentials is not None and not chosen and given_key is None:
-            raise invalid(f"{name}.region is required to sign with credentials=")
-        api_key, sigv4 = self._aws_auth(  # rule 3
-            given_key, credentials, key_env=KEY_ENV, key_what="a workspace API key", base_url=base_url, home=home
+        base_url, home = self._aws_place(region, given_url, claude_aws_host)  # rule 1
+        api_key, sigv4 = self._aws_auth(
+            check_credential(settings.pop("api_key", None), f"{name}.api_key"), credentials,
+            key_env=KEY_ENV, key_what="a workspace API key", base_url=base_url, home=home, required=True,
         )
-        if api_key is None and sigv4 is None and home and same_host(base_url, home):
-            raise invalid(
-                f"{name} needs credentials: api_key= or {KEY_ENV} (a workspace API key), or credentials= "
-                f"or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY or an AWS profile (SigV4)"
-            )
         settings.setdefault("title", self.default_name)
         settings["base_url"] = base_url
         settings["api_key"] = api_key
