@@ -61,6 +61,22 @@ def _with_value(events: list[Event], position: int, path: tuple[Step, ...], valu
     return changed
 
 
+class _Framed:
+    """``frame(_with_value(events, position, path, value), crlf=False)``, the same bytes,
+    with the unchanged events around ``position`` framed once per case, not once per
+    hostile value (framing is per event: the pieces join to the whole)."""
+
+    def __init__(self, events: list[Event], position: int) -> None:
+        self.events = events
+        self.position = position
+        self.before = frame(events[:position], crlf=False)
+        self.after = frame(events[position + 1 :], crlf=False)
+
+    def with_value(self, path: tuple[Step, ...], value: Any) -> bytes:
+        changed = _with_value([self.events[self.position]], 0, path, value)
+        return self.before + frame(changed, crlf=False) + self.after
+
+
 @pytest.mark.parametrize("wire", FUZZ_WIRES)
 def test_wrong_type_in_every_field(wire: str) -> None:
     """Every field shape of the wire's real corpus, set to each hostile value in turn.
@@ -72,8 +88,9 @@ def test_wrong_type_in_every_field(wire: str) -> None:
     own = wire in CHAT_FAMILY and wire != "openai-chat"
     cases = _field_cases(OWN_CORPUS[wire] if own else CORPUS[family(wire)])
     for shape, events, position, path in cases:
+        framed = _Framed(events, position)
         for value in HOSTILE:
-            raw = frame(_with_value(events, position, path, value), crlf=False)
+            raw = framed.with_value(path, value)
             try:
                 run_wire(wire, [raw])
             except Exception as exc:  # noqa: BLE001 - collected, reported together
