@@ -18,18 +18,31 @@ HOSTILE: list[Any] = [
 Step = str | int
 
 
-def _paths(value: Any, prefix: tuple[Step, ...], shape: str, out: dict[str, tuple[Step, ...]]) -> None:
-    """Every slot of ``value``: its shape (list indices as ``[]``) to its first concrete path."""
+#: where a tool's JSON Schema starts (echoed back by the Responses API in ``tools`` and
+#: ``mcp_list_tools``): the names under its ``properties`` are the caller's, not the wire's
+SCHEMA_ROOTS = frozenset({"parameters", "input_schema", "output_schema"})
+
+
+def _paths(
+    value: Any, prefix: tuple[Step, ...], shape: str, out: dict[str, tuple[Step, ...]], in_schema: bool = False
+) -> None:
+    """Every slot of ``value``: its shape (list indices as ``[]``) to its first concrete path.
+
+    Inside a tool's JSON Schema, a property's name is ``*`` in the shape: every property
+    is the same field (``city.type`` and ``unit.type`` are both ``*.type``), each schema
+    keyword under it still a field of its own."""
     items: list[tuple[Step, Any, str]]
     if isinstance(value, dict):
-        items = [(k, v, f"{shape}.{k}") for k, v in value.items()]
+        names = in_schema and shape.endswith(".properties")
+        items = [(k, v, f"{shape}.{'*' if names else k}") for k, v in value.items()]
     elif isinstance(value, list):
         items = [(i, v, f"{shape}[]") for i, v in enumerate(value)]
     else:
         return
     for step, child, child_shape in items:
         out.setdefault(child_shape, (*prefix, step))
-        _paths(child, (*prefix, step), child_shape, out)
+        inside = in_schema or (isinstance(step, str) and step in SCHEMA_ROOTS)
+        _paths(child, (*prefix, step), child_shape, out, inside)
 
 
 def _field_cases(streams: list[list[Event]]) -> list[tuple[str, list[Event], int, tuple[Step, ...]]]:
