@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from ._replay_server import LoopbackHandler
+from ._replay_server import LoopbackHandler, shut_down_now
 
 __all__ = ["TOKENS_PER_REQUEST", "RateLimitedServer"]
 
@@ -93,7 +93,7 @@ class RateLimitedServer:
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
+        shut_down_now(self.httpd)
         self.httpd.server_close()
 
     def __enter__(self) -> RateLimitedServer:

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+import socketserver
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -179,6 +180,21 @@ def _pieces(body: bytes, size: int) -> list[bytes]:
 _POLL_INTERVAL = 0.02
 
 
+def shut_down_now(server: socketserver.TCPServer) -> None:
+    """``server.shutdown()`` without waiting out the serving loop's poll (up to
+    ``poll_interval`` on every stop): the flag ``shutdown()`` sets first is set, then a
+    connection wakes the loop's ``select``, which sees the flag and ends without accepting
+    it (it goes with the listening socket). Call it only while ``serve_forever`` runs, like
+    ``shutdown()``."""
+    setattr(server, "_BaseServer__shutdown_request", True)  # socketserver.BaseServer's own flag
+    host, port = server.server_address[:2]
+    try:
+        socket.create_connection((str(host), int(port)), timeout=1.0).close()
+    except OSError:
+        pass  # the loop still ends at its next poll
+    server.shutdown()
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -249,7 +265,7 @@ class ReplayServer:
     def stop(self) -> None:
         """Stop serving and release the port."""
         self.stopping = True
-        self._server.shutdown()
+        shut_down_now(self._server)
         self._server.server_close()
 
     def __enter__(self) -> ReplayServer:

@@ -25,6 +25,7 @@ from typing import Any
 
 from dshstream._core.sse import SSEDecoder, ServerSentEvent
 from dshstream._core.ws_frames import CLOSE, PING, PONG, TEXT, FrameDecoder, close_payload, encode_frame
+from rawserver import wake
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -127,6 +128,7 @@ class WsServer:
                 conn.close()
             except OSError:
                 pass
+        wake(self._listener)
         for thread in self._threads:
             thread.join(2)
         self._listener.close()

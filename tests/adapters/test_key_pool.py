@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from dshstream._replay_server import LoopbackHandler
+from dshstream._replay_server import LoopbackHandler, shut_down_now
 from dshstream import (
     AnthropicAdapter,
     ConfigurationError,
@@ -46,6 +46,7 @@ from dshstream import (
 from dshstream.adapters import CustomAdapter, HttpAdapter, KeyPool, KeyState
 from dshstream.errors import ConfigurationTypeError, recovery_tips
 from dshstream._adapters.gemini_interactions import GeminiInteractionsAdapter
+from dshstream._adapters import key_pool as key_pool_module
 from dshstream._adapters.credentials import CredentialSource
 from dshstream._core.classify import classify_http_error
 from dshstream._core.headers import parse_rate_limit_reset, parse_retry_after
@@ -166,7 +167,7 @@ class KeyServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
+        shut_down_now(self._server)
         self._server.server_close()
 
 
@@ -264,9 +265,31 @@ def test_auth_quota_and_credit_limit_park(status: int) -> None:
         assert other.settle(other.acquire(), failure) and other.state()[0].parked
 
 
-def test_a_cooled_key_is_never_picked_before_its_time_and_nothing_usable_is_the_real_failure() -> None:
+class FakeClock:
+    """Stands in for the ``time`` module of ``dshstream._adapters.key_pool`` (its
+    ``monotonic`` and ``time``): the pool's time moves only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.epoch = time.time()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.epoch + (self.now - 1000.0)
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_a_cooled_key_is_never_picked_before_its_time_and_nothing_usable_is_the_real_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr(key_pool_module, "time", clock)
     pool = KeyPool([K1, K2])
-    cooled = time.monotonic()
+    cooled = clock.monotonic()
     pool.settle(pool.acquire(), classify_http_error(429, RATE_LIMITED, {"retry-after-ms": "1500"}, provider="p"))
     assert [pool.acquire().key for _ in range(3)] == [K2, K2, K2]
     pool.settle(pool.acquire(), classify_http_error(429, RATE_LIMITED, {"retry-after": "30"}, provider="q"))
@@ -276,9 +299,12 @@ def test_a_cooled_key_is_never_picked_before_its_time_and_nothing_usable_is_the_
     assert failure.message.startswith("p: rate limited (RATE_LIMIT, HTTP 429); all 2 keys of the pool are cooling")
     assert failure.provider == "p" and failure.status == 429 and failure.diagnostics is None
     assert failure.retry_after is not None and 0.5 < failure.retry_after <= 1.5  # K1 is the first free
-    time.sleep(failure.retry_after + 0.02)
+    clock.advance(failure.retry_after - 0.01)
+    with pytest.raises(RateLimitError):
+        pool.acquire("p")  # 10 ms before its time: still cooling
+    clock.advance(0.03)
     assert pool.acquire("p").key == K1
-    assert time.monotonic() - cooled >= 1.45  # not before its time
+    assert clock.monotonic() - cooled >= 1.45  # not before its time
 
 
 # --------------------------------------------------------------------------- rate-limit headers
@@ -315,42 +341,61 @@ def test_a_429_waits_for_its_reset_headers_only_without_retry_after() -> None:
 # --------------------------------------------------------------------------- streams: rotate, park, wait
 
 
-@pytest.mark.parametrize(
-    "headers, rest",
-    [
-        ({"retry-after": "1.5"}, 1.5),
-        ({"retry-after-ms": "1500"}, 1.5),
-        ({"x-ratelimit-reset-requests": "1.5s", "x-ratelimit-remaining-requests": "0",
-          "x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-remaining-tokens": "900"}, 1.5),
-        ({"anthropic-ratelimit-requests-reset": "SOON", "anthropic-ratelimit-requests-remaining": "0"}, 1.5),
-    ],
-    ids=["retry-after", "retry-after-ms", "openai-reset", "anthropic-reset"],
-)
-def test_a_429_moves_to_the_next_key_at_once_and_the_cooled_key_waits_its_time(
-    keyserver: KeyServer, headers: dict[str, str], rest: float
-) -> None:
+#: the four ways a 429 says when to come back, each 1.5 s
+COOLING_HEADERS: dict[str, dict[str, str]] = {
+    "retry-after": {"retry-after": "1.5"},
+    "retry-after-ms": {"retry-after-ms": "1500"},
+    "openai-reset": {"x-ratelimit-reset-requests": "1.5s", "x-ratelimit-remaining-requests": "0",
+                     "x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-remaining-tokens": "900"},
+    "anthropic-reset": {"anthropic-ratelimit-requests-reset": "SOON", "anthropic-ratelimit-requests-remaining": "0"},
+}
+
+
+def _moves_at_once_and_waits_its_time(headers: dict[str, str], rest: float = 1.5) -> None:
     if "SOON" in headers.values():  # an RFC 3339 time, 1.5 s from now
         soon = datetime.fromtimestamp(time.time() + rest, tz=timezone.utc).isoformat(timespec="milliseconds")
         headers = {name: soon if value == "SOON" else value for name, value in headers.items()}
-    keyserver.behave = lambda sent, n: throttled(**headers) if sent == K1 and n == 0 else None
-    pool = KeyPool([K1, K2])
-    adapter = chat(keyserver, pool, max_retries=0)  # no retry budget: the move is not a retry
-    started = time.monotonic()
-    result = ask(adapter)
-    assert result.finish.kind == "stop" and result.text == CHAT_TEXT, result.failure
-    assert keyserver.keys() == [K1, K2]
-    assert time.monotonic() - started < 1.0  # at once, not after the Retry-After
-    cooling = by_label(pool)["key #1"].cooling_until
-    assert cooling is not None and 0.5 < cooling - time.time() <= rest + 0.1
-    while time.time() < cooling - 0.3:  # while key #1 cools, only key #2 is used
-        assert ask(adapter).finish.kind == "stop"
-    assert set(keyserver.keys()[2:]) == {K2}
-    time.sleep(max(0.0, cooling - time.time()) + 0.05)
-    for _ in range(2):
-        assert ask(adapter).finish.kind == "stop"
-    assert K1 in keyserver.keys()[-2:]  # back in the rotation once its time is up
-    for seen in keyserver.seen[1:]:  # never used while cooling
-        assert not (seen.key == K1 and keyserver.seen[0].at < seen.at < keyserver.seen[0].at + rest - 0.3)
+    with KeyServer() as keyserver:
+        keyserver.behave = lambda sent, n: throttled(**headers) if sent == K1 and n == 0 else None
+        pool = KeyPool([K1, K2])
+        adapter = chat(keyserver, pool, max_retries=0)  # no retry budget: the move is not a retry
+        started = time.monotonic()
+        result = ask(adapter)
+        assert result.finish.kind == "stop" and result.text == CHAT_TEXT, result.failure
+        assert keyserver.keys() == [K1, K2]
+        assert time.monotonic() - started < 1.0  # at once, not after the Retry-After
+        cooling = by_label(pool)["key #1"].cooling_until
+        assert cooling is not None and 0.5 < cooling - time.time() <= rest + 0.1
+        while time.time() < cooling - 0.3:  # while key #1 cools, only key #2 is used
+            assert ask(adapter).finish.kind == "stop"
+        assert set(keyserver.keys()[2:]) == {K2}
+        time.sleep(max(0.0, cooling - time.time()) + 0.05)
+        for _ in range(2):
+            assert ask(adapter).finish.kind == "stop"
+        assert K1 in keyserver.keys()[-2:]  # back in the rotation once its time is up
+        for seen in keyserver.seen[1:]:  # never used while cooling
+            assert not (seen.key == K1 and keyserver.seen[0].at < seen.at < keyserver.seen[0].at + rest - 0.3)
+
+
+def test_a_429_moves_to_the_next_key_at_once_and_the_cooled_key_waits_its_time() -> None:
+    """Each way of saying when to come back (``COOLING_HEADERS``), each on its own server
+    and pool: the 1.5 s waits run side by side on threads, not one after the other."""
+    failures: dict[str, BaseException] = {}
+
+    def run(name: str) -> None:
+        try:
+            _moves_at_once_and_waits_its_time(COOLING_HEADERS[name])
+        except BaseException as exc:  # noqa: BLE001 - reported below, by case
+            failures[name] = exc
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in COOLING_HEADERS]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    for name, exc in failures.items():
+        raise AssertionError(f"{name}: {type(exc).__name__}: {exc}") from exc
 
 
 @pytest.mark.parametrize("status", [401, 403])

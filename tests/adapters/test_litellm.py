@@ -73,6 +73,22 @@ REST = (
 # --------------------------------------------------------------------------- guards
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _boundary_children_start_early(request: pytest.FixtureRequest) -> None:
+    """Start ``test_litellm_boundaries.py``'s two fresh interpreters now (seconds each,
+    importing LiteLLM), so they run alongside this file's tests: only where that file's
+    tests that wait for them will run in this process (they are selected, LiteLLM is
+    installed, and no xdist or ``--dist loadfile``, which hands both files to one worker)."""
+    if not HAS_LITELLM or getattr(request.config.option, "dist", "no") not in ("no", "loadfile"):
+        return
+    boundaries = "tests/adapters/test_litellm_boundaries.py::"
+    if any(item.nodeid.startswith(boundaries) and "children" in getattr(item, "fixturenames", ())
+           for item in request.session.items):
+        from adapters import litellm_children
+
+        litellm_children.started()
+
+
 @pytest.fixture(autouse=True)
 def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Fail the test if anything (LiteLLM included) connects or resolves beyond 127.0.0.1."""

@@ -20,16 +20,15 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
 import socket
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
-from helpers import TESTS, fixture_bytes
+from helpers import fixture_bytes
+
+from adapters import litellm_children
 
 from dshstream._core.errors import ConfigurationError
 from dshstream._core.request import GenerateOptions, Message
@@ -41,11 +40,6 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("litellm") is None, rea
 KEY = "sk-litellm-boundary-0123456789abcdef"  # CANARY: a fake key for the test
 PROMPT = "the secret prompt"
 ANTHROPIC_MODEL = "claude-sonnet-4-5"
-NO_USAGE = (
-    b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
-    b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"lo"},'
-    b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
-)
 
 
 @pytest.fixture(autouse=True)
@@ -223,69 +217,13 @@ def test_options_that_keep_the_host_are_sent(servers: tuple[ReplayServer, Replay
 
 # --------------------------------------------------------------------------- no downloads
 
-_GUARD = """
-import json, os, socket, sys
-attempts = []
-real_connect, real_getaddrinfo = socket.socket.connect, socket.getaddrinfo
-def connect(self, address):
-    if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in ("127.0.0.1", "::1"):
-        attempts.append("connect %r" % (address,))
-        raise OSError("guard")
-    return real_connect(self, address)
-def getaddrinfo(host, *args, **kwargs):
-    if host not in (None, "127.0.0.1", "::1", "localhost"):
-        attempts.append("resolve %r" % (host,))
-        raise socket.gaierror("guard")
-    return real_getaddrinfo(host, *args, **kwargs)
-socket.socket.connect = connect
-socket.getaddrinfo = getaddrinfo
-sys.path.insert(0, sys.argv[1])
-from helpers import fixture_bytes
-from dshstream._adapters.litellm import LiteLLMAdapter
-from dshstream._core.request import GenerateOptions, Message
-from dshstream._replay_server import ReplayServer, Route
-from dshstream._service import LlmService
-no_usage = json.loads(sys.argv[2]).encode("latin-1")
-kinds = []
-with ReplayServer() as server:
-    server.add("/v1/messages", Route(body=fixture_bytes("anthropic/text.sse")))
-    server.add("/v1/chat/completions", Route(body=no_usage))
-    service = LlmService()
-    # an Anthropic beta header makes LiteLLM read its beta-header table
-    service.register_adapter(["a"], LiteLLMAdapter(model_prefix="anthropic/", base_url=server.url, api_key="k-0123456789",
-                                                   headers={"anthropic-beta": "context-management-2025-06-27"}))
-    # no usage from a llama-3 model: LiteLLM counts it with a Hugging Face tokenizer
-    service.register_adapter(["o"], LiteLLMAdapter(model_prefix="openai/", base_url=server.url + "/v1", api_key="k-0123456789"))
-    for route, model in (("a", "claude-sonnet-4-5"), ("o", "llama-3.1-8b-instant"))[: int(sys.argv[3])]:
-        kinds.append(service.stream(GenerateOptions(provider=route, model=model, messages=(Message.user("hi"),))).result().finish.kind)
-names = ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "LITELLM_OFFLINE_MODE")
-print(json.dumps({"attempts": attempts, "kinds": kinds, "env": {n: os.environ.get(n) for n in names}}))
-"""
-
-
-def _child(env: dict[str, str], streams: int = 2) -> dict[str, Any]:
-    tests = str(TESTS)
-    proc = subprocess.run(
-        [sys.executable, "-c", _GUARD, tests, json.dumps(NO_USAGE.decode("latin-1")), str(streams)],
-        capture_output=True, text=True, timeout=240, check=False, env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out
-
-
-def _clean_environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
-
 
 @pytest.fixture(scope="module")
-def children() -> Iterator[dict[str, Future[dict[str, Any]]]]:
-    """The two fresh interpreters below, started together (each spends seconds importing
-    LiteLLM): "clean" (no LITELLM_ variable set) and "caller-switch" (the caller's own
-    ``LITELLM_OFFLINE_MODE=false``, one stream)."""
-    caller = {**_clean_environment(), "LITELLM_OFFLINE_MODE": "false"}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {"clean": pool.submit(_child, _clean_environment()), "caller-switch": pool.submit(_child, caller, 1)}
+def children() -> dict[str, Future[dict[str, Any]]]:
+    """The two fresh interpreters of :mod:`adapters.litellm_children` ("clean" and
+    "caller-switch"), started together; already running when ``test_litellm.py`` ran
+    first on this worker."""
+    return litellm_children.started()
 
 
 def test_importing_and_streaming_makes_no_network_call_but_the_provider_request(

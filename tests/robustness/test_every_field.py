@@ -18,18 +18,31 @@ HOSTILE: list[Any] = [
 Step = str | int
 
 
-def _paths(value: Any, prefix: tuple[Step, ...], shape: str, out: dict[str, tuple[Step, ...]]) -> None:
-    """Every slot of ``value``: its shape (list indices as ``[]``) to its first concrete path."""
+#: where a tool's JSON Schema starts (echoed back by the Responses API in ``tools`` and
+#: ``mcp_list_tools``): the names under its ``properties`` are the caller's, not the wire's
+SCHEMA_ROOTS = frozenset({"parameters", "input_schema", "output_schema"})
+
+
+def _paths(
+    value: Any, prefix: tuple[Step, ...], shape: str, out: dict[str, tuple[Step, ...]], in_schema: bool = False
+) -> None:
+    """Every slot of ``value``: its shape (list indices as ``[]``) to its first concrete path.
+
+    Inside a tool's JSON Schema, a property's name is ``*`` in the shape: every property
+    is the same field (``city.type`` and ``unit.type`` are both ``*.type``), each schema
+    keyword under it still a field of its own."""
     items: list[tuple[Step, Any, str]]
     if isinstance(value, dict):
-        items = [(k, v, f"{shape}.{k}") for k, v in value.items()]
+        names = in_schema and shape.endswith(".properties")
+        items = [(k, v, f"{shape}.{'*' if names else k}") for k, v in value.items()]
     elif isinstance(value, list):
         items = [(i, v, f"{shape}[]") for i, v in enumerate(value)]
     else:
         return
     for step, child, child_shape in items:
         out.setdefault(child_shape, (*prefix, step))
-        _paths(child, (*prefix, step), child_shape, out)
+        inside = in_schema or (isinstance(step, str) and step in SCHEMA_ROOTS)
+        _paths(child, (*prefix, step), child_shape, out, inside)
 
 
 def _field_cases(streams: list[list[Event]]) -> list[tuple[str, list[Event], int, tuple[Step, ...]]]:
@@ -61,6 +74,22 @@ def _with_value(events: list[Event], position: int, path: tuple[Step, ...], valu
     return changed
 
 
+class _Framed:
+    """``frame(_with_value(events, position, path, value), crlf=False)``, the same bytes,
+    with the unchanged events around ``position`` framed once per case, not once per
+    hostile value (framing is per event: the pieces join to the whole)."""
+
+    def __init__(self, events: list[Event], position: int) -> None:
+        self.events = events
+        self.position = position
+        self.before = frame(events[:position], crlf=False)
+        self.after = frame(events[position + 1 :], crlf=False)
+
+    def with_value(self, path: tuple[Step, ...], value: Any) -> bytes:
+        changed = _with_value([self.events[self.position]], 0, path, value)
+        return self.before + frame(changed, crlf=False) + self.after
+
+
 @pytest.mark.parametrize("wire", FUZZ_WIRES)
 def test_wrong_type_in_every_field(wire: str) -> None:
     """Every field shape of the wire's real corpus, set to each hostile value in turn.
@@ -72,8 +101,9 @@ def test_wrong_type_in_every_field(wire: str) -> None:
     own = wire in CHAT_FAMILY and wire != "openai-chat"
     cases = _field_cases(OWN_CORPUS[wire] if own else CORPUS[family(wire)])
     for shape, events, position, path in cases:
+        framed = _Framed(events, position)
         for value in HOSTILE:
-            raw = frame(_with_value(events, position, path, value), crlf=False)
+            raw = framed.with_value(path, value)
             try:
                 run_wire(wire, [raw])
             except Exception as exc:  # noqa: BLE001 - collected, reported together

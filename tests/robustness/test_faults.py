@@ -52,7 +52,7 @@ from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, FullAcceptQueue, RawServer
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="socket accounting reads /proc")
 
-IDLE = 0.5
+IDLE = 0.3  # the idle timeout of the tests that must time out (6 keep-alives a window where they are sent)
 SLACK = 4.0  # scheduling slack on a loaded 2-core machine (every failure mode here takes >= 10 s)
 
 

@@ -49,6 +49,11 @@ MID_TEXT = anthropic_script(
 )
 
 
+def with_silence(script: list[bytes | float], seconds: float) -> list[bytes | float]:
+    """``script`` with its silence ``seconds`` long instead of ``SILENCE``."""
+    return [seconds if isinstance(step, float) else step for step in script]
+
+
 def ask(provider: str, **limits: float) -> GenerateOptions:
     return GenerateOptions(provider=provider, model="m", messages=(Message.user("go"),), **limits)  # type: ignore[arg-type]
 
@@ -90,7 +95,7 @@ def test_a_quiet_phase_has_a_budget_too(server: ReplayServer) -> None:
 
 
 def test_the_quiet_budget_is_never_shorter_than_the_idle_timeout(server: ReplayServer) -> None:
-    service, _ = anthropic(server, TOOL_INPUT)
+    service, _ = anthropic(server, with_silence(TOOL_INPUT, 0.4))  # 4 times the quiet budget
     result = service.stream(ask("anthropic", idle_timeout=5.0, quiet_timeout=0.1)).result()
     assert result.finish.kind == "tool-calls"
 
@@ -127,8 +132,9 @@ def test_a_reasoning_item_on_responses_is_a_quiet_phase(server: ReplayServer) ->
 
 
 def test_the_longest_silence_leaves_equality_alone(server: ReplayServer) -> None:
-    # one response read twice is equal to itself, however the network paced it
-    service, _ = anthropic(server, TOOL_INPUT)
+    # one response read twice is equal to itself, however the network paced it (a silence
+    # of any length: each read measures its own)
+    service, _ = anthropic(server, with_silence(TOOL_INPUT, 0.2))
     first = service.stream(ask("anthropic", quiet_timeout=5.0)).result()
     second = service.stream(ask("anthropic", quiet_timeout=5.0)).result()
     assert first.metadata is not None and second.metadata is not None

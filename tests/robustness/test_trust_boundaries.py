@@ -44,6 +44,9 @@ from rawserver import CHUNKED_HEADERS, CLOSE_HEADERS, RawServer, chunk
 
 KEY = "sk-trust-boundary-0123456789abcdef"
 SLACK = 1.0  # scheduling slack on a loaded 2-core machine (the watchdog ticks every 50 ms)
+#: the total and idle timeouts that must end a stream before its headers (3 trickled header
+#: lines a window; a phase that escaped the clock would last 30 s)
+BEFORE_HEADERS = 0.3
 
 ADAPTERS: dict[str, Callable[[str], HttpAdapter]] = {
     "openai-chat": lambda url: OpenAIChatAdapter(api_key=KEY, base_url=f"{url}/v1", max_retries=0),
@@ -195,20 +198,20 @@ def later(delay: float, action: Callable[[], None]) -> threading.Timer:
 def test_total_timeout_holds_before_headers(phase: str) -> None:
     with _phase_server(phase) as url:
         adapter = OpenAIChatAdapter(api_key=KEY, base_url=f"{url}/v1", max_retries=0, connect_timeout=30)
-        result, elapsed = run(adapter, timeout=0.5)
+        result, elapsed = run(adapter, timeout=BEFORE_HEADERS)
     failure = result.finish.failure
     assert failure is not None and failure.code == "TIMEOUT", failure
-    assert 0.45 <= elapsed < 0.5 + SLACK
+    assert BEFORE_HEADERS * 0.9 <= elapsed < BEFORE_HEADERS + SLACK
 
 
 @pytest.mark.parametrize("phase", ["connecting", "no-answer", "trickled-headers"])
 def test_idle_clock_runs_before_headers(phase: str) -> None:
     with _phase_server(phase) as url:
         adapter = OpenAIChatAdapter(api_key=KEY, base_url=f"{url}/v1", max_retries=0, connect_timeout=30)
-        result, elapsed = run(adapter, idle_timeout=0.5)
+        result, elapsed = run(adapter, idle_timeout=BEFORE_HEADERS)
     failure = result.finish.failure
     assert failure is not None and failure.code == "TIMEOUT", failure
-    assert 0.45 <= elapsed < 0.5 + SLACK
+    assert BEFORE_HEADERS * 0.9 <= elapsed < BEFORE_HEADERS + SLACK
 
 
 @pytest.mark.parametrize("how", ["cancel", "close"])

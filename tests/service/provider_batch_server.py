@@ -32,7 +32,7 @@ from typing import Any
 
 from helpers import fixture_bytes
 from service.batch_bodies import anthropic_body, chat_body, gemini_body, responses_body
-from dshstream._replay_server import LoopbackHandler
+from dshstream._replay_server import LoopbackHandler, shut_down_now
 
 _ERRORS: dict[str, Callable[[int], dict[str, Any]]] = {
     "openai": lambda status: {"error": {"message": f"rejected with {status}",
@@ -148,7 +148,7 @@ class BatchApiServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
+        shut_down_now(self.httpd)
         self.httpd.server_close()
 
     # ------------------------------------------------------------------ plumbing

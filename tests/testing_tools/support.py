@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from dshstream._replay_server import shut_down_now
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 JS_DIR = ROOT / "tests" / "js"
 REQUIRE = os.environ.get("DSHSTREAM_REQUIRE_BROWSER", "") == "1"
@@ -105,7 +107,7 @@ def wsgi_server(app: Callable[..., Any]) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
-        server.shutdown()
+        shut_down_now(server)
         server.server_close()
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from dshstream import GeminiAdapter, GenerateOptions, LlmService, Message
 from dshstream._core.errors import make_failure
+from dshstream._replay_server import shut_down_now
 from dshstream._core.types import BlockStart, Finish, FinishReason, StreamChunk, TextDelta, chunk_from_dict
 from dshstream.sansio import assemble, decode
 from dshstream.testing import ReplayServer
@@ -128,7 +129,7 @@ def _serve_flask(app: Any) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{server.server_port}"
     finally:
-        server.shutdown()
+        shut_down_now(server)
         server.server_close()
 
 

@@ -129,7 +129,7 @@ def test_early_break_closes_the_connection(server: ReplayServer) -> None:
 def test_idle_timeout_with_keepalives_only(server: ReplayServer) -> None:
     server.add("/v1/", Route(body=b"", script=[chat_event("x")] + [0.1, b": keep-alive\n\n"] * 100))
     started = time.monotonic()
-    result = service_for(server, max_retries=0).stream(request(idle_timeout=0.5)).result()
+    result = service_for(server, max_retries=0).stream(request(idle_timeout=0.3)).result()
     assert time.monotonic() - started < 6.0  # the keep-alives alone would run for 10 s
     assert result.failure is not None and result.failure.code == "TIMEOUT"
     assert result.text == "x"
