@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import socket
+import socketserver
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-import socketserver
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
