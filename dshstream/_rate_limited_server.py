@@ -176,13 +176,15 @@ class RateLimitedServer:
             return
         if self.fail is not None and prompt == self.fail:
             error = {"error": {"message": "bad request", "type": "invalid_request_error"}}
-            self._send(handler, 400, headers, "application/json", json.dumps(error).encode())
-            with self.lock:
+            with self.lock:  # counted before the answer goes: a client that has it sees the count
                 self.accepted[prompt] += 1
+            self._send(handler, 400, headers, "application/json", json.dumps(error).encode())
             return
         if self.delay:
             time.sleep(self.delay)
         text = f"echo {prompt}"
+        with self.lock:  # counted before the answer goes (as above)
+            self.accepted[prompt] += 1
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": TOKENS_PER_REQUEST, "cost": 0.001}
         if body.get("stream"):
             events = [
@@ -201,8 +203,6 @@ class RateLimitedServer:
                 "usage": usage,
             }
             self._send(handler, 200, headers, "application/json", json.dumps(answer).encode())
-        with self.lock:
-            self.accepted[prompt] += 1
 
 
 def main(argv: list[str] | None = None) -> None:
