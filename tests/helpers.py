@@ -134,6 +134,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "anthropic/web_fetch_20260209_dynamic_filtering_container.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/web_fetch_tool_result_sonnet4.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/web_search_server_tool_citations.sse": FixtureFinish("stop", "end_turn"),
+    "azure/foundry_models_grok41_fast_text.sse": FixtureFinish("stop", "stop"),
     "azure/gpt35_turbo_prompt_filter_first.sse": FixtureFinish("stop", "stop"),
     "azure/gpt41_mini_filter_results_on_finish_chunk.sse": FixtureFinish("stop", "stop"),
     "azure/gpt41_mini_obfuscation_protected_material.sse": FixtureFinish("stop", "stop"),

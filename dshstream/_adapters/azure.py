@@ -24,6 +24,12 @@ Contract:
      a ``JsonSchema`` response format is refused before ``2024-08-01-preview``, the first
      version with structured outputs (JSON mode works on all).
 
+   ``foundry_models=True`` (chat only) is the third shape, the Foundry Models inference
+   API that serves the other vendors' models of an Azure AI Foundry resource (Grok, Kimi,
+   DeepSeek, Llama...): ``{endpoint}/models/chat/completions?api-version=...`` (default
+   :data:`FOUNDRY_API_VERSION`, ``2024-05-01-preview``; a pasted ``.../models`` suffix is
+   dropped), the model in the body, ``max_tokens``; it has no model list.
+
 3. **Auth.** A key goes in the ``api-key`` header; a callable ``api_key=`` (an Entra ID
    token provider, e.g. ``azure.identity.get_bearer_token_provider``) in
    ``Authorization: Bearer``, asked before every attempt under the stream's deadline,
@@ -64,7 +70,7 @@ from .._core.dialects import Dialect, get_dialect
 from .._core.errors import LlmError
 from .._core.request import GenerateOptions
 from .._core.response_format import JsonSchema
-from .._core.validate import check_base_url, check_choice, check_credential, check_str_or_none, invalid
+from .._core.validate import check_base_url, check_bool_or_none, check_choice, check_credential, check_str_or_none, invalid
 from .auth import AuthFlow, HeaderAuth
 from .credentials import Credential, CredentialSource, holds_keys
 from .openai_chat import OpenAIChatAdapter, OpenAIChatWire
@@ -81,6 +87,8 @@ ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
 KEY_ENV = "AZURE_OPENAI_API_KEY"
 VERSION_ENV = "OPENAI_API_VERSION"
 DEFAULT_API_VERSION = "v1"
+#: the Foundry Models inference API's version (rule 2)
+FOUNDRY_API_VERSION = "2024-05-01-preview"
 #: the first dated version whose chat body takes ``max_completion_tokens``
 MAX_COMPLETION_TOKENS_SINCE = "2024-09-01"
 #: the first dated version with structured outputs (``2024-08-01-preview``)
@@ -100,10 +108,10 @@ class _Target(NamedTuple):
     auth: AzureAuth
 
 
-def _root(url: str, field: str) -> str:
-    """The resource root of an Azure endpoint URL (rule 1)."""
+def _root(url: str, field: str, foundry: bool = False) -> str:
+    """The resource root of an Azure endpoint URL (rule 1; rule 2's ``/models`` too)."""
     root = check_base_url(url, field).rstrip("/")
-    for suffix in _SUFFIXES:
+    for suffix in (*_SUFFIXES, "/models") if foundry else _SUFFIXES:
         if root.lower().endswith(suffix):
             return root[: -len(suffix)].rstrip("/")
     return root
@@ -124,6 +132,7 @@ def _target(
     api_version: str | None,
     auth: str | None,
     settings: HttpSettings,
+    foundry: bool = False,
 ) -> _Target:
     """Endpoint, version, credential and auth style from the arguments and the
     environment (rules 1-4); sets ``base_url`` and ``api_key`` of ``settings`` to them."""
@@ -137,7 +146,7 @@ def _target(
         raise invalid(
             f"{name} needs endpoint='https://<resource>.openai.azure.com' or {ENDPOINT_ENV} in the environment"
         )
-    root = _root(chosen, f"{name}.endpoint" if (given or base_url) else ENDPOINT_ENV)
+    root = _root(chosen, f"{name}.endpoint" if (given or base_url) else ENDPOINT_ENV, foundry)
     home = root if env_endpoint and chosen == env_endpoint else _home(env_endpoint)
     version = api_version if api_version is not None else (os.environ.get(VERSION_ENV, "").strip() or DEFAULT_API_VERSION)
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
@@ -183,7 +192,7 @@ class _AtAzure:
         deployment's, the preview Responses path."""
         return self.api_version not in _V1
 
-    def models_url(self) -> str:
+    def models_url(self) -> str | None:
         """The resource's model list (rule 6)."""
         path = "/openai/models" if self.classic else "/openai/v1/models"
         return f"{self.base_url}{path}{_query(self.api_version)}"
@@ -197,8 +206,11 @@ class _OnAzure:
     wire: AzureChatWire | AzureResponsesWire
     credential: CredentialSource
 
-    def _on_azure(self, endpoint: str | None, api_version: str | None, auth: str | None, settings: HttpSettings) -> _Target:
-        target = _target(type(self).__name__, endpoint, api_version, auth, settings)
+    def _on_azure(
+        self, endpoint: str | None, api_version: str | None, auth: str | None, settings: HttpSettings,
+        foundry: bool = False,
+    ) -> _Target:
+        target = _target(type(self).__name__, endpoint, api_version, auth, settings, foundry)
         #: how the credential is sent (rule 3)
         self.auth: AzureAuth = target.auth
         settings.setdefault("title", self.default_name)
@@ -219,7 +231,8 @@ class _OnAzure:
 
 
 class AzureChatWire(_AtAzure, OpenAIChatWire):
-    """OpenAI's chat wire at Azure's URLs (rule 2): the v1 API or a classic deployment."""
+    """OpenAI's chat wire at Azure's URLs (rule 2): the v1 API, a classic deployment, or
+    the Foundry Models inference API."""
 
     def __init__(
         self,
@@ -231,25 +244,33 @@ class AzureChatWire(_AtAzure, OpenAIChatWire):
         include_usage: bool = True,
         api_version: str = DEFAULT_API_VERSION,
         deployment: str | None = None,
+        foundry_models: bool = False,
     ) -> None:
         super().__init__(base_url, title, dialect=dialect, think_tags=think_tags, include_usage=include_usage)
         self.api_version = api_version
         #: the classic URL's deployment (``None``: the request's model)
         self.deployment = deployment
+        #: requests go to the Foundry Models inference API (rule 2)
+        self.foundry_models = foundry_models
+
+    def models_url(self) -> str | None:
+        return None if self.foundry_models else super().models_url()
 
     def endpoint(self, options: GenerateOptions) -> str:
+        if self.foundry_models:
+            return f"{self.base_url}/models/chat/completions{_query(self.api_version)}"
         if not self.classic:
             return f"{self.base_url}/openai/v1/chat/completions{_query(self.api_version)}"
         deployment = quote(self.deployment or options.model, safe="-._~")
         return f"{self.base_url}/openai/deployments/{deployment}/chat/completions{_query(self.api_version)}"
 
     def max_tokens_field(self) -> str:
-        if self.classic and self.api_version[:10] < MAX_COMPLETION_TOKENS_SINCE:
+        if self.foundry_models or (self.classic and self.api_version[:10] < MAX_COMPLETION_TOKENS_SINCE):
             return "max_tokens"
         return "max_completion_tokens"
 
     def response_format_fields(self, options: GenerateOptions) -> dict[str, Any]:
-        too_old = self.classic and self.api_version[:10] < JSON_SCHEMA_SINCE
+        too_old = self.classic and not self.foundry_models and self.api_version[:10] < JSON_SCHEMA_SINCE
         if isinstance(options.response_format, JsonSchema) and too_old:
             raise refuse(
                 options,
@@ -303,10 +324,17 @@ class AzureOpenAIAdapter(_OnAzure, OpenAIChatAdapter):
         auth: AzureAuth | None = None,
         think_tags: bool | None = None,
         include_usage: bool = True,
+        foundry_models: bool = False,
         **settings: Unpack[HttpSettings],
     ) -> None:
-        target = self._on_azure(endpoint, api_version, auth, settings)
-        chosen_deployment = check_str_or_none(deployment, f"{type(self).__name__}.deployment") or None
+        name = type(self).__name__
+        foundry = bool(check_bool_or_none(foundry_models, f"{name}.foundry_models"))
+        if foundry and api_version is None:
+            api_version = os.environ.get(VERSION_ENV, "").strip() or FOUNDRY_API_VERSION
+        if foundry and api_version in _V1:
+            raise invalid(f"{name}: the Foundry Models API takes a dated api_version such as {FOUNDRY_API_VERSION!r}")
+        target = self._on_azure(endpoint, api_version, auth, settings, foundry)
+        chosen_deployment = check_str_or_none(deployment, f"{name}.deployment") or None
         dialect = replace(get_dialect("openai"), base_url=target.base_url, key_env=None, title="Azure OpenAI")
         super().__init__(
             dialect=dialect,
@@ -323,6 +351,7 @@ class AzureOpenAIAdapter(_OnAzure, OpenAIChatAdapter):
             include_usage=include_usage,
             api_version=target.api_version,
             deployment=chosen_deployment,
+            foundry_models=foundry,
         )
         self.auth_flow = self._azure_auth()
 

@@ -138,6 +138,36 @@ def test_v1_chat_url_is_the_default(azure: tuple[ReplayServer, Any]) -> None:
     assert result.text == recorded_text("azure/gpt41_mini_filter_results_on_finish_chunk.sse")
 
 
+#: the request ruby_llm's cassette recorded (the Foundry Models API took it; PROVENANCE.md)
+FOUNDRY_BODY = (b'{"model":"grok-4-1-fast-non-reasoning","messages":[{"role":"user","content":"Count from 1 to 3"}],'
+                b'"stream":true,"stream_options":{"include_usage":true}}')
+
+
+def test_foundry_models_api(azure: tuple[ReplayServer, Any]) -> None:
+    from dshstream._core.http_request import encode_json_body
+
+    server, session = azure
+    server.add("/models/chat/completions", Route(body=fixture_bytes("azure/foundry_models_grok41_fast_text.sse")))
+    adapter = AzureOpenAIAdapter(endpoint=f"{RESOURCE}/models", api_key=KEY, session=session, foundry_models=True)
+    assert adapter.api_version == "2024-05-01-preview" and adapter.base_url == RESOURCE
+    assert adapter.wire.models_url() is None
+    count = GenerateOptions(provider="azure", model="grok-4-1-fast-non-reasoning",
+                            messages=(Message.user("Count from 1 to 3"),))
+    assert encode_json_body(adapter.wire.build_body(count)) == FOUNDRY_BODY  # byte for byte
+    service = LlmService(check_contract=True)
+    service.register_adapter(["azure"], adapter)
+    result = service.stream(count).result()
+    sent = server.requests[0]
+    assert sent.path == "/models/chat/completions?api-version=2024-05-01-preview"
+    assert sent.headers["api-key"] == KEY
+    assert result.text == "1, 2, 3."
+    # 161 cached beside prompt_tokens 7 (total_tokens 15 = 7 + 8): 7 were uncached
+    assert result.usage is not None and (result.usage.input_tokens, result.usage.cache_read_tokens) == (7, 161)
+    assert adapter.wire.build_body(options(max_tokens=50))["max_tokens"] == 50
+    with pytest.raises(ConfigurationError, match="dated api_version"):
+        AzureOpenAIAdapter(endpoint=RESOURCE, api_key=KEY, foundry_models=True, api_version="v1")
+
+
 def test_v1_preview_and_the_responses_api(azure: tuple[ReplayServer, Any]) -> None:
     server, session = azure
     server.add("/openai/v1/chat/completions", Route(body=fixture_bytes("azure/model_router_prompt_filter_results.sse")))

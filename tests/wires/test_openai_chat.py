@@ -179,8 +179,9 @@ def expected_usage(usage: dict[str, Any]) -> TokenUsage:
         cost = cost.get("total_cost")
     if cost is None and usage.get("cost_in_usd_ticks") is not None:
         cost = usage["cost_in_usd_ticks"] / 1e10
+    uncached = prompt - (cached or 0) - (write or 0)
     return TokenUsage(
-        input_tokens=prompt - (cached or 0) - (write or 0),
+        input_tokens=uncached if uncached >= 0 else prompt,  # cached counted apart (Grok on Azure)
         output_tokens=output,
         cache_read_tokens=cached,
         cache_write_tokens=write,

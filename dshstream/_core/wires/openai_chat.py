@@ -33,8 +33,11 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    back on the next turn as ordinary tool calls; a cut stream, another shape or an
    undeclared tool leaves it the one call it is.
 4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM
-   continuous stats, Groq ``x_groq.usage``); cached tokens are subtracted from input;
-   a server that reports reasoning outside ``completion_tokens`` (xAI) gets it added.
+   continuous stats, Groq ``x_groq.usage``); cached tokens are subtracted from input,
+   unless there are more of them than input tokens: then the input count is already the
+   uncached input (Grok on Azure Foundry: ``prompt_tokens`` 7 beside 161 cached, and
+   ``total_tokens`` 15 with the 8 output tokens). A server that reports reasoning outside
+   ``completion_tokens`` (xAI) gets it added.
    ``usage.cost`` (OpenRouter; Perplexity's object: its ``total_cost``) and
    ``cost_in_usd_ticks`` (xAI) become ``cost``; a top-level ``usage.reasoning_tokens``
    (Perplexity) counts when ``completion_tokens_details`` has none. Entries
@@ -109,8 +112,9 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
     if cost is None:
         ticks = cost_or_none(usage.get("cost_in_usd_ticks"))
         cost = ticks / _USD_TICKS if ticks is not None else None
+    uncached = prompt - (cache_read or 0) - (cache_write or 0)
     return TokenUsage(
-        input_tokens=max(0, prompt - (cache_read or 0) - (cache_write or 0)),
+        input_tokens=uncached if uncached >= 0 else prompt,
         output_tokens=output,
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
