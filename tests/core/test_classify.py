@@ -577,6 +577,11 @@ def test_sse_shaped_error_body() -> None:
         (404, "No endpoints found that support image input", "INVALID_REQUEST"),
         (400, "Audio input is not supported for this model", "INVALID_REQUEST"),
         (503, "upstream image service unavailable", "SERVER"),  # not a refusal
+        # a local engine's full context comes with a 500, and a retry overflows again
+        (500, '{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}',
+         "CONTEXT_WINDOW_EXCEEDED"),  # llama.cpp's server, LM Studio
+        (500, "failed to decode the batch: KV cache is full - try increasing it via the context size",
+         "CONTEXT_WINDOW_EXCEEDED"),
     ],
 )
 def test_http_precedence(status: int, body: str, code: str) -> None:

@@ -51,6 +51,10 @@ from dshstream._core.classify import (
         "input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000",
         "  context\n\twindow   exceeded  ",
         "CONTEXT_LENGTH_EXCEEDED",
+        # local engines whose context filled up (lexicon rule 6)
+        "Context size has been exceeded.",
+        "failed to decode the batch: KV cache is full - try increasing it via the context size",
+        "failed to decode, try again, increasing context size or reducing parallel",
     ],
 )
 def test_context_overflow_true(text: str) -> None:

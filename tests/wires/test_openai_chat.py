@@ -344,7 +344,7 @@ def test_llama_box_error_line_ends_the_stream_with_its_text() -> None:
     result = assemble(decode_checked(LLAMA_BOX_END, "vllm"))
     assert result.finish.kind == "error" and result.text == " of"
     failure = result.failure
-    assert failure is not None and failure.code != "STREAM_CLOSED"
+    assert failure is not None and failure.code == "CONTEXT_WINDOW_EXCEEDED"  # not a bare STREAM_CLOSED
     assert "increasing context size" in (failure.detail or "")
 
 

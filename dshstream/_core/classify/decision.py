@@ -24,7 +24,8 @@ is the :mod:`.lexicon` match. First match wins:
 7. 429, a rate-limit hint or a per-minute quota → ``RATE_LIMIT``; so is rate-limit
    wording with no status or a 5xx.
 8. 413 → ``INVALID_REQUEST``.
-9. Overflow wording with a 4xx or no status → ``CONTEXT_WINDOW_EXCEEDED``.
+9. Overflow wording with a 4xx or no status, or a local engine's full context at any
+   status (lexicon rule 6: llama.cpp answers it with a 500) → ``CONTEXT_WINDOW_EXCEEDED``.
 10. A content-filter hint or wording with a 4xx or no status → ``CONTENT_FILTER``.
 11. 400/422 or an invalid-request hint → ``INVALID_REQUEST``; so is invalid-request
     wording with no status.
@@ -152,7 +153,7 @@ def decide(status: int | None, hints: frozenset[str], text: str, *, per_minute_q
         return "RATE_LIMIT"
     if eff == 413:
         return "INVALID_REQUEST"
-    if client and lexicon.is_context_overflow(text):
+    if (client and lexicon.is_context_overflow(text)) or lexicon.SERVER_CONTEXT_FULL.search(text):
         return "CONTEXT_WINDOW_EXCEEDED"
     if client and (hints & _CONTENT_HINTS or lexicon.CONTENT_FILTER.search(text)):
         return "CONTENT_FILTER"

@@ -16,6 +16,10 @@ matches against the status and the provider's type/code.
    :func:`is_quota_exhausted` is true.
 5. A model error must name a model; lifecycle words (deprecated, retired ...) count only
    after "model" in the same sentence.
+6. :data:`SERVER_CONTEXT_FULL` is the wording of a local engine whose context filled up —
+   llama.cpp's "Context size has been exceeded." (LM Studio's too) and "KV cache is full",
+   llama-box's "... increasing context size" — which comes with a 500: an overflow
+   however the status reads (``is_context_overflow`` counts it as well).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ __all__ = [
     "INVALID_REQUEST",
     "MODEL",
     "OVERLOADED",
+    "SERVER_CONTEXT_FULL",
     "SERVER_ERROR",
     "UNSUPPORTED_INPUT",
     "TIMEOUT",
@@ -175,6 +180,11 @@ UNSUPPORTED_INPUT = _rx(
     r"support\s+(?:image|audio|video)\s+input",
     r"failed\s+to\s+load\s+image\s+or\s+audio",
 )
+SERVER_CONTEXT_FULL = _rx(
+    r"context\s+size\s+has\s+been\s+exceeded",
+    rf"kv{_S}cache\s+is\s+full",
+    r"increasing\s+(?:the\s+)?context\s+size",
+)
 SERVER_ERROR = _rx(
     rf"internal{_S1}server{_S1}error",
     r"bad\s+gateway",
@@ -188,7 +198,7 @@ def is_context_overflow(text: str) -> bool:
     phrasings count only without rate-limit wording (rule 3: ``ThrottlingException: Too
     many tokens, rate limit reached`` is a rate limit)."""
     text = collapse(text)
-    if _OVERFLOW_STRONG.search(text):
+    if _OVERFLOW_STRONG.search(text) or SERVER_CONTEXT_FULL.search(text):
         return True
     return bool(_OVERFLOW_WEAK.search(text)) and not _RATE.search(text)
 
