@@ -5,6 +5,8 @@ block ends; a machine without proxy.py skips the test."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -31,13 +33,17 @@ def forwarding_proxies(folder: Path) -> Iterator[tuple[int, int]]:
                  str(port_file), "--num-workers", "1", "--num-acceptors", "1", "--threaded", "--log-level", "e",
                  *extra],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,  # its own group: proxy.py forks workers a kill of it would orphan
             )
             started.append((process, port_file))
         ports = [_port(process, port_file) for process, port_file in started]
         yield ports[0], ports[1]
     finally:
         for process, _ in started:  # nothing to flush: SIGKILL, not a second of shutdown
-            process.kill()
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the workers too, not only the parent
+            except ProcessLookupError:
+                pass
             process.wait(10)
 
 
