@@ -7,8 +7,8 @@ authorized; the attempt loop asks it whether a rejection is worth one more try):
 1. **One flow per adapter.** :meth:`AuthFlow.authorize` takes the attempt's request —
    URL, headers and body bytes final — and returns it with its credential headers; the
    JSON body is never encoded again (:meth:`~dshstream._core.http_request.HttpRequest.
-   with_headers`). :meth:`AuthFlow.headers` gives the same headers for a request without
-   a body (``list_models``).
+   with_headers`). :meth:`AuthFlow.get_headers` gives the headers of a GET
+   (``list_models``): a header flow's own headers; SigV4 signs the GET over an empty body.
 2. **Fetched per attempt, under the attempt's limits.** A flow asks its source anew for
    every attempt (a callable's rotating token) with the attempt's
    :class:`~dshstream._adapters.credentials.FetchLimits` (credentials rule 6), and every
@@ -75,6 +75,15 @@ class AuthFlow:
         """``request`` as sent: its credential headers added (rule 1)."""
         added, secrets = self.headers(provider, limits)
         return with_added_headers(request, added, secrets) if added else request
+
+    def get_headers(
+        self, url: str, headers: Mapping[str, str], provider: str, limits: FetchLimits | None = None
+    ) -> tuple[dict[str, str], tuple[str, ...]]:
+        """The headers of a GET of ``url`` — ``headers`` with the credential's on top —
+        and the secrets they carry (rule 1)."""
+        added, secrets = self.headers(provider, limits)
+        names = {name.lower() for name in added}
+        return {**{k: v for k, v in headers.items() if k.lower() not in names}, **added}, secrets
 
     def refresh_after(self, failure: LlmFailure, provider: str) -> bool:
         """Whether ``failure`` made this flow change what it sends: try once more (rule 3)."""
@@ -202,19 +211,31 @@ class SigV4Auth(AuthFlow):
         return creds
 
     def authorize(self, request: HttpRequest, provider: str, limits: FetchLimits | None = None) -> HttpRequest:
+        headers, secrets = self._signed("POST", request.url, request.headers, request.body_bytes(), provider, limits)
+        return request.with_headers(headers, secrets)
+
+    def get_headers(
+        self, url: str, headers: Mapping[str, str], provider: str, limits: FetchLimits | None = None
+    ) -> tuple[dict[str, str], tuple[str, ...]]:
+        return self._signed("GET", url, headers, b"", provider, limits)
+
+    def _signed(
+        self, method: str, url: str, given: Mapping[str, str], body: bytes, provider: str, limits: FetchLimits | None
+    ) -> tuple[dict[str, str], tuple[str, ...]]:
+        """``given`` with ``host`` and the signature headers of this request, and the secrets
+        they carry (the signature itself among them)."""
         creds = self.credentials(provider, limits)
-        parts = urlsplit(request.url)
+        parts = urlsplit(url)
         default = {"https": 443, "http": 80}.get(parts.scheme)
         host = parts.hostname or ""
-        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
+        headers = {k: v for k, v in given.items() if k.lower() != "host"}
         headers["host"] = host if parts.port in (None, default) else f"{host}:{parts.port}"
         added = sign_headers(
-            "POST", request.url, headers, request.body_bytes(), creds, region=self.region, service=self.service,
+            method, url, headers, body, creds, region=self.region, service=self.service,
             content_sha256=self.content_sha256,
         )
         signature = added["authorization"].rsplit("Signature=", 1)[-1]
-        secrets = tuple(s for s in (creds.secret_access_key, creds.session_token, signature) if s)
-        return request.with_headers({**headers, **added}, secrets)
+        return {**headers, **added}, tuple(s for s in (creds.secret_access_key, creds.session_token, signature) if s)
 
     @property
     def secrets(self) -> tuple[str, ...]:

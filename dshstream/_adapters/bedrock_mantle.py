@@ -23,8 +23,8 @@ Contract:
 3. **Body.** The Responses body as the wire builds it, ``store: false``; encrypted
    reasoning is not asked for by default (``include_encrypted_reasoning=True`` asks):
    the open-weight models Mantle serves stream their reasoning as text.
-4. **Models.** With a key, ``GET {base_url}/models`` (the OpenAI list); with SigV4, no list
-   (the flow signs a request's final body, and a list is a GET without one).
+4. **Models.** ``GET {base_url}/models`` (the OpenAI list), with the key or signed with
+   SigV4 like the streams (an empty body's hash).
 """
 
 from __future__ import annotations
@@ -86,7 +86,5 @@ class BedrockMantleAdapter(AwsSigning, HttpAdapter):
         super().__init__(default_base_url=home or base_url, key_env=(), **settings)
         self.wire: OpenAIResponsesWire = OpenAIResponsesWire(self.base_url, self.title, **body)
         self.wire.provider_name = "aws.bedrock"
-        if sigv4 is not None:
-            self.wire.models_path = None  # rule 4
         flow: AuthFlow = sigv4 or (HeaderAuth(self.credential) if self.credential.value is not None else NoAuth())
         self.auth_flow = flow

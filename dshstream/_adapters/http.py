@@ -323,8 +323,9 @@ class HttpAdapter(LlmAdapter):
         limit = DEFAULT_JSON_TIMEOUT if timeout is None else timeout
         deadline = time.monotonic() + limit
         while True:
-            added, secrets = flow.headers(provider, FetchLimits(deadline=deadline))
-            headers = {**self.request_headers(streaming=False), **added}
+            headers, secrets = flow.get_headers(
+                url, self.request_headers(streaming=False), provider, FetchLimits(deadline=deadline)
+            )
             try:
                 payload = self.transport.get_json(
                     url, headers, provider=provider, secrets=secrets, timeout=max(0.001, deadline - time.monotonic())

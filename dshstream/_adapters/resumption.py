@@ -269,10 +269,12 @@ class Resumption:
             if left <= 0 or options.cancelled:
                 return None
             try:
-                added, secrets = adapter.auth_flow.headers(options.provider, FetchLimits(stop, options.cancel))
+                headers, secrets = adapter.auth_flow.get_headers(
+                    url, adapter.request_headers(streaming=False), options.provider, FetchLimits(stop, options.cancel)
+                )
                 response = adapter.transport.get_json(
                     url,
-                    {**adapter.request_headers(streaming=False), **added},
+                    headers,
                     provider=options.provider,
                     secrets=secrets,
                     timeout=max(0.001, left),

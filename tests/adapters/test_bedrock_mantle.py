@@ -8,6 +8,7 @@ answered (tests/fixtures/real/openai-responses/bedrock_mantle_gpt_oss_text_at_co
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 
 import pytest
 
@@ -15,7 +16,7 @@ from dshstream import GenerateOptions, LlmService, Message
 from dshstream._core.errors import LlmError
 from dshstream._core.http_request import encode_json_body
 from dshstream.adapters import BedrockMantleAdapter
-from dshstream.testing import ReplayServer
+from dshstream.testing import ReplayServer, Route
 from helpers import fixture_bytes
 
 RECORDING = "openai-responses/bedrock_mantle_gpt_oss_text_at_content_index_1.sse"
@@ -85,7 +86,33 @@ def test_the_environment_goes_to_the_real_host_only(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS[0])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS[1])
     signed = BedrockMantleAdapter()
-    assert signed.auth_mode == "sigv4" and signed.wire.models_url() is None
+    assert signed.auth_mode == "sigv4"
+    assert signed.wire.models_url() == "https://bedrock-mantle.eu-west-1.api.aws/v1/models"
+
+
+def test_the_model_list_is_a_signed_get_as_botocore_signs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    auth = pytest.importorskip("botocore.auth")
+    awsrequest = pytest.importorskip("botocore.awsrequest")
+    botocore_credentials = pytest.importorskip("botocore.credentials")
+    listing = b'{"object":"list","data":[{"id":"openai.gpt-oss-20b","object":"model","owned_by":"openai"}]}'
+    with ReplayServer({"/v1/models": Route(body=listing, content_type="application/json")}) as server:
+        adapter = BedrockMantleAdapter(region="us-east-1", credentials=CREDENTIALS, base_url=f"{server.url}/v1")
+        service = LlmService()
+        service.register_adapter(["mantle"], adapter)
+        models = service.list_models("mantle")
+        (request,) = server.requests
+    assert [m.id for m in models] == ["openai.gpt-oss-20b"]
+    assert request.method == "GET" and not request.body
+    assert request.headers["x-amz-content-sha256"] == hashlib.sha256(b"").hexdigest()
+    # botocore, given the headers we signed and our date, signs the GET the same
+    signed = request.headers["authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+    headers = {name: request.headers[name] for name in signed if name != "x-amz-date"}
+    at = datetime.strptime(request.headers["x-amz-date"], "%Y%m%dT%H%M%SZ")
+    monkeypatch.setattr(auth, "get_current_datetime", lambda: at)
+    theirs = awsrequest.AWSRequest(method="GET", url=f"{server.url}/v1/models", data=b"", headers=headers)
+    auth.SigV4Auth(botocore_credentials.Credentials(*CREDENTIALS), "bedrock-mantle", "us-east-1").add_auth(theirs)
+    assert request.headers["authorization"] == theirs.headers["Authorization"]
+    assert CREDENTIALS[1] not in repr(adapter)
 
 
 def test_caller_mistakes_name_the_field() -> None:
