@@ -191,6 +191,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "gemini/empty_text_thought_signature_gemini3.sse": FixtureFinish("stop", "STOP"),
     "gemini/file_search_retrieved_context_citations.sse": FixtureFinish("stop", "STOP"),
     "gemini/function_call.sse": FixtureFinish("tool-calls", "STOP"),
+    "gemini/server_side_mcp_function_call_response_text.sse": FixtureFinish("stop", "STOP"),
     "gemini/function_call_array_partial_args_no_terminal_call.sse": FixtureFinish("tool-calls", "STOP"),
     "gemini/function_call_thought_signature_gemini3.sse": FixtureFinish("tool-calls", "STOP"),
     "gemini/grounding_web_search.sse": FixtureFinish("stop", "STOP"),

@@ -20,7 +20,9 @@ Contract:
    (parts or steps) under a key and ``call_ids``: the call id the assembler gave each
    function call, by position. :func:`kept_replay` gives the items in order, each
    function call with its call id; a call the assembler dropped (max-tokens), or one
-   without an id, is left out. ``None``: the turn has no replay state of that wire.
+   without an id, is left out; a server-run call (its ``call_ids`` entry ``None``: the
+   server answered it in the same turn) is kept, with ``None``. ``None``: the turn has no
+   replay state of that wire.
 """
 
 from __future__ import annotations
@@ -118,9 +120,10 @@ def kept_replay(
             continue
         call_id = None
         if is_call(item):
+            server_run = position < len(call_ids) and call_ids[position] is None
             call_id = call_ids[position] if position < len(call_ids) else None
             position += 1
-            if not isinstance(call_id, str) or call_id not in kept:
+            if not server_run and (not isinstance(call_id, str) or call_id not in kept):
                 continue  # dropped by the assembler (max-tokens)
         items.append((item, call_id))
     return items

@@ -207,6 +207,20 @@ def test_function_call_dropped_by_the_assembler_is_not_sent(server: ReplayServer
     assert server.requests[-1].body["contents"][1] == {"role": "model", "parts": [{"text": "Checking."}]}
 
 
+def test_a_call_the_server_ran_goes_back_with_its_answer(server: ReplayServer) -> None:
+    serve(server, "server_side_mcp_function_call_response_text.sse", "text.sse")
+    service, _ = setup(server)
+    first = service.stream(options([Message.user("Weather in New York on 2026-02-02?")])).result()
+    assert first.tool_calls == ()
+    service.stream(options([Message.user("Weather in New York on 2026-02-02?"), first.message(),
+                            Message.user("Thanks")])).result()
+    recorded = raw_parts("server_side_mcp_function_call_response_text.sse")
+    assert server.requests[-1].body["contents"][1] == {
+        "role": "model",
+        "parts": [recorded[0], recorded[1], {"text": first.text}],
+    }
+
+
 def test_history_without_replay_state_is_built_from_blocks(server: ReplayServer) -> None:
     serve(server, "text.sse")
     service, _ = setup(server)

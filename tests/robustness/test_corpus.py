@@ -24,7 +24,8 @@ CRLF framing, and between the CR and LF of a CRLF blank line) and at seeded rand
 offsets (200 in files under 16 KB, 40 in larger ones) decodes without raising anything,
 passes ``check_contract``, and is either the complete result or a ``STREAM_CLOSED``
 failure whose blocks are a prefix of the complete result's blocks (text and reasoning may
-stop early; a tool call cut short is ``arguments_truncated``). A finish reason the
+stop early; a tool call cut short is ``arguments_truncated``; a Gemini call the server
+ran, cut before its ``functionResponse``, is the client's call it then looks like). A finish reason the
 provider really sent is not invented, so a cut after it (before the terminal marker) may
 complete with that finish. A cut inside an event gives exactly the result of a cut just
 before that event. The boundaries cut at are all of them in a file with at most 200
@@ -319,6 +320,20 @@ def _check_cut(got: list[StreamChunk], full: Sequence[StreamChunk], sent: bytes,
         )
     else:
         assert reason.kind == "error", context
+    # A cut before the server's answer to a call it ran (Gemini functionResponse): that
+    # call is all the stream says so far, the client's to run.
+    server_run = [
+        (entry.get("name"), entry.get("arguments"))
+        for entry in (full_finish.metadata.server_tools if full_finish.metadata else ())
+        if entry.get("type") == "function_call"
+    ]
+    for index, block in list(blocks.items()):
+        if (
+            isinstance(block, ToolCallBlock)
+            and not isinstance(full_blocks.get(index), ToolCallBlock)
+            and (block.name, json.loads(block.arguments)) in server_run
+        ):
+            del blocks[index]
     assert set(blocks) <= set(full_blocks), f"{context}: blocks {sorted(blocks)} not in the full result"
     for index, block in blocks.items():
         _check_partial_block(index, block, full_blocks[index], context)

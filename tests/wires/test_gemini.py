@@ -68,7 +68,7 @@ def raw_parts(name: str) -> list[dict[str, Any]]:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 17
+    assert len(FILES) == 18
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -368,6 +368,19 @@ EXPECTED: dict[str, Expect] = {
         model="gemini-2.5-pro",
         replay=(("executableCode", None), ("text", None)),
     ),
+    # tools: [{mcpServers: [...]}]: the server ran the call and answered it in the same
+    # response (functionResponse in the model's content), then the model wrote its answer
+    "server_side_mcp_function_call_response_text.sse": Expect(
+        blocks=("text",),
+        text="On February 2nd, 2026, the weather in New York will range from a low of -13°C at 8:00 AM "
+        "to a high of 0.9°C at 7:00 PM.",
+        usage=TokenUsage(22 + 124, 101 + 573, reasoning_tokens=573),
+        finish="stop",
+        raw="STOP",
+        response_id="QGiSafzoFOuRjrEPw4nssAI",
+        model="gemini-2.5-flash",
+        replay=(("functionCall", None), ("functionResponse", None), ("text", None)),
+    ),
     "vertex_function_call_partial_args_nested.sse": Expect(
         blocks=("tool",),
         text="",
@@ -426,7 +439,8 @@ def test_fixture_values(name: str) -> None:
     assert got == expect.replay
     if result.replay_state is not None:
         assert result.replay_state["wire"] == "gemini"
-        assert result.replay_state.get("call_ids", []) == [c.id for c in result.tool_calls]
+        client_calls = [c for c in result.replay_state.get("call_ids", []) if c is not None]  # None: server-run
+        assert client_calls == [c.id for c in result.tool_calls]
 
 
 def test_whole_function_call_is_start_one_delta_end() -> None:
@@ -669,6 +683,67 @@ def test_recorded_url_context_retrievals_are_a_server_tool_summary() -> None:
     (block,) = result.blocks
     assert isinstance(block, TextBlock)
     assert [(c.kind, c.url, c.title) for c in block.citations] == [("url", "https://ai.pydantic.dev", "Pydantic AI")]
+
+
+def test_a_call_the_server_ran_is_a_server_tool_not_the_clients_to_run() -> None:
+    """Recorded (gemini-2.5-flash, server-side MCP): a functionCall with finishReason STOP,
+    then the server's own functionResponse, then the answer. Nothing is left for the
+    client to run: no tool call, a ``stop`` finish, the call in ``server_tools``, and both
+    parts kept for the next turn (``call_ids`` None: not a call of the client's)."""
+    result = run(load("server_side_mcp_function_call_response_text.sse"))
+    assert result.tool_calls == () and result.finish.kind == "stop"
+    assert result.metadata is not None
+    assert result.metadata.server_tools == (
+        {
+            "type": "function_call",
+            "name": "weather_server_get_weather",
+            "arguments": {"endDate": "2026-02-02", "location": "New York", "startDate": "2026-02-02"},
+        },
+    )
+    state = result.message().replay_state
+    assert state["call_ids"] == [None]
+    assert [next(iter(p)) for p in state["parts"]] == ["functionCall", "functionResponse", "text"]
+    assert state["parts"][1] == raw_parts("server_side_mcp_function_call_response_text.sse")[1]
+    # the first event's STOP ended the call's step: a stream cut after the server's answer
+    # to it, before the model's, is cut short, not complete
+    data = load("server_side_mcp_function_call_response_text.sse")
+    events = data.split(b"\r\n\r\n")
+    cut = run(b"\r\n\r\n".join(events[:2]) + b"\r\n\r\n")
+    assert cut.finish.failure is not None and cut.finish.failure.code == "STREAM_CLOSED"
+    assert cut.tool_calls == ()
+
+
+def test_the_server_answers_a_call_by_id_and_the_others_stay_the_clients() -> None:
+    data = sse(
+        {"candidates": [{"content": {"parts": [
+            {"functionCall": {"id": "a1", "name": "lookup", "args": {"q": "x"}}},
+            {"functionCall": {"id": "b2", "name": "lookup", "args": {"q": "y"}}},
+        ]}}]},
+        {"candidates": [{"content": {"parts": [
+            {"functionResponse": {"id": "b2", "name": "lookup", "response": {"result": "y!"}}},
+        ]}, "finishReason": "STOP"}]},
+    )
+    result = run(data)
+    assert [(c.id, c.arguments) for c in result.tool_calls] == [("a1", '{"q":"x"}')]
+    assert result.finish.kind == "tool-calls"
+    assert result.metadata is not None
+    assert result.metadata.server_tools == ({"type": "function_call", "name": "lookup", "id": "b2", "arguments": {"q": "y"}},)
+    assert result.message().replay_state["call_ids"] == ["a1", None]
+
+
+def test_a_held_call_keeps_its_place_before_the_text_after_it() -> None:
+    data = sse(
+        {"candidates": [{"content": {"parts": [
+            {"functionCall": {"name": "first", "args": {}}},
+            {"functionCall": {"name": "second", "args": {"n": 2}}},
+        ]}}]},
+        {"candidates": [{"content": {"parts": [{"text": "and some text"}]}, "finishReason": "STOP"}]},
+    )
+    result = run(data)
+    assert [type(b).__name__ for b in result.blocks] == ["ToolCallBlock", "ToolCallBlock", "TextBlock"]
+    assert [(c.id, c.name) for c in result.tool_calls] == [("call-0", "first"), ("call-1", "second")]
+    assert result.finish.kind == "tool-calls"
+    assert result.metadata is None  # no server tool, no ids in these events
 
 
 def test_failed_url_retrieval_is_reported_not_dropped() -> None:

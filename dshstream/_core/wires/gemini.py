@@ -11,7 +11,14 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
    entries addressed by ``jsonPath`` (string values continue while ``willContinue``),
    closed by a ``functionCall`` without ``willContinue`` (usually ``{}``); they are
    assembled into one JSON string, emitted at the close. The call id is the wire's
-   ``id`` or ``call-<block index>``.
+   ``id`` or ``call-<block index>``. A whole call is held until the next part of another
+   kind, or the end: a ``functionResponse`` part in the model's own output (the server
+   ran the tool: ``tools: [{"mcpServers": ...}]``) makes the calls it answers (by ``id``,
+   else by ``name``) server-run — no tool-call block, one ``{"type": "function_call",
+   "name", "id"?, "arguments"}`` entry each in ``metadata.server_tools``, both parts
+   kept for replay (their ``call_ids`` entry ``None``) — so the finish is ``stop`` when
+   nothing is left for the client to run; the ``STOP`` that came with such a call ended
+   its step only: the stream is open again until the answer's own finish (rule 5).
 2. ``inlineData`` (a generated image) is a file block — :class:`~dshstream._core.types.FileBlock`
    with its ``mimeType`` and decoded ``data`` — closing the open text block, and is kept
    for replay; a ``thought`` image (a draft) and inline data that is not base64 are kept
@@ -45,7 +52,8 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
    turn's parts in order, every ``thoughtSignature`` on the exact part it came with
    (a signed part is never merged; consecutive unsigned text parts of the same kind are
    joined), streamed calls assembled into one ``functionCall`` part; ``call_ids`` gives
-   the dshstream call id of each ``functionCall`` part, in order.
+   the dshstream call id of each ``functionCall`` part, in order (``None`` for a
+   server-run call, rule 1).
 """
 
 from __future__ import annotations
@@ -207,6 +215,22 @@ def _put(container: Any, step: str | int, value: Any) -> None:
         container[step] = value
 
 
+class _HeldCall:
+    """A whole function call not yet written (rule 1); ``position`` is its ``call_ids`` entry."""
+
+    __slots__ = ("key", "call_id", "wire_id", "name", "args", "position")
+
+    def __init__(
+        self, key: tuple[str, int], call_id: str, wire_id: str | None, name: str, args: Any, position: int
+    ) -> None:
+        self.key = key
+        self.call_id = call_id
+        self.wire_id = wire_id
+        self.name = name
+        self.args = args
+        self.position = position
+
+
 class _TextPart:
     """A replay text part being accumulated (unsigned parts of one kind are joined)."""
 
@@ -311,8 +335,10 @@ class GeminiTranslator(Translator):
         self._key: tuple[str, int] = ("text", 0)
         self._seq = 0
         self._call: _StreamedCall | None = None
+        #: whole calls not yet written: a ``functionResponse`` may show the server ran them (rule 1)
+        self._held: list[_HeldCall] = []
         self._parts: list[dict[str, Any] | _TextPart] = []
-        self._call_ids: list[str] = []
+        self._call_ids: list[str | None] = []
         #: the last ``usageMetadata`` with counts (rule 3), handed to the writer by ``flush``
         self._usage: dict[str, Any] | None = None
 
@@ -399,6 +425,12 @@ class GeminiTranslator(Translator):
         if type(call) is dict:
             self._on_function_call(part, call, signature)
             return
+        if self._held:
+            response = part.get("functionResponse")
+            if type(response) is dict:
+                self._on_function_response(part, response)
+                return
+            self._write_held()
         text = part.get("text")
         if isinstance(text, str) and part.keys() <= _TEXT_PART_KEYS:  # a plain text part (inlined)
             thought = part.get("thought") is True
@@ -496,22 +528,51 @@ class GeminiTranslator(Translator):
     def _new_call_id(self, call: dict[str, Any]) -> tuple[str, str | None]:
         wire_id = call.get("id")
         wire_id = wire_id if isinstance(wire_id, str) and wire_id else None
-        return (wire_id or f"call-{self.writer.block_count}", wire_id)
+        # the block index the call will have: held calls are blocks not yet written
+        return (wire_id or f"call-{self.writer.block_count + len(self._held)}", wire_id)
 
     def _whole_call(self, part: dict[str, Any], call: dict[str, Any], name: str) -> None:
         self._end_text_block()
-        call_id, _ = self._new_call_id(call)
+        call_id, wire_id = self._new_call_id(call)
         self._seq += 1
-        key = ("call", self._seq)
         args = call.get("args")
-        arguments = dump_json(args) if isinstance(args, (dict, list)) else ""
-        writer = self.writer
-        writer.tool_call(key, call_id=call_id, name=name, arguments=arguments or "")
-        writer.end(key, truncated=arguments is None)
+        self._held.append(_HeldCall(("call", self._seq), call_id, wire_id, name, args, len(self._call_ids)))
         self._parts.append(dict(part))
         self._call_ids.append(call_id)
 
+    def _write_held(self) -> None:
+        """The held whole calls are the client's to run: write them (rule 1)."""
+        writer = self.writer
+        for held in self._held:
+            args = held.args
+            arguments = dump_json(args) if isinstance(args, (dict, list)) else ""
+            writer.tool_call(held.key, call_id=held.call_id, name=held.name, arguments=arguments or "")
+            writer.end(held.key, truncated=arguments is None)
+        self._held.clear()
+
+    def _on_function_response(self, part: dict[str, Any], response: dict[str, Any]) -> None:
+        """The server's answer to a held call: that call was server-run (rule 1)."""
+        held = self._held
+        wire_id = first_str(response.get("id"))
+        name = first_str(response.get("name"))
+        match = next((h for h in held if wire_id is not None and h.wire_id == wire_id), None)
+        if match is None:
+            match = next((h for h in held if h.name == name), None)
+        if match is not None:
+            held.remove(match)
+            self._call_ids[match.position] = None
+            summary: dict[str, Any] = {"type": "function_call", "name": match.name}
+            if match.wire_id is not None:
+                summary["id"] = match.wire_id
+            summary["arguments"] = match.args if type(match.args) is dict else {}
+            writer = self.writer
+            writer.server_tools.append(summary)
+            if writer.finish_kind == "stop":  # the STOP ended the call's step: the answer follows
+                writer.withdraw_finish()
+        self._parts.append(dict(part))
+
     def _start_call(self, call: dict[str, Any], name: str) -> _StreamedCall:
+        self._write_held()
         self._end_text_block()
         call_id, wire_id = self._new_call_id(call)
         self._seq += 1
@@ -563,6 +624,7 @@ class GeminiTranslator(Translator):
         if self._usage is not None:  # the last record with counts (rule 3), before the finish
             self.writer.defer_usage(gemini_usage, self._usage)
             self._usage = None
+        self._write_held()  # no answer came: the client's calls (rule 1)
         # No terminator: a streamed call still open here never got its close, so it is cut
         # short whether or not a finish reason arrived.
         self._close_call(truncated=True)

@@ -33,7 +33,9 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    back on the next turn as ordinary tool calls; a cut stream, another shape or an
    undeclared tool leaves it the one call it is.
 4. Usage from any chunk that carries it, last wins (trailing ``choices: []`` chunk, vLLM
-   continuous stats, Groq ``x_groq.usage``); cached tokens are subtracted from input,
+   continuous stats, Groq ``x_groq.usage``); cached tokens (``prompt_tokens_details.
+   cached_tokens``, else DeepSeek's ``prompt_cache_hit_tokens``, else a top-level
+   ``cached_tokens``: Together, Moonshot) are subtracted from input,
    unless there are more of them than input tokens: then the input count is already the
    uncached input (Grok on Azure Foundry: ``prompt_tokens`` 7 beside 161 cached, and
    ``total_tokens`` 15 with the 8 output tokens). A server that reports reasoning outside
@@ -99,6 +101,8 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
     cache_read = int_or_none(prompt_details.get("cached_tokens"))
     if cache_read is None:
         cache_read = int_or_none(usage.get("prompt_cache_hit_tokens"))
+    if cache_read is None:
+        cache_read = int_or_none(usage.get("cached_tokens"))
     cache_write = int_or_none(prompt_details.get("cache_write_tokens"))
     reasoning = int_or_none(completion_details.get("reasoning_tokens"))
     if reasoning is None and "reasoning_tokens" in usage:

@@ -9,12 +9,16 @@ writer):
    arrives whole: :meth:`ChunkWriter.file` writes its start and end at once. Usage and
    finish are deferred until the stream ends; a usage record handed to
    :meth:`ChunkWriter.defer_usage` is parsed once, at the end (the last one wins).
-2. **State.** :attr:`ChunkWriter.state` is the writer's lifecycle, changed in one place
-   (``_advance``): ``"open"`` (no finish reason yet: EOF now is ``STREAM_CLOSED``) ->
+2. **State.** :attr:`ChunkWriter.state` is the writer's lifecycle, moved on in one place
+   (``_advance``; back only by ``withdraw_finish``): ``"open"`` (no finish reason yet:
+   EOF now is ``STREAM_CLOSED``) ->
    ``"finishing"`` (a finish reason arrived, :meth:`ChunkWriter.set_finish`: blocks may
    still be written, usage and finish are held until the end) -> ``"finished"`` (the
    ``Finish`` chunk is out). ``"finished"`` is final: every later ending is a no-op, and a
    translator feeds nothing more (it reads ``state``, an attribute, on its hot path).
+   :meth:`ChunkWriter.withdraw_finish` takes ``"finishing"`` back to ``"open"`` when the
+   provider's word turns out to end one step, not the response (Gemini's ``STOP`` on a call
+   the server then runs and answers).
 3. **Endings.** A stream ends in exactly one of three ways: :meth:`ChunkWriter.complete`
    (terminal marker seen), :meth:`ChunkWriter.fail` (in-band provider error, partial
    output kept) or :meth:`ChunkWriter.cut` (EOF before the marker: ``STREAM_CLOSED``
@@ -174,7 +178,8 @@ class ChunkWriter:
         #: the provider's own latency measure, in milliseconds (Bedrock ``metrics.latencyMs``)
         self.latency_ms: int | None = None
         self._replay_state = replay_state
-        #: ``"open"`` -> ``"finishing"`` -> ``"finished"`` (rule 2); changed by ``_advance`` only
+        #: ``"open"`` -> ``"finishing"`` -> ``"finished"`` (rule 2); changed by ``_advance``
+        #: (and ``withdraw_finish``) only
         self.state: WriterState = "open"
         #: the name of the tool call written as text (rule 5); ``None``: none
         self.unwrap_tool: str | None = None
@@ -382,9 +387,9 @@ class ChunkWriter:
         return self.state == "finished"
 
     def _advance(self, state: WriterState) -> None:
-        """The one place :attr:`state` changes (rule 2): ``"finishing"`` when a finish
+        """Where :attr:`state` moves forward (rule 2): ``"finishing"`` when a finish
         reason arrives, ``"finished"`` once the ``Finish`` chunk is out; ``"finished"`` is
-        final."""
+        final (:meth:`withdraw_finish` is the one step back)."""
         if self.state != "finished":
             self.state = state
 
@@ -397,6 +402,15 @@ class ChunkWriter:
         self.finish_raw = None if raw is not None and _echoes_secret(raw) else raw  # rule 6
         self.finish_failure = failure
         self._advance("finishing")
+
+    def withdraw_finish(self) -> None:
+        """Forget the finish reason set so far: more of the response follows (rule 2);
+        ``"finishing"`` is ``"open"`` again. A no-op once the ``Finish`` chunk is out."""
+        if self.state == "finishing":
+            self.finish_kind = None
+            self.finish_raw = None
+            self.finish_failure = None
+            self.state = "open"
 
     def identify(
         self, response_id: Any = None, model: Any = None, serving_provider: Any = None
