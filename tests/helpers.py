@@ -110,6 +110,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "alibaba/qwen3max_reasoning_content.sse": FixtureFinish("stop", "stop"),
     "alibaba/qwen3max_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
     "anthropic/adaptive_thinking_interleaved_opus46.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/legacy_text_completion_claude21.sse": FixtureFinish("stop", "stop_sequence"),
     "anthropic/advisor_tool_result_iterations.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/cache_creation_and_read_code_execution.sse": FixtureFinish("stop", "end_turn"),
     "anthropic/cache_read_compaction.sse": FixtureFinish("stop", "end_turn"),

@@ -189,7 +189,8 @@ def _bedrock_wire(data: bytes) -> str:
 def detect_wire(data: bytes) -> str:
     """Guess the wire of a recorded stream from its first bytes.
 
-    ``event: message_start`` is Anthropic (``message-start``, hyphenated, Cohere);
+    ``event: message_start`` is Anthropic (``message-start``, hyphenated, Cohere), and so
+    is a stream opening with ``event: completion`` (its legacy Text Completions);
     ``response.*`` event types are the Responses
     API; an ``event_type`` of ``interaction.*`` or ``step.*`` is Gemini's Interactions API;
     ``candidates`` objects are Gemini; ``chat.completion.chunk`` is the chat wire,
@@ -203,6 +204,8 @@ def detect_wire(data: bytes) -> str:
     head = data[:65536]
     if b"message_start" in head and (b"event: message_start" in head or b'"type":"message_start"' in head or b'"type": "message_start"' in head):
         return "anthropic"
+    if head.startswith((b"event: completion\n", b"event: completion\r", b'data: {"type":"completion"')):
+        return "anthropic"  # the legacy Text Completions stream (anthropic rule 7)
     if b'"type":"response.' in head or b'"type": "response.' in head or b"event: response." in head:
         return "openai-responses"
     if b"event: interaction." in head or b"event: step." in head or _INTERACTIONS_TYPE.search(head):

@@ -54,7 +54,7 @@ def sse(*events: dict[str, Any]) -> bytes:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 25
+    assert len(FILES) == 26
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -108,6 +108,11 @@ def reference(raw: bytes) -> Reference:
                 signatures[event["index"]] = delta["signature"]
         elif event["type"] == "content_block_stop":
             ref_stop(ref, kinds, pieces, signatures, inputs, event["index"])
+        elif event["type"] == "completion":  # the legacy Text Completions stream: one text
+            completion = pieces.setdefault(-1, [])
+            completion.append(event["completion"])
+            if event["stop_reason"]:
+                ref.texts.append("".join(completion))
     return ref
 
 
@@ -172,7 +177,7 @@ def same(value: str | None, expected: str | Snip | None) -> bool:
 class Expect:
     blocks: tuple[str, ...]  # block kinds in order: text / reasoning / tool
     text: str | Snip
-    usage: TokenUsage
+    usage: TokenUsage | None
     finish: str
     raw: str
     response_id: str
@@ -193,6 +198,17 @@ EXPECTED: dict[str, Expect] = {
         response_id="msg_01T8kTq7cYyYJeQ5DxcVUc6D",
         model="claude-haiku-4-5-20251001",
         replay=("text",),
+    ),
+    # the legacy Text Completions stream (POST /v1/complete, claude-2.1): completion events,
+    # the last one with the stop reason; no message_* events and no usage
+    "legacy_text_completion_claude21.sse": Expect(
+        blocks=("text",),
+        text=" Light scatters blue.",
+        usage=None,
+        finish="stop",
+        raw="stop_sequence",
+        response_id="compl_015dfgyiT7JLszAiMbGMtgeG",
+        model="claude-2.1",
     ),
     "stop_sequence_prefill.sse": Expect(
         blocks=("text",),
@@ -602,6 +618,9 @@ def test_fixture_values(name: str) -> None:
     assert result.metadata.response_id == expect.response_id
     assert result.metadata.model == expect.model
     state = result.replay_state
+    if not expect.replay:  # Text Completions: nothing to replay but the text
+        assert state is None
+        return
     assert isinstance(state, dict) and state["wire"] == "anthropic"
     assert tuple(entry["type"] for entry in state["content"]) == expect.replay
 

@@ -464,6 +464,9 @@ def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extr
         ),
         ({"prompt_tokens": 10, "completion_tokens": 2, "prompt_cache_hit_tokens": 8}, TokenUsage(2, 2, cache_read_tokens=8)),
         ({"prompt_tokens": 10, "completion_tokens": 2}, TokenUsage(10, 2)),
+        # Together and Moonshot put the cache read at the top level of usage
+        ({"prompt_tokens": 41, "completion_tokens": 15, "total_tokens": 56, "cached_tokens": 30},
+         TokenUsage(11, 15, cache_read_tokens=30)),
     ],
 )
 def test_seed_usage_vectors(usage: dict[str, Any], expected: TokenUsage) -> None:

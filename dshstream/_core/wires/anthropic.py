@@ -63,6 +63,10 @@ Contract (sans-IO; events ``event: <type>`` + ``data: {json}``, ``message_stop``
    forced tool's structured-output answer,
    :meth:`~dshstream._core.wires.translator.Translator.unwrap_tool_call`) is a text block,
    and prose held beside it (writer rule 5) keeps its own text block.
+7. The legacy Text Completions stream (``POST /v1/complete``: ``completion`` events, no
+   ``message_*``) is read too: each event's ``completion`` is text, its ``id`` and
+   ``model`` identify the response, and the event with a ``stop_reason`` is the last one
+   (finish words as in rule 4). It sends no usage.
 """
 
 from __future__ import annotations
@@ -272,7 +276,21 @@ class AnthropicTranslator(BlockReplayTranslator):
             self._finish_stream()
         elif kind == "error" or event == "error":
             self.fail_with(payload)
+        elif kind == "completion":
+            self._on_completion(payload)
         # ping and unknown event types: liveness only
+
+    def _on_completion(self, payload: dict[str, Any]) -> None:
+        """A legacy Text Completions event (rule 7)."""
+        writer = self.writer
+        writer.identify(payload.get("id"), payload.get("model"))
+        text = payload.get("completion")
+        if isinstance(text, str) and text:
+            writer.text(("completion", 0), text)
+        reason = first_str(payload.get("stop_reason"))
+        if reason is not None:  # the last event: no message_stop follows
+            self._stop_reason = reason
+            self._finish_stream()
 
     def _on_message_start(self, message: dict[str, Any]) -> None:
         name = message.get("id")
