@@ -92,3 +92,30 @@ def test_a_chunk_writer_is_a_sink() -> None:
     kinds = [type(chunk).__name__ for chunk in writer.take()]
     assert kinds[0] == "BlockStart" and kinds[-1] == "Finish"
     assert "ReasoningDelta" in kinds and "TextDelta" in kinds
+
+
+def test_a_barrier_releases_held_text_before_the_block_that_follows() -> None:
+    # Kimi K2.5 on Avian (recorded): reasoning, then " " and " " as content, then a native
+    # tool call. The guard holds whitespace (it may precede a spill); the call's barrier
+    # releases it, so the text stays before the call instead of moving after it.
+    sink = Sink()
+    filters = ContentFilters(sink, think_tags=True, spill_guard=True, verbatim_tools=TOOLS)
+    filters.reasoning("Let me call the weather function.")
+    filters.content(" ")
+    filters.content(" read_fi")  # the start of a verbatim call, held too
+    assert [entry for entry in sink.log if entry[0] == "text"] == []
+    filters.barrier()
+    sink.tool_call("native", "c1", "weather", "{}")
+    filters.content("<thi")  # a partial think tag is not released by the barrier
+    filters.barrier()
+    filters.content("nk>later</think>done")
+    filters.flush()
+    runs: list[list[str]] = []
+    for entry in sink.log:
+        if entry[0] in ("text", "tool"):
+            if runs and runs[-1][0] == entry[0] == "text":
+                runs[-1][1] += str(entry[2])
+            else:
+                runs.append([str(entry[0]), str(entry[2])])
+    assert runs == [["text", "  read_fi"], ["tool", "weather"], ["text", "done"]]
+    assert joined(sink.log, "reasoning") == "Let me call the weather function.later"

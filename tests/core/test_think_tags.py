@@ -340,3 +340,37 @@ def test_a_cut_stream_drops_a_fragment_that_could_still_become_a_tag() -> None:
     stripper = ThinkTagStripper()
     stripper.feed("Hello <th")
     assert stripper.flush() == ("<th", "")  # a stream that ended cleanly keeps it visible
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "fireworks/deepseek_r1_think_tags_in_content_usage_every_chunk.sse",
+        "novita/deepseek_r1_distill_qwen14b_think_tags_content_filter.sse",
+    ],
+)
+def test_recorded_think_tags_in_content_split_exactly(rel: str) -> None:
+    """DeepSeek R1 served by Fireworks and Novita writes ``<think>...</think>`` inside
+    ``delta.content``: with ``think_tags`` the reasoning is what the tags hold and the
+    answer what follows, whatever the deltas' cuts (byte by byte too)."""
+    import json
+
+    from dshstream._core.assembler import assemble
+    from dshstream._core.decode import decode
+
+    from helpers import fixture_bytes
+
+    data = fixture_bytes(rel)
+    content = "".join(
+        (json.loads(line[6:])["choices"] or [{}])[0].get("delta", {}).get("content") or ""
+        for line in data.decode("utf-8").splitlines()
+        if line.startswith("data: {")
+    )
+    match = re.fullmatch(r"\s*<think>(.*?)</think>(.*)", content, re.S)
+    assert match is not None
+    result = assemble(decode(data, wire="openai-chat", think_tags=True))
+    assert result.reasoning.strip() == match.group(1).strip() and result.reasoning
+    assert result.text.strip() == match.group(2).strip() and result.text
+    assert "<think>" not in result.text and "</think>" not in result.text
+    pieces = assemble(decode([data[i : i + 1] for i in range(len(data))], wire="openai-chat", think_tags=True))
+    assert (pieces.reasoning, pieces.text) == (result.reasoning, result.text)

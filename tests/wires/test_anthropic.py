@@ -54,7 +54,7 @@ def sse(*events: dict[str, Any]) -> bytes:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 26
+    assert len(FILES) == 27
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -209,6 +209,17 @@ EXPECTED: dict[str, Expect] = {
         raw="stop_sequence",
         response_id="compl_015dfgyiT7JLszAiMbGMtgeG",
         model="claude-2.1",
+    ),
+    # output_config.format json_schema (recorded by anthropic-sdk-python): the JSON is the text
+    "structured_output_json_schema_sonnet45.sse": Expect(
+        blocks=("text",),
+        text="[12345,67890]",
+        usage=TokenUsage(135, 10, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_01LtFpmR8SbmiK2kRA5sWXNi",
+        model="claude-sonnet-4-5-20250929",
+        replay=("text",),
     ),
     "stop_sequence_prefill.sse": Expect(
         blocks=("text",),

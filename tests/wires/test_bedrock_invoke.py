@@ -447,3 +447,19 @@ def test_unsupported_family_is_a_clear_failure_not_a_cut(event: dict[str, Any], 
         assert failure is not None and failure.code == "MALFORMED_RESPONSE"
         assert "unsupported model family" in failure.message and family in failure.message
         assert 'api="converse"' in failure.message
+
+
+def test_the_billed_counts_are_kept_beside_the_models_own() -> None:
+    """Recorded (Arize-ai/openinference, Claude 3.5 Sonnet on invoke): the Messages events
+    say 130 output tokens, Bedrock's invocation metrics bill 98. The model's count is the
+    usage (rule 3); the metrics are kept as sent in ``metadata.raw_usage``."""
+    chunks = _run(fixture_bytes("bedrock/invoke_claude35_sonnet_text_two_tool_uses.eventstream"))
+    finish = _finish(chunks)
+    (usage,) = _usage(chunks)
+    assert (usage.input_tokens, usage.output_tokens) == (702, 130)
+    assert finish.metadata is not None and finish.metadata.raw_usage is not None
+    billed = finish.metadata.raw_usage["amazon-bedrock-invocationMetrics"]
+    assert (billed["inputTokenCount"], billed["outputTokenCount"]) == (702, 98)
+    assert [c.block.name for c in chunks if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)] == [
+        "get_current_weather_info", "get_current_population_info",
+    ]

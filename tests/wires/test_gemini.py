@@ -68,7 +68,7 @@ def raw_parts(name: str) -> list[dict[str, Any]]:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 18
+    assert len(FILES) == 19
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -190,6 +190,21 @@ EXPECTED: dict[str, Expect] = {
         model="gemini-3-pro-preview",
         tools=(("call-0", "get_country", "{}"),),
         replay=(("functionCall", "EpwICpkIAXLI2nxlU6gs"),),
+    ),
+    # gemini-3.5-flash: the server gives each call an id of its own; they are the call ids
+    "function_call_ids_thought_signature_gemini35.sse": Expect(
+        blocks=("tool", "tool"),
+        text="",
+        usage=TokenUsage(71, 33 + 93, reasoning_tokens=93),
+        finish="tool-calls",
+        raw="STOP",
+        response_id="FyIhav7bJNyw4-EP6eCsqA0",
+        model="gemini-3.5-flash",
+        tools=(
+            ("dv8szvqe", "get_weather", '{"location":"Boston"}'),
+            ("j80tal12", "get_weather", '{"location":"New Delhi"}'),
+        ),
+        replay=(("functionCall", "EvsDCvgDAQw51sfOm202"), ("functionCall", None)),
     ),
     "empty_text_thought_signature_gemini3.sse": Expect(
         blocks=("text",),

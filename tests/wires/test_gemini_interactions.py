@@ -90,6 +90,8 @@ def test_every_fixture_is_here() -> None:
         "recorded_basic_text.sse",
         "recorded_function_call.sse",
         "recorded_google_search.sse",
+        "recorded_image_input_incomplete_flash_lite.sse",
+        "recorded_thinking_summary_event_metadata_usage.sse",
         "text_thought_signature.sse",
         "thinking_summary.sse",
     ]
@@ -148,6 +150,36 @@ def test_recorded_text_with_a_thought_signature() -> None:
     assert (result.finish.kind, result.finish.raw) == ("stop", "completed")
     assert result.metadata is not None and result.metadata.model == "gemini-2.5-flash"
     assert result.replay_state["interaction_id"] == raw[0]["interaction"]["id"]
+
+
+def test_recorded_thinking_summaries_are_the_reasoning_and_the_last_signature_is_kept() -> None:
+    """Recorded (gemini-2.5-flash, ``thinking_summaries: auto``): two summary deltas and
+    empty signature deltas in one thought step, then the answer."""
+    name = "recorded_thinking_summary_event_metadata_usage.sse"
+    raw = events(name)
+    result = run(load(name))
+    summaries = [
+        e["delta"]["content"]["text"]
+        for e in raw
+        if e["event_type"] == "step.delta" and e["delta"].get("type") == "thought_summary"
+    ]
+    assert len(summaries) == 2 and result.reasoning == "".join(summaries)
+    signatures = [e["delta"]["signature"] for e in raw if e["event_type"] == "step.delta" and e["delta"].get("signature")]
+    thought = result.blocks[0]
+    assert isinstance(thought, ReasoningBlock) and thought.signature == signatures[-1]
+    assert result.text.startswith("The sky is blue because tiny air molecules scatter blue light")
+    assert result.usage == _recorded_usage(raw) == TokenUsage(11, 42 + 126, cache_read_tokens=0, reasoning_tokens=126)
+    assert (result.finish.kind, result.finish.raw) == ("stop", "completed")
+
+
+def test_a_recorded_incomplete_interaction_is_cut_at_the_output_limit() -> None:
+    name = "recorded_image_input_incomplete_flash_lite.sse"
+    raw = events(name)
+    result = run(load(name))
+    assert raw[-1]["interaction"]["status"] == "incomplete"
+    assert result.text == "The image displays"
+    assert (result.finish.kind, result.finish.raw) == ("max-tokens", "incomplete")
+    assert result.usage == _recorded_usage(raw) == TokenUsage(266, 3 + 57, cache_read_tokens=0, reasoning_tokens=57)
 
 
 def test_recorded_function_call_with_start_arguments_and_one_delta() -> None:

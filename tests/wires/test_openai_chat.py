@@ -223,7 +223,9 @@ def test_fixture_matches_raw_events(rel: str) -> None:
         assert finish.kind == ("tool-calls" if ref.calls else "stop") and finish.raw is None
     else:
         kinds = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
-        assert finish.kind == kinds[ref.finish_reason]
+        # a forced (named) tool choice ends its calls with "stop" (recorded, gpt-4-0125)
+        stop_with_calls = ref.finish_reason == "stop" and bool(ref.calls)
+        assert finish.kind == ("tool-calls" if stop_with_calls else kinds[ref.finish_reason])
         assert finish.raw == (ref.native or ref.finish_reason)
 
 

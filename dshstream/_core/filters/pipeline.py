@@ -15,6 +15,10 @@ Contract: sans-IO and stdlib only. :class:`ContentFilters` writes into a
    stream (``cut``: the stream was cut short, so an open think tag is not completed).
 5. A settled spill guard drops out of the hot path; a pipeline with every stage off is a
    plain pass-through.
+6. ``barrier()``: the wire is about to open a block of another kind (a native tool call).
+   What the spill guard and the verbatim parser hold is released first, so text keeps its
+   place before that block (two spaces before a call are not moved after it); the guard is
+   settled from there (the first visible text was that). A partial think tag stays held.
 """
 
 from __future__ import annotations
@@ -104,6 +108,18 @@ class ContentFilters:
             self._verbatim_calls += 1
             sink.tool_call(key, item.id, item.name, item.arguments)
             sink.end(key)
+
+    def barrier(self) -> None:
+        """Release held text before a block of another kind opens (rule 6)."""
+        if self.guard is not None:
+            visible, spilled = self.guard.flush()
+            if spilled:
+                self.sink.reasoning(REASONING_KEY, spilled)
+            self.guard = None
+            if visible:
+                self._visible(visible)
+        if self.verbatim is not None:
+            self._emit(self.verbatim.flush())
 
     def flush(self, *, cut: bool = False) -> None:
         """Release held text at the end of the stream (rule 4)."""

@@ -21,7 +21,10 @@ Contract (sans-IO; fed :class:`~dshstream._core.eventstream.EventStreamMessage` 
 3. ``amazon-bedrock-invocationMetrics`` (on the last event) gives the usage
    (``inputTokenCount``, ``outputTokenCount``, ``cacheReadInputTokenCount``,
    ``cacheWriteInputTokenCount``) only when the inner events carried none; it is applied
-   before the event that carries it is forwarded, so it is in the finish.
+   before the event that carries it is forwarded, so it is in the finish. It is kept as
+   sent in ``metadata.raw_usage`` under its own name either way: the counts AWS bills,
+   which may differ from the model's own (Claude's ``output_tokens`` 130 beside an
+   ``outputTokenCount`` of 98 in one recording).
 4. Exception and error messages end the stream with the failure the Converse wire gives
    them, keeping partial output: both Bedrock wires read their messages in one base,
    :class:`~dshstream._core.wires.bedrock.BedrockTranslator`.
@@ -139,8 +142,10 @@ class BedrockInvokeTranslator(BedrockTranslator):
             self._converse = name in _CONVERSE_EVENTS
         metrics = payload.get(METRICS)
         writer = self.writer
-        if metrics is not None and writer.usage is None and writer.raw_usage is None:
-            writer.usage = invocation_usage(metrics)
+        if type(metrics) is dict:
+            if writer.usage is None and writer.raw_usage is None:
+                writer.usage = invocation_usage(metrics)
+            writer.raw_usage = {**(writer.raw_usage or {}), METRICS: metrics}  # rule 3: as sent
         if self._converse and type(body) is dict:
             body = self._one_text_block(inner, name, body)
             if body is None:

@@ -459,6 +459,8 @@ class OpenAIChatTranslator(Translator):
         if key is None:
             key = self._calls
             self._calls += 1
+            if self._filters is not None:  # held text keeps its place before the call
+                self._filters.barrier()
         if call_id is not None and call_id not in self._by_id:
             self._by_id[call_id] = key
         if wire_index is not None and (reused or wire_index not in self._by_index):
