@@ -19,7 +19,9 @@ dialect (and Azure's) a cache point is ``prompt_cache_breakpoint`` on its turn's
 content part, with ``prompt_cache_key``/``prompt_cache_retention``
 (:mod:`~dshstream._adapters.prompt_cache` rule 4); on OpenRouter's, ``cache_control`` on
 that part and at the top level for the automatic mode (rule 5); other servers refuse
-caching requests.
+caching requests. Tool calls a local server left as ``<tool_call>`` markup in the text
+(its dialect's ``tool_markup``, or ``tool_markup=True`` for any server) are read as calls
+of the request's tools.
 """
 
 from __future__ import annotations
@@ -117,6 +119,8 @@ class OpenAIChatWire(Wire):
 
     models_path: str | None = "/models"
     media: MediaSupport | None = OPENAI_CHAT
+    #: read ``<tool_call>`` markup in the text as calls (``None``: as the dialect says)
+    tool_markup: bool | None = None
 
     def __init__(
         self,
@@ -259,6 +263,7 @@ class OpenAIChatWire(Wire):
             verbatim_tools=self.prose_tools(options),
             max_tokens=options.max_tokens,
             client_tools=self.client_tools(options),
+            tool_markup=self.tool_markup,
         )
 
     @staticmethod
@@ -296,6 +301,7 @@ class OpenAIChatAdapter(HttpAdapter):
         think_tags: bool | None = None,
         include_usage: bool = True,
         include_obfuscation: bool | None = None,
+        tool_markup: bool | None = None,
         **settings: Unpack[HttpSettings],
     ) -> None:
         chosen = dialect if isinstance(dialect, Dialect) else get_dialect(dialect)
@@ -311,6 +317,7 @@ class OpenAIChatAdapter(HttpAdapter):
         )
         if choice is not None:  # set after: a wire subclass's __init__ need not take it
             self.wire.include_obfuscation = choice
+        self.wire.tool_markup = check_bool_or_none(tool_markup, f"{type(self).__name__}.tool_markup")
 
     @property
     def dialect(self) -> Dialect:

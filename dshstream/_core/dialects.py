@@ -33,6 +33,9 @@ class Dialect:
     json_mode: bool = True
     #: where the model list is, under ``base_url``
     models_path: str = "/models"
+    #: read ``<tool_call>`` markup the model wrote in its text as calls of the request's
+    #: tools (a local server that may leave the model's tool template unparsed)
+    tool_markup: bool = False
     #: display name
     title: str = ""
 
@@ -72,10 +75,12 @@ DIALECTS: dict[str, Dialect] = {
             title="Perplexity",
         ),
         Dialect(
-            "vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", think_tags=True, keyless=True, title="vLLM"
+            "vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", think_tags=True, keyless=True, tool_markup=True,
+            title="vLLM",
         ),
         Dialect(
-            "ollama", "http://127.0.0.1:11434/v1", None, think_tags=True, keyless=True, title="Ollama"
+            "ollama", "http://127.0.0.1:11434/v1", None, think_tags=True, keyless=True, tool_markup=True,
+            title="Ollama",
         ),
         Dialect(
             "llamacpp",
@@ -85,6 +90,7 @@ DIALECTS: dict[str, Dialect] = {
             keyless=True,
             reasoning_content_passback=True,
             schema_via="json_schema",
+            tool_markup=True,
             title="llama.cpp",
         ),
         Dialect(
@@ -94,9 +100,12 @@ DIALECTS: dict[str, Dialect] = {
             think_tags=True,
             keyless=True,
             json_mode=False,
+            tool_markup=True,
             title="LM Studio",
         ),
-        Dialect("custom", "http://127.0.0.1:8080/v1", None, think_tags=True, keyless=True, title="Custom"),
+        Dialect(
+            "custom", "http://127.0.0.1:8080/v1", None, think_tags=True, keyless=True, tool_markup=True, title="Custom"
+        ),
     )
 }
 

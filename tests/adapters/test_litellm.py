@@ -357,6 +357,15 @@ OPENAI_WORD = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop"
                "max_tokens": "length", "completed": "stop"}
 #: every disagreement with the native adapter that is not fixed, and why
 KNOWN: dict[str, str] = {
+    "openai/named_tool_choice_finish_stop_gpt4_0125.sse": "a forced tool's calls end with `stop`; LiteLLM rewrites "
+    "the word as `tool_calls` (the kind, tool-calls, agrees)",
+    "openrouter/gemini25_flash_reasoning_text_google_vertex.sse": "LiteLLM keeps `finish_reason`, not OpenRouter's "
+    "`native_finish_reason` (Google's `STOP`); the kind agrees",
+    "together/llama33_70b_finish_reason_eos.sse": "LiteLLM maps Together's `eos` to `stop`; the kind agrees",
+    "together/llama33_70b_turbo_text_usage_cached_tokens.sse": "LiteLLM reads no top-level `usage.cached_tokens` "
+    "(Together's): the cache read (0 here) is unknown there, the counts agree",
+    "anthropic/legacy_text_completion_claude21.sse": "the legacy Text Completions stream (/v1/complete): LiteLLM's "
+    "`anthropic/` provider reads only Messages streams, so it finds no end (STREAM_CLOSED)",
     "azure/foundry_models_grok41_fast_text.sse": "read as an OpenAI stream, LiteLLM keeps no `cost_in_usd_ticks` "
     "(xAI's field, relayed by Azure Foundry): the cost (0 ticks) is lost, the counts agree",
     "openai/refusal.sse": "LiteLLM drops streamed `refusal` deltas (it keeps only the first, empty one), so no "
@@ -467,6 +476,18 @@ def test_chat_corpus_agrees_with_the_native_adapter(lit: Any, name: str) -> None
     if name == "mistral/magistral_thinking_content_parts.sse":
         assert native.signature is None and mine.signature == "mistral", KNOWN[name]
         mine = _with(mine, signature=None)
+    if name in ("openai/named_tool_choice_finish_stop_gpt4_0125.sse",
+                "openrouter/gemini25_flash_reasoning_text_google_vertex.sse",
+                "together/llama33_70b_finish_reason_eos.sse"):
+        words = {"openai/named_tool_choice_finish_stop_gpt4_0125.sse": ("stop", "tool_calls"),
+                 "openrouter/gemini25_flash_reasoning_text_google_vertex.sse": ("STOP", "stop"),
+                 "together/llama33_70b_finish_reason_eos.sse": ("eos", "stop")}
+        assert (native.raw, mine.raw) == words[name], KNOWN[name]
+        mine = _with(mine, raw=native.raw)
+    if name == "together/llama33_70b_turbo_text_usage_cached_tokens.sse":
+        assert native.usage is not None and native.usage[2] == 0 and mine.usage == (*native.usage[:2], None,
+                                                                                   *native.usage[3:]), KNOWN[name]
+        mine = _with(mine, usage=native.usage)
     assert mine.raw == OPENAI_WORD.get(native.raw or "", native.raw)
     assert mine == _with(native, raw=mine.raw)
 
@@ -476,6 +497,10 @@ def test_anthropic_corpus_agrees_with_the_native_adapter(lit: Any, name: str) ->
     native, mine = both(
         name, lambda url: AnthropicAdapter(api_key=KEY, base_url=url), "anthropic/", ANTHROPIC_MODEL
     )
+    if name == "anthropic/legacy_text_completion_claude21.sse":
+        assert (native.text, native.kind) == (" Light scatters blue.", "stop")
+        assert (mine.kind, mine.code, mine.text) == ("error", "STREAM_CLOSED", ""), KNOWN[name]
+        return
     if name == "anthropic/programmatic_tool_call_in_message_start.sse":
         assert native.kind == "tool-calls" and len(native.calls) == 1
         assert (mine.kind, mine.code, mine.calls) == ("error", "STREAM_CLOSED", ()), KNOWN[name]

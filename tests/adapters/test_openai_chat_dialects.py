@@ -268,3 +268,53 @@ def test_a_turn_of_tool_calls_alone_has_null_content(dialect: str) -> None:
     assert alone["content"] is None and alone["tool_calls"][0]["id"] == "call_1"
     assert beside["content"] == "Checking."
     assert empty["content"] == ""
+
+
+# --------------------------------------------------------------------------- <tool_call> markup
+
+DELIVERY = ToolSpec(
+    "get_delivery_date", "When an order arrives.",
+    {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+)
+
+
+def test_a_local_servers_tool_call_markup_is_a_call_the_tool_loop_runs() -> None:
+    """Recorded: Ollama's /v1 (2024) left qwen2.5's ``<tool_call>`` markup in the content.
+    On the ollama dialect it is the call it names; the tool loop runs it and answers."""
+    from dshstream import run_tools
+
+    with ReplayServer() as server:
+        server.add("/v1/chat/completions", [
+            Route(body=fixture_bytes("ollama/v1_qwen25_05b_tool_call_markup_left_in_content.sse")),
+            Route(body=fixture_bytes("llamacpp/llamaserver_qwen_basic.sse")),
+        ])
+        service, _ = chat_service(server, "ollama")
+        asked = request("ollama", Message.user("When does order_12345 arrive?"), tools=(DELIVERY,))
+        seen: list[str] = []
+
+        def get_delivery_date(order_id: str) -> str:
+            seen.append(order_id)
+            return "2026-12-24"
+
+        loop = run_tools(service, asked, {"get_delivery_date": get_delivery_date})
+        result = loop.result()
+        second = bodies(server)[1]
+    assert seen == ["order_12345"]
+    assert result.text  # the answer after the tool's result
+    assistant, tool = second["messages"][1], second["messages"][2]
+    assert assistant["tool_calls"][0]["function"] == {"name": "get_delivery_date", "arguments": '{"order_id":"order_12345"}'}
+    assert tool == {"role": "tool", "tool_call_id": "call_markup_1", "content": "2026-12-24"}
+
+
+def test_markup_is_text_without_tools_off_on_a_cloud_dialect_and_when_turned_off() -> None:
+    markup = fixture_bytes("ollama/v1_qwen25_05b_tool_call_markup_left_in_content.sse")
+    for dialect, options, tools in (("ollama", {}, ()), ("openai", {}, (DELIVERY,)),
+                                    ("ollama", {"tool_markup": False}, (DELIVERY,))):
+        with ReplayServer({"/v1/chat/completions": Route(body=markup)}) as server:
+            service, _ = chat_service(server, dialect, **options)
+            result = service.stream(request(dialect, Message.user("q"), tools=tools)).result()
+        assert result.tool_calls == () and result.text.startswith("<tool_call>"), (dialect, options)
+    with ReplayServer({"/v1/chat/completions": Route(body=markup)}) as server:
+        service, _ = chat_service(server, "openai", tool_markup=True)
+        result = service.stream(request("openai", Message.user("q"), tools=(DELIVERY,))).result()
+    assert [c.name for c in result.tool_calls] == ["get_delivery_date"] and result.finish.kind == "tool-calls"

@@ -1,13 +1,14 @@
 """The visible-content pipeline of a chat stream: think tags, then the reasoning spill
-guard, then verbatim tool calls, then text.
+guard, then tool-call markup, then verbatim tool calls, then text.
 
 Contract: sans-IO and stdlib only. :class:`ContentFilters` writes into a
 :class:`BlockSink` (a wire's :class:`~dshstream._core.wires.writer.ChunkWriter`):
 
 1. ``content(text)`` runs visible text through the stages that are on, in that order:
    think-tag content becomes reasoning, a spill the guard moves back becomes reasoning,
-   a recovered verbatim call becomes a tool-call block of its own (opened and ended at
-   once, key ``("verbatim", n)``), everything else is text.
+   a call written as ``<tool_call>`` markup (:mod:`~dshstream._core.filters.tool_markup`)
+   or verbatim in prose becomes a tool-call block of its own (opened and ended at once,
+   key ``("markup", n)`` or ``("verbatim", n)``), everything else is text.
 2. ``reasoning(text)`` is reasoning from the wire's own field; it arms the spill guard.
 3. Text goes to the block under :data:`TEXT_KEY`, reasoning under :data:`REASONING_KEY`,
    so a wire that writes past the pipeline (refusals, signatures) uses the same blocks.
@@ -16,7 +17,7 @@ Contract: sans-IO and stdlib only. :class:`ContentFilters` writes into a
 5. A settled spill guard drops out of the hot path; a pipeline with every stage off is a
    plain pass-through.
 6. ``barrier()``: the wire is about to open a block of another kind (a native tool call).
-   What the spill guard and the verbatim parser hold is released first, so text keeps its
+   What the spill guard and the call parsers hold is released first, so text keeps its
    place before that block (two spaces before a call are not moved after it); the guard is
    settled from there (the first visible text was that). A partial think tag stays held.
 """
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 from ..types import ToolCallBlock
 from .spill_guard import ReasoningSpillGuard
 from .think_tags import ThinkTagStripper
+from .tool_markup import ToolMarkupParser
 from .verbatim_tools import VerbatimToolCallParser
 
 __all__ = ["REASONING_KEY", "TEXT_KEY", "BlockSink", "ContentFilters"]
@@ -55,7 +57,7 @@ class BlockSink(Protocol):
 class ContentFilters:
     """The visible-content pipeline; each stage is optional (see the module docstring)."""
 
-    __slots__ = ("sink", "stripper", "guard", "verbatim", "_verbatim_calls")
+    __slots__ = ("sink", "stripper", "guard", "markup", "verbatim", "_calls")
 
     def __init__(
         self,
@@ -64,12 +66,14 @@ class ContentFilters:
         think_tags: bool,
         spill_guard: bool,
         verbatim_tools: Sequence[Mapping[str, Any]] = (),
+        markup_tools: Sequence[object] = (),
     ) -> None:
         self.sink = sink
         self.stripper = ThinkTagStripper() if think_tags else None
         self.guard: ReasoningSpillGuard | None = ReasoningSpillGuard() if spill_guard else None
+        self.markup = ToolMarkupParser(markup_tools) if markup_tools else None
         self.verbatim = VerbatimToolCallParser(list(verbatim_tools)) if verbatim_tools else None
-        self._verbatim_calls = 0
+        self._calls = {"markup": 0, "verbatim": 0}
 
     def reasoning(self, text: str) -> None:
         """Reasoning from the wire's reasoning field (rule 2)."""
@@ -93,21 +97,36 @@ class ContentFilters:
                 self.sink.reasoning(REASONING_KEY, spilled)
             if guard.settled:
                 self.guard = None
-        if self.verbatim is not None:
+        if self.markup is not None:
+            self._emit_markup(self.markup.feed(text))
+        elif self.verbatim is not None:
             self._emit(self.verbatim.feed(text))
         else:
             self.sink.text(TEXT_KEY, text)
 
-    def _emit(self, items: list[str | ToolCallBlock]) -> None:
-        sink = self.sink
+    def _emit_markup(self, items: list[str | ToolCallBlock]) -> None:
+        verbatim = self.verbatim
         for item in items:
             if isinstance(item, str):
-                sink.text(TEXT_KEY, item)
-                continue
-            key = ("verbatim", self._verbatim_calls)
-            self._verbatim_calls += 1
-            sink.tool_call(key, item.id, item.name, item.arguments)
-            sink.end(key)
+                if verbatim is not None:
+                    self._emit(verbatim.feed(item))
+                else:
+                    self.sink.text(TEXT_KEY, item)
+            else:
+                self._call("markup", item)
+
+    def _emit(self, items: list[str | ToolCallBlock]) -> None:
+        for item in items:
+            if isinstance(item, str):
+                self.sink.text(TEXT_KEY, item)
+            else:
+                self._call("verbatim", item)
+
+    def _call(self, stage: str, call: ToolCallBlock) -> None:
+        key = (stage, self._calls[stage])
+        self._calls[stage] += 1
+        self.sink.tool_call(key, call.id, call.name, call.arguments)
+        self.sink.end(key)
 
     def barrier(self) -> None:
         """Release held text before a block of another kind opens (rule 6)."""
@@ -118,6 +137,11 @@ class ContentFilters:
             self.guard = None
             if visible:
                 self._visible(visible)
+        self._flush_calls()
+
+    def _flush_calls(self) -> None:
+        if self.markup is not None:
+            self._emit_markup(self.markup.flush())
         if self.verbatim is not None:
             self._emit(self.verbatim.flush())
 
@@ -134,5 +158,4 @@ class ContentFilters:
                 self.sink.reasoning(REASONING_KEY, spilled)
             self.guard = None
             self._visible(visible)
-        if self.verbatim is not None:
-            self._emit(self.verbatim.flush())
+        self._flush_calls()

@@ -10,7 +10,9 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    Mistral part list (legacy ``/completions`` ``choices[].text`` too); ``refusal`` text is
    visible text, past the filters. A block opens only on its first non-empty payload;
    content and reasoning go through :class:`~dshstream._core.filters.pipeline.ContentFilters`
-   (optional think-tag stripping, the reasoning spill guard, verbatim tool calls) when any
+   (optional think-tag stripping, the reasoning spill guard, ``<tool_call>`` markup naming
+   one of ``client_tools`` — on by the dialect's ``tool_markup``, local servers that may
+   leave the model's tool template unparsed —, verbatim tool calls) when any
    stage is on (until the pipeline is a pass-through: every stage off or settled),
    straight to the writer otherwise.
 3. Tool calls are correlated by id, then wire index, then the latest open call (Ollama
@@ -168,6 +170,7 @@ class OpenAIChatTranslator(Translator):
         verbatim_tools: Sequence[Mapping[str, Any]] = (),
         max_tokens: int | None = None,
         client_tools: Collection[str] | None = None,
+        tool_markup: bool | None = None,
     ) -> None:
         preset = DIALECTS.get(dialect) or get_dialect(dialect)  # get_dialect for its KeyError only
         super().__init__(provider=provider or preset.name, request_id=request_id, max_tokens=max_tokens)
@@ -179,12 +182,15 @@ class OpenAIChatTranslator(Translator):
         self._reasoning: Callable[[str], None] = partial(self.writer.reasoning, REASONING_KEY)
         #: ``_content`` is the writer's own (no filter stage, or all settled): called inline
         self._direct = True
-        if use_tags or spill_guard or verbatim_tools:
+        use_markup = preset.tool_markup if tool_markup is None else tool_markup
+        markup_tools = sorted(client_tools) if use_markup and client_tools else ()
+        if use_tags or spill_guard or verbatim_tools or markup_tools:
             self._filters = ContentFilters(
                 self.writer,
                 think_tags=use_tags,
                 spill_guard=spill_guard,
                 verbatim_tools=verbatim_tools,
+                markup_tools=markup_tools,
             )
             self._content = self._filtered_content
             self._reasoning = self._filters.reasoning
@@ -300,7 +306,7 @@ class OpenAIChatTranslator(Translator):
         filters = self._filters
         assert filters is not None
         filters.content(text)
-        if filters.stripper is None and filters.guard is None and filters.verbatim is None:
+        if filters.stripper is None and filters.guard is None and filters.markup is None and filters.verbatim is None:
             self._content = partial(self.writer.text, TEXT_KEY)
             self._reasoning = partial(self.writer.reasoning, REASONING_KEY)
             self._direct = True
