@@ -54,6 +54,12 @@ def test_the_corpus_has_cases_of_every_batch_wire() -> None:
     assert len(CASES) >= 90
 
 
+#: streams whose block order a non-streaming body cannot carry: GLM-4.6 (HF router) sends a
+#: "\n" of content before its reasoning, so the stream's text block opens first; a
+#: chat-completions message has one ``content`` and one ``reasoning_content``, reasoning read first
+INTERLEAVED = {"huggingface/router_glm46_newline_content_before_reasoning.sse"}
+
+
 @pytest.mark.parametrize("relative", CASES)
 def test_a_batch_body_assembles_to_what_its_stream_did(relative: str) -> None:
     wire = fixture_wire(relative)
@@ -64,6 +70,9 @@ def test_a_batch_body_assembles_to_what_its_stream_did(relative: str) -> None:
     batched = assemble(translator.feed_events(events_for(translator.wire, body)) + translator.close())
     if wire == "anthropic":
         streamed, batched = _json_arguments(streamed), _json_arguments(batched)
+    if relative in INTERLEAVED:  # the same blocks, in the body's order
+        assert sorted(map(repr, streamed.blocks)) == sorted(map(repr, batched.blocks))
+        batched = replace(batched, blocks=streamed.blocks)
     assert batched.blocks == streamed.blocks
     assert batched.finish == streamed.finish
     assert batched.usage == streamed.usage
