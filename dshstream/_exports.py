@@ -128,6 +128,7 @@ SURFACE: dict[str, dict[str, str]] = {
         "._core.wires.bedrock": "BedrockConverseTranslator",
         "._core.filters.think_tags": "ThinkTagStripper",
         "._core.filters.spill_guard": "ReasoningSpillGuard",
+        "._core.filters.tool_markup": "ToolMarkupParser",
         "._core.filters.verbatim_tools": "VerbatimToolCallParser",
         "._core.filters.json_repair": "parse_tool_arguments repair_incomplete_json",
         "._core.partial_json": "partial_json",

@@ -20,7 +20,8 @@ exception.
   recorded bytes, :func:`detect_wire` names the wire of a recording and
   :func:`translator_for` builds a wire's translator.
 - Text filters: :class:`ThinkTagStripper` (``<think>`` tags to reasoning),
-  :class:`ReasoningSpillGuard` (tagless reasoning glued onto the answer) and
+  :class:`ReasoningSpillGuard` (tagless reasoning glued onto the answer),
+  :class:`ToolMarkupParser` (``<tool_call>`` template markup left in the text) and
   :class:`VerbatimToolCallParser` (tool calls written in prose).
 - JSON: :func:`repair_incomplete_json` and :func:`parse_tool_arguments` for truncated or
   invalid tool arguments; :class:`PartialJsonReader` and :func:`partial_json` read JSON
@@ -56,6 +57,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._core.filters.spill_guard import ReasoningSpillGuard as ReasoningSpillGuard
     from ._core.filters.think_tags import ThinkTagStripper as ThinkTagStripper
+    from ._core.filters.tool_markup import ToolMarkupParser as ToolMarkupParser
     from ._core.filters.verbatim_tools import VerbatimToolCallParser as VerbatimToolCallParser
     from ._core.partial_json import partial_json as partial_json
     from ._core.partial_json_reader import (
