@@ -227,6 +227,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "groq/gpt_oss_reasoning_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
     "groq/midstream_error_tool_use_failed.sse": FixtureFinish("error", None, "INVALID_REQUEST"),
     "groq/text_llama33_x_groq_usage.sse": FixtureFinish("stop", "stop"),
+    "groq/qwen3_32b_think_tags_in_content_raw_reasoning_format.sse": FixtureFinish("stop", "stop"),
     "groq/tool_call_llama33.sse": FixtureFinish("tool-calls", "tool_calls"),
     "huggingface/hfinference_tgi321_llama31_8b_empty_id_role_every_chunk.sse": FixtureFinish("max-tokens", "length"),
     "huggingface/router_glm46_cerebras_reasoning_field_tool_call_no_done.sse": FixtureFinish("tool-calls", "tool_calls"),

@@ -59,7 +59,9 @@ DIALECTS: dict[str, Dialect] = {
             reasoning_details_passback=True,
             title="OpenRouter",
         ),
-        Dialect("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", title="Groq"),
+        # reasoning_format "raw" (the default for Qwen 3 and R1 distills unless asked):
+        # the reasoning comes inside <think> tags in the content
+        Dialect("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", think_tags=True, title="Groq"),
         Dialect("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", title="Mistral"),
         Dialect("xai", "https://api.x.ai/v1", "XAI_API_KEY", title="xAI"),
         Dialect("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", title="Together AI"),

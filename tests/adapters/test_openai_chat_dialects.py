@@ -218,7 +218,7 @@ def test_openrouter_in_band_failure_names_the_serving_provider(server: ReplaySer
     service, _ = chat_service(server, "openrouter")
     result = service.stream(request("openrouter", Message.user("hi"))).result()
     assert result.failure is not None and result.failure.serving_provider == "Minimax"
-    assert result.usage is not None and result.usage.output_tokens == 10
+    assert result.usage is not None and result.usage.output_tokens == 10 + 11  # reasoning counted apart
 
 
 # --------------------------------------------------------------------------- stream_options fallback

@@ -16,7 +16,7 @@ EXPECTED: dict[str, tuple[str, str | None, str, bool, bool]] = {
     "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY", "OpenAI", False, False),
     "deepseek": ("https://api.deepseek.com", "DEEPSEEK_API_KEY", "DeepSeek", False, False),
     "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OpenRouter", False, False),
-    "groq": ("https://api.groq.com/openai/v1", "GROQ_API_KEY", "Groq", False, False),
+    "groq": ("https://api.groq.com/openai/v1", "GROQ_API_KEY", "Groq", False, True),
     "mistral": ("https://api.mistral.ai/v1", "MISTRAL_API_KEY", "Mistral", False, False),
     "xai": ("https://api.x.ai/v1", "XAI_API_KEY", "xAI", False, False),
     "together": ("https://api.together.xyz/v1", "TOGETHER_API_KEY", "Together AI", False, False),

@@ -41,9 +41,9 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    unless there are more of them than input tokens: then the input count is already the
    uncached input (Grok on Azure Foundry: ``prompt_tokens`` 7 beside 161 cached, and
    ``total_tokens`` 15 with the 8 output tokens). A server that reports reasoning outside
-   ``completion_tokens`` (xAI) gets it added.
-   ``usage.cost`` (OpenRouter; Perplexity's object: its ``total_cost``) and
-   ``cost_in_usd_ticks`` (xAI) become ``cost``; a top-level ``usage.reasoning_tokens``
+   ``completion_tokens`` (xAI: ``total_tokens`` counts it apart; Vercel's gateway: more
+   reasoning tokens than completion tokens) gets it added. The cost is the usage's
+   (:func:`~dshstream._core.wires.usage.usage_cost`); a top-level ``usage.reasoning_tokens``
    (Perplexity) counts when ``completion_tokens_details`` has none. Entries
    of a relayed ``usage.iterations`` that name another model go to
    ``metadata.usage_by_model``, never into the usage.
@@ -72,10 +72,10 @@ from ..dialects import DIALECTS, get_dialect
 from ..filters.pipeline import REASONING_KEY, TEXT_KEY, ContentFilters
 from ..strict_json import dump_json, loads_or_none
 from ..types import Citation, FinishKind, TokenUsage
-from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none
+from .json_values import dict_or_empty, first_str, int_or_none
 from .parallel_wrapper import PARALLEL_WRAPPERS, child_id, may_wrap, parallel_calls
 from .translator import Translator
-from .usage import split_iterations
+from .usage import split_iterations, usage_cost
 from .gemini import GEMINI_FAILURE_WORDS, gemini_finish_failure
 
 _FINISH_KINDS: dict[str, FinishKind] = {
@@ -87,7 +87,6 @@ _FINISH_KINDS: dict[str, FinishKind] = {
     "length": "max-tokens",
     "max_tokens": "max-tokens",
 }
-_USD_TICKS = 1e10  # xAI bills in ticks of 1e-10 USD
 
 
 def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
@@ -111,13 +110,11 @@ def openai_chat_usage(usage: dict[str, Any]) -> TokenUsage | None:
         reasoning = int_or_none(usage["reasoning_tokens"])
     total = int_or_none(usage.get("total_tokens"))
     output = completion
-    if reasoning and total is not None and total == prompt + completion + reasoning:
-        output = completion + reasoning  # reasoning billed outside completion_tokens (xAI)
-    cost = usage.get("cost")
-    cost = cost_or_none(cost.get("total_cost") if type(cost) is dict else cost)
-    if cost is None:
-        ticks = cost_or_none(usage.get("cost_in_usd_ticks"))
-        cost = ticks / _USD_TICKS if ticks is not None else None
+    if reasoning and (
+        (total is not None and total == prompt + completion + reasoning) or reasoning > completion
+    ):
+        output = completion + reasoning  # reasoning counted outside completion_tokens (xAI, Vercel's gateway)
+    cost = usage_cost(usage)
     uncached = prompt - (cache_read or 0) - (cache_write or 0)
     return TokenUsage(
         input_tokens=uncached if uncached >= 0 else prompt,

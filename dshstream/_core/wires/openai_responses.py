@@ -55,7 +55,9 @@ data-only framings work too):
    not known, and a call the server may have run is no call to hand the caller.
 4. ``response.completed`` is the terminal marker: usage (cached tokens subtracted from
    input, ``input_tokens_details.cache_write_tokens`` as cache writes, subtracted too,
-   reasoning tokens reported as inside output, ``cost`` when the gateway reports it; entries of ``usage.iterations`` that name another model go to
+   reasoning tokens reported as inside output, the cost when one is reported — a gateway's
+   ``cost``, xAI's ``cost_in_usd_ticks`` (:func:`~dshstream._core.wires.usage.usage_cost`);
+   entries of ``usage.iterations`` that name another model go to
    ``metadata.usage_by_model``), finish ``tool-calls`` exactly when the response has a
    function-call or client-run built-in call item (rule 3), else ``stop``. ``response.incomplete``
    finishes ``max-tokens`` (or ``CONTENT_FILTER``) from ``incomplete_details.reason``.
@@ -96,10 +98,10 @@ from ..parts import decode_base64, sniff_media_type
 from ..sse import ServerSentEvent
 from ..strict_json import dump_json, loads_event
 from ..types import Citation, TokenUsage
-from .json_values import cost_or_none, dict_or_empty, first_str, int_or_none, list_or_empty
+from .json_values import dict_or_empty, first_str, int_or_none, list_or_empty
 from .parallel_wrapper import child_id, may_wrap, parallel_calls
 from .translator import Translator
-from .usage import reported_counts, split_iterations
+from .usage import reported_counts, split_iterations, usage_cost
 
 WIRE = "openai-responses"
 _MAX_TOKENS_REASONS = frozenset({"max_output_tokens", "max_tokens", "length"})
@@ -242,7 +244,7 @@ def responses_usage(usage: dict[str, Any]) -> TokenUsage | None:
     cached = int_or_none(details.get("cached_tokens"))
     written = int_or_none(details.get("cache_write_tokens"))
     reasoning = int_or_none(dict_or_empty(usage.get("output_tokens_details")).get("reasoning_tokens"))
-    cost = cost_or_none(usage.get("cost"))
+    cost = usage_cost(usage)
     return TokenUsage(
         input_tokens=max(0, (input_tokens or 0) - (cached or 0) - (written or 0)),
         output_tokens=output_tokens or 0,

@@ -19,6 +19,9 @@ what they have in common is here):
    explain an empty reply): the input count, and the output count summed over the fields
    that bill as output (Gemini's thoughts beside its candidates); each ``None`` when no
    field of it is a valid count.
+5. A cost in a usage record (:func:`usage_cost`, USD): ``cost`` as a number (OpenRouter,
+   Vercel's gateway), or an object's ``total_cost`` (Perplexity) or ``usd`` (Charm's Hyper
+   gateway); else ``cost_in_usd_ticks`` (xAI, on chat and on Responses: 1e-10 USD each).
 """
 
 from __future__ import annotations
@@ -27,9 +30,23 @@ from collections.abc import Callable
 from typing import Any
 
 from ..types import TokenUsage
-from .json_values import int_or_none
+from .json_values import cost_or_none, int_or_none
 
-__all__ = ["add_usage", "counted_usage", "reported_counts", "split_iterations"]
+__all__ = ["add_usage", "counted_usage", "reported_counts", "split_iterations", "usage_cost"]
+
+_USD_TICKS = 1e10  # xAI bills in ticks of 1e-10 USD
+
+
+def usage_cost(usage: dict[str, Any]) -> float | None:
+    """The cost a usage record reports, in USD, or ``None`` (rule 5)."""
+    cost = usage.get("cost")
+    if type(cost) is dict:
+        cost = cost.get("total_cost", cost.get("usd"))
+    found = cost_or_none(cost)
+    if found is None:
+        ticks = cost_or_none(usage.get("cost_in_usd_ticks"))
+        found = ticks / _USD_TICKS if ticks is not None else None
+    return found
 
 
 def reported_counts(
