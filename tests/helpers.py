@@ -208,6 +208,7 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "gemini/empty_text_thought_signature_gemini3.sse": FixtureFinish("stop", "STOP"),
     "gemini/file_search_retrieved_context_citations.sse": FixtureFinish("stop", "STOP"),
     "gemini/function_call.sse": FixtureFinish("tool-calls", "STOP"),
+    "gemini/gemini3_flash_grounding_supports_byte_offsets_tool_use_prompt_tokens.sse": FixtureFinish("stop", "STOP"),
     "gemini/function_call_array_partial_args_no_terminal_call.sse": FixtureFinish("tool-calls", "STOP"),
     "gemini/function_call_ids_thought_signature_gemini35.sse": FixtureFinish("tool-calls", "STOP"),
     "gemini/function_call_thought_signature_gemini3.sse": FixtureFinish("tool-calls", "STOP"),

@@ -198,21 +198,51 @@ def test_responses_file_citations() -> None:
 # --------------------------------------------------------------------------- Gemini
 
 
-@pytest.mark.parametrize("rel", ["gemini/grounding_web_search.sse", "vertex/gemini25_flash_grounding_global.sse"])
+@pytest.mark.parametrize("rel", [
+    "gemini/grounding_web_search.sse",
+    "vertex/gemini25_flash_grounding_global.sse",
+    "gemini/gemini3_flash_grounding_supports_byte_offsets_tool_use_prompt_tokens.sse",  # multibyte text
+])
 def test_recorded_gemini_grounding(rel: str) -> None:
+    """Each support is a citation of each chunk it names; its segment's startIndex and
+    endIndex are UTF-8 byte offsets into the answer (a character count would be wrong
+    after a "°" or a "’"), so its span in the text block, in characters, is the passage."""
     data = fixture_bytes(rel)
     _, result = run(data, "gemini")
     last = [e for e in events(data) if e["candidates"][0].get("groundingMetadata", {}).get("groundingChunks")][-1]
     grounding = last["candidates"][0]["groundingMetadata"]
     chunks = grounding["groundingChunks"]
-    expected = [
-        Citation("url", url=chunks[i]["web"]["uri"], title=chunks[i]["web"]["title"], cited_text=s["segment"]["text"])
-        for s in grounding["groundingSupports"]
-        for i in s["groundingChunkIndices"]
-    ]
+    encoded = result.text.encode("utf-8")
+    expected = []
+    for support in grounding["groundingSupports"]:
+        segment = support["segment"]
+        start = len(encoded[: segment.get("startIndex", 0)].decode("utf-8"))
+        end = start + len(encoded[segment.get("startIndex", 0) : segment["endIndex"]].decode("utf-8"))
+        for i in support["groundingChunkIndices"]:
+            expected.append(Citation("url", url=chunks[i]["web"]["uri"], title=chunks[i]["web"]["title"],
+                                     cited_text=segment["text"], start=start, end=end))
     assert list(result.citations) == expected and expected
     for citation in result.citations:
-        assert citation.cited_text is not None and citation.cited_text.strip() in result.text
+        assert citation.start is not None and result.text[citation.start : citation.end] == citation.cited_text
+    if "byte_offsets" in rel:  # the byte offsets differ from the character ones here
+        assert any(len(result.text[: c.start].encode("utf-8")) != c.start for c in result.citations if c.start)
+
+
+def test_gemini_grounding_offsets_that_miss_the_passage_are_not_kept() -> None:
+    grounding = {
+        "groundingChunks": [{"web": {"uri": "https://a.example/", "title": "a"}}],
+        "groundingSupports": [
+            {"segment": {"endIndex": 5, "text": "Paris"}, "groundingChunkIndices": [0]},  # start 0 left out
+            {"segment": {"startIndex": 3, "endIndex": 9, "text": "Paris"}, "groundingChunkIndices": [0]},
+            {"segment": {"startIndex": 7, "endIndex": 8, "text": "é"}, "groundingChunkIndices": [0]},  # mid-character
+        ],
+    }
+    data = gemini(
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": "Paris é"}]}, "finishReason": "STOP",
+                         "groundingMetadata": grounding}]},
+    )
+    _, result = run(data, "gemini")
+    assert [(c.start, c.end) for c in result.citations] == [(0, 5), (None, None), (None, None)]
 
 
 def gemini(*responses: dict[str, Any]) -> bytes:

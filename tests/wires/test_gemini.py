@@ -68,7 +68,7 @@ def raw_parts(name: str) -> list[dict[str, Any]]:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 19
+    assert len(FILES) == 20
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -205,6 +205,18 @@ EXPECTED: dict[str, Expect] = {
             ("j80tal12", "get_weather", '{"location":"New Delhi"}'),
         ),
         replay=(("functionCall", "EvsDCvgDAQw51sfOm202"), ("functionCall", None)),
+    ),
+    # Google Search grounding on gemini-3-flash: 16 supports whose offsets count UTF-8 bytes;
+    # the search results fed back are toolUsePromptTokenCount (37441), billed as input
+    "gemini3_flash_grounding_supports_byte_offsets_tool_use_prompt_tokens.sse": Expect(
+        blocks=("text",),
+        text=Snip(4111, "This week (January 21–28, 2026) saw a massive wave", 'backing cybersecurity platforms built for "cloud risk."'),
+        usage=TokenUsage(106 + 37441, 918 + 2472, reasoning_tokens=2472),
+        finish="stop",
+        raw="STOP",
+        response_id="jXZ5ac20I8fh_uMP2ZS6uAY",
+        model="gemini-3-flash-preview",
+        replay=(("text", None), ("text", "Et0oCtooAXLI2nz0vhTi")),
     ),
     "empty_text_thought_signature_gemini3.sse": Expect(
         blocks=("text",),

@@ -26,8 +26,10 @@ Contract (sans-IO; every event is one whole ``GenerateContentResponse``, no term
    kept for replay only and never break the stream. The candidate's ``groundingMetadata`` (the
    last one with grounding chunks wins) becomes the citations of the text block open at
    the end of the stream: one :class:`~dshstream._core.types.Citation` per grounding
-   support and chunk it names (``cited_text``: the supported passage of the answer), or
-   one per chunk when there are no supports; a ``web`` chunk is ``"url"``,
+   support and chunk it names (``cited_text``: the supported passage of the answer;
+   ``start``/``end``: where it is in the block, from the segment's UTF-8 byte offsets into
+   the candidate's text, kept only when they cut out that passage), or one per chunk when
+   there are no supports; a ``web`` chunk is ``"url"``,
    ``retrievedContext`` ``"document"`` (its file search store, or document name, is the
    ``location``), ``maps`` ``"place"``. The candidate's ``urlContextMetadata`` (the
    url_context tool's fetches; the last one wins) is a server tool's report: one
@@ -296,15 +298,42 @@ def _grounding_source(chunk: Any) -> Citation | None:
     return None
 
 
-def grounding_citations(metadata: dict[str, Any]) -> list[Citation]:
-    """The citations of a ``groundingMetadata`` object, in support order."""
+def _span(segment: dict[str, Any], text: bytes, before: int, passage: str | None) -> tuple[int, int] | None:
+    """A support segment's ``startIndex``/``endIndex`` — UTF-8 byte offsets into the
+    candidate's text (a zero start is left out, as protobuf JSON leaves out zeros) — as
+    character offsets into the text block, which starts at character ``before`` of it;
+    ``None`` when they do not cut the text where its own ``text`` says (rule 2)."""
+    start, end = int_or_none(segment.get("startIndex", 0)), int_or_none(segment.get("endIndex"))
+    if start is None or end is None or not 0 <= start <= end <= len(text):
+        return None
+    try:
+        head = len(text[:start].decode("utf-8"))
+        span = text[start:end].decode("utf-8")
+    except UnicodeDecodeError:  # not on character boundaries: not byte offsets of this text
+        return None
+    if passage is not None and span != passage:
+        return None
+    if head < before:  # the passage is in an earlier text block
+        return None
+    return head - before, head - before + len(span)
+
+
+def grounding_citations(
+    metadata: dict[str, Any], text: str | None = None, block_start: int = 0
+) -> list[Citation]:
+    """The citations of a ``groundingMetadata`` object, in support order; with the
+    candidate's visible ``text`` (and the character where the cited text block starts in
+    it), each support's span in that block as ``start``/``end`` (rule 2)."""
     sources = [_grounding_source(chunk) for chunk in list_or_empty(metadata.get("groundingChunks"))]
     supports = [s for s in list_or_empty(metadata.get("groundingSupports")) if type(s) is dict]
     if not supports:
         return [source for source in sources if source is not None]
+    encoded = text.encode("utf-8", "surrogatepass") if text is not None else None
     out: list[Citation] = []
     for support in supports:
-        passage = first_str(dict_or_empty(support.get("segment")).get("text"))
+        segment = dict_or_empty(support.get("segment"))
+        passage = first_str(segment.get("text"))
+        span = _span(segment, encoded, block_start, passage) if encoded is not None else None
         for index in list_or_empty(support.get("groundingChunkIndices")):
             source = sources[index] if type(index) is int and 0 <= index < len(sources) else None
             if source is not None:
@@ -315,6 +344,8 @@ def grounding_citations(metadata: dict[str, Any]) -> list[Citation]:
                         title=source.title,
                         cited_text=passage or source.cited_text,
                         location=source.location,
+                        start=span[0] if span is not None else None,
+                        end=span[1] if span is not None else None,
                     )
                 )
     return out
@@ -629,7 +660,11 @@ class GeminiTranslator(Translator):
         # short whether or not a finish reason arrived.
         self._close_call(truncated=True)
         if self._grounding is not None and self._kind == "text":
-            self.writer.cite(self._key, grounding_citations(self._grounding))
+            visible = "".join(
+                "".join(part.pieces) for part in self._parts if isinstance(part, _TextPart) and not part.thought
+            )
+            block = self.writer.open_text(self._key) or ""
+            self.writer.cite(self._key, grounding_citations(self._grounding, visible, len(visible) - len(block)))
         self._end_text_block()
         if self._url_context is not None:
             urls = [

@@ -212,6 +212,13 @@ class ChunkWriter:
             return None
         return block.call_id, block.pieces
 
+    def open_text(self, key: Hashable) -> str | None:
+        """The text so far of the text block open under ``key``, or ``None``."""
+        block = self._open.get(key)
+        if block is None or block.block_type != "text":
+            return None
+        return "".join(block.pieces)
+
     def text(self, key: Hashable, text: str) -> None:
         """Visible text for the text block under ``key`` (opened on the first non-empty
         text; rule 1)."""
