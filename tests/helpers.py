@@ -301,6 +301,9 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "openai/tool_call_include_usage_gpt4o_mini.sse": FixtureFinish("tool-calls", "tool_calls"),
     "openrouter/cache_usage_bedrock_claude.sse": FixtureFinish("stop", "stop"),
     "openrouter/gemini25_flash_reasoning_text_google_vertex.sse": FixtureFinish("stop", "STOP"),
+    "openrouter/gemini25_flash_lite_15_same_index_tool_calls_then_malformed_function_call_error_trailing_usage.sse": (
+        FixtureFinish("error", "MALFORMED_FUNCTION_CALL", "SERVER")
+    ),
     "openrouter/midstream_error_chunk.sse": FixtureFinish("error", "length", "INVALID_REQUEST"),
     "openrouter/reasoning_details_claude.sse": FixtureFinish("stop", "stop"),
     "openrouter/reasoning_grok4.sse": FixtureFinish("stop", "completed"),

@@ -362,6 +362,9 @@ KNOWN: dict[str, str] = {
     "openrouter/gemini25_flash_reasoning_text_google_vertex.sse": "LiteLLM keeps `finish_reason`, not OpenRouter's "
     "`native_finish_reason` (Google's `STOP`); the kind agrees",
     "together/llama33_70b_finish_reason_eos.sse": "LiteLLM maps Together's `eos` to `stop`; the kind agrees",
+    "openrouter/gemini25_flash_lite_15_same_index_tool_calls_then_malformed_function_call_error_trailing_usage.sse":
+    "LiteLLM stops at OpenRouter's error chunk: the usage chunk after it and the native finish word are lost "
+    "(the 15 calls, the reasoning and the failure agree)",
     "together/llama33_70b_turbo_text_usage_cached_tokens.sse": "LiteLLM reads no top-level `usage.cached_tokens` "
     "(Together's): the cache read (0 here) is unknown there, the counts agree",
     "anthropic/legacy_text_completion_claude21.sse": "the legacy Text Completions stream (/v1/complete): LiteLLM's "
@@ -456,6 +459,11 @@ def test_chat_corpus_agrees_with_the_native_adapter(lit: Any, name: str) -> None
     if name == "openrouter/midstream_error_chunk.sse":
         assert (mine.kind, mine.code, mine.text) == (native.kind, native.code, native.text)
         assert native.usage is not None and mine.usage is None, KNOWN[name]
+        return
+    if name == "openrouter/gemini25_flash_lite_15_same_index_tool_calls_then_malformed_function_call_error_trailing_usage.sse":
+        assert native.usage is not None and native.raw == "MALFORMED_FUNCTION_CALL"
+        assert (mine.usage, mine.raw) == (None, None), KNOWN[name]
+        assert (mine.calls, mine.reasoning, mine.kind, mine.code) == (native.calls, native.reasoning, native.kind, native.code)
         return
     if name == "openrouter/tool_call_kimi_k2_novita.sse":
         assert native.kind == "tool-calls" and (mine.kind, mine.code) == ("error", "STREAM_CLOSED"), KNOWN[name]

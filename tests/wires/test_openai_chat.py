@@ -119,6 +119,8 @@ def read_chat(data: bytes) -> ChatReference:
         usage = payload.get("usage") or (payload.get("x_groq") or {}).get("usage")
         if usage:
             ref.usage = usage
+        if ref.error:  # after the error only usage counts (OpenRouter sends it next)
+            continue
         for choice in payload.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
@@ -144,6 +146,12 @@ def read_chat(data: bytes) -> ChatReference:
             for call in delta.get("tool_calls") or []:
                 key = call.get("index", call.get("id"))
                 entry = by_index.get(key)
+                if entry is not None and call.get("id") and entry["id"] and call["id"] != entry["id"]:
+                    try:  # another id at an index whose call is whole: another call (vLLM, Gemini)
+                        json.loads(entry["arguments"])
+                        entry = None
+                    except ValueError:
+                        pass
                 if entry is None:
                     entry = by_index[key] = {"id": "", "name": "", "arguments": ""}
                     ref.calls.append(entry)
@@ -156,7 +164,6 @@ def read_chat(data: bytes) -> ChatReference:
                 ref.native = choice.get("native_finish_reason")
         if payload.get("error") is not None or name == "error":
             ref.error = True
-            break
     return ref
 
 
@@ -264,6 +271,10 @@ EXACT: dict[str, tuple[TokenUsage | None, str, str | None, str | None]] = {
         TokenUsage(8, 187, cache_read_tokens=679, reasoning_tokens=118, cost=0.00333825), "stop", "completed", "xAI"),
     "openrouter/tool_call_kimi_k2_novita.sse": (
         TokenUsage(57, 17, cache_read_tokens=0, reasoning_tokens=0, cost=7.159e-05), "tool-calls", None, "Novita"),
+    # the usage comes in a chunk after the error chunk (and 15 calls all at index 0)
+    "openrouter/gemini25_flash_lite_15_same_index_tool_calls_then_malformed_function_call_error_trailing_usage.sse": (
+        TokenUsage(41, 243, cache_read_tokens=0, reasoning_tokens=72, cost=0.0001013),
+        "error", "MALFORMED_FUNCTION_CALL", "Google"),
     # 11 reasoning tokens beside 10 completion tokens: counted apart, so output is 21
     "openrouter/midstream_error_chunk.sse": (
         TokenUsage(43, 10 + 11, cache_read_tokens=0, reasoning_tokens=11, cost=0.0), "error", "length", "Minimax"),

@@ -54,8 +54,10 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
    keeps ``native_finish_reason`` when present. A native word of Gemini's other than
    STOP and MAX_TOKENS (``MALFORMED_FUNCTION_CALL``..., relayed by a gateway under a
    normalized ``stop``) is the ``error`` finish the Gemini wire makes of it, never ``stop``.
-6. An ``{"error": ...}`` payload or an ``event: error`` frame ends the stream with a
-   classified error finish (``Translator.fail_with``), keeping partial output and usage.
+6. An ``{"error": ...}`` payload or an ``event: error`` frame decides a classified error
+   finish, keeping partial output and usage: open blocks end there (cut), and from then on
+   only a chunk's usage is read, to ``[DONE]`` or the end — OpenRouter sends its usage in a
+   chunk after the error chunk.
 7. ``[DONE]`` is the terminal marker; EOF without it is normal only after a finish reason.
 8. :meth:`OpenAIChatTranslator.on_payload` takes one chunk already parsed, under rules 1-6:
    the path for libraries that hand over chunk objects instead of bytes (LiteLLM).
@@ -201,6 +203,7 @@ class OpenAIChatTranslator(Translator):
         self._details_by_index: dict[Any, dict[str, Any]] = {}
         self._tool_signatures: dict[str, str] = {}
         self._citations: list[Citation] | None = None
+        self._failed = False  # an in-band error came: only usage is read from here (rule 6)
         # Perplexity's search results (rule 3), and the (key, length) they were read at
         self._sources: list[Citation] | None = None
         self._sources_read: tuple[str, int] | None = None
@@ -238,6 +241,8 @@ class OpenAIChatTranslator(Translator):
             usage = dict_or_empty(payload["x_groq"]).get("usage")
         if usage is not None and type(usage) is dict and ("prompt_tokens" in usage or "completion_tokens" in usage):
             writer.defer_usage(openai_chat_usage, usage)
+        if self._failed:  # rule 6: after an in-band error only its usage is read
+            return
         if "search_results" in payload or "citations" in payload:
             self._on_sources(payload)
         choices = payload.get("choices")
@@ -288,7 +293,17 @@ class OpenAIChatTranslator(Translator):
                     raw = native if isinstance(native, str) and native else reason
                     self._on_finish_reason(reason, raw, choice)
         if event == "error" or ("error" in payload and payload["error"] is not None):
-            self.fail_with(payload)
+            self._fail_in_band(payload)
+
+    def _fail_in_band(self, payload: dict[str, Any]) -> None:
+        """Rule 6: the error decides the finish now; the stream is read on to its end for
+        a usage chunk that may follow (OpenRouter sends one after its error chunk)."""
+        failure = self.classify_error(payload)
+        self.flush(cut=True)
+        writer = self.writer
+        writer.end_all(cut=True)
+        writer.set_finish("error", writer.finish_raw, failure)
+        self._failed = True
 
     @staticmethod
     def _choice_zero(choices: list[Any]) -> dict[str, Any] | None:
