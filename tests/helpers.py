@@ -52,7 +52,7 @@ def fixture_wire(relative: str) -> str:
     """The wire that decodes the recorded transcript ``relative`` (``provider/name.sse``).
 
     Provider directories named after a native wire use it; DeepSeek's, OpenRouter's,
-    xAI's and LM Studio's ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
+    xAI's, LM Studio's and Azure's ``responses_api_*`` recordings are the Responses wire; ``vertex/`` (Gemini on Vertex AI)
     is ``gemini``; ``openai/`` (legacy completions included) and ``azure/`` are
     ``openai-chat``; ``bedrock/`` (binary AWS event-stream bodies) is ``bedrock-converse``
     (``bedrock-invoke`` for the InvokeModelWithResponseStream ``invoke_*`` recordings);
@@ -67,7 +67,7 @@ def fixture_wire(relative: str) -> str:
         return provider
     if provider == "vertex":
         return "gemini"
-    if provider in ("deepseek", "openrouter", "xai", "lmstudio") and name.startswith("responses_api_"):
+    if provider in ("deepseek", "openrouter", "xai", "lmstudio", "azure") and name.startswith("responses_api_"):
         return "openai-responses"
     if provider == "openai":
         return "openai-chat"
@@ -329,6 +329,25 @@ KNOWN_FINISH: dict[str, FixtureFinish] = {
     "xai/responses_api_reasoning_encrypted_store_false.sse": FixtureFinish("stop", "completed"),
     "xai/responses_api_web_search_call_citations.sse": FixtureFinish("stop", "completed"),
     "zai/glm47_reasoning_content.sse": FixtureFinish("stop", "stop"),
+    "anthropic/vertex_streamrawpredict_haiku45_tool_use.sse": FixtureFinish("tool-calls", "tool_use"),
+    "anthropic/vertex_streamrawpredict_sonnet45_thinking_padded_json.sse": FixtureFinish("stop", "end_turn"),
+    "anthropic/azure_foundry_messages_opus45_thinking_padded_json.sse": FixtureFinish("stop", "end_turn"),
+    "openrouter/minimax_m1_novita_empty_response_usage_no_finish.sse": FixtureFinish("error", None, "EMPTY_RESPONSE"),
+    "zai/coding_glm45v_tool_call_in_finish_chunk_repeated_finish.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "zai/glm46_reasoning_text_tool_call_cached_tokens.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "azure/responses_api_gpt5_mini_reasoning_summary_function_call_content_filters.sse": FixtureFinish("tool-calls", "completed"),
+    "hyper/deepseek_v4_pro_reasoning_only_finish_length.sse": FixtureFinish("max-tokens", "length"),
+    "hyper/deepseek_v4_pro_reasoning_parallel_tool_calls_cost_object.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "hyper/glm51_reasoning_tool_call_cached_outside_prompt_tokens.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "openrouter/glm5_turbo_zai_reasoning_text_two_tool_calls_cached.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "vercel/claude_sonnet4_reasoning_details_signature_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "vercel/gemini3_pro_encrypted_reasoning_after_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "vercel/gpt5_reasoning_summary_details_tool_call.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "xai/grok45_reasoning_content_tool_call_cost_ticks.sse": FixtureFinish("tool-calls", "tool_calls"),
+    "xai/responses_api_x_search_custom_tool_call_subsearch_grok4fast.sse": FixtureFinish("stop", "completed"),
+    "xai/responses_api_web_search_call_url_citation_grok4fast.sse": FixtureFinish("stop", "completed"),
+    "azure/responses_api_gpt51_codex_mini_function_call_content_filters.sse": FixtureFinish("tool-calls", "completed"),
+    "openai-responses/builtin-tools/web_search_call_open_page_find_in_page_actions_gpt5mini.sse": FixtureFinish("stop", "completed"),
 }
 
 

@@ -212,8 +212,8 @@ def detect_wire(data: bytes) -> str:
         return "gemini-interactions"
     if b"event: message-start" in head or b'"type":"message-start"' in head:  # Cohere's hyphens
         return "cohere"
-    if b'"candidates"' in head or b'"usageMetadata"' in head:
-        return "gemini"
+    if (b'"candidates"' in head or b'"usageMetadata"' in head) and b'"choices"' not in head:
+        return "gemini"  # (a chat chunk may carry Gemini's usageMetadata: Vercel's provider_metadata)
     for hint, dialect in _DIALECT_HINTS:
         if hint in head:
             return dialect

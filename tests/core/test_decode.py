@@ -253,6 +253,11 @@ DETECTED_AS = {
     "avian/kimi_k25_reasoning_details_and_reasoning_content_tool_call.sse": "openrouter",  # reasoning_details
     "huggingface/router_kimi_k2_groq_x_groq_tool_call.sse": "groq",  # the HF router relays Groq's x_groq
     "novita/deepseek_r1_distill_qwen14b_think_tags_content_filter.sse": "deepseek",  # a deepseek model name
+    "hyper/deepseek_v4_pro_reasoning_only_finish_length.sse": "deepseek",
+    "hyper/deepseek_v4_pro_reasoning_parallel_tool_calls_cost_object.sse": "deepseek",
+    "vercel/claude_sonnet4_reasoning_details_signature_tool_call.sse": "openrouter",  # reasoning_details
+    "vercel/gemini3_pro_encrypted_reasoning_after_tool_call.sse": "openrouter",
+    "vercel/gpt5_reasoning_summary_details_tool_call.sse": "openrouter",
 }
 
 

@@ -54,7 +54,7 @@ def sse(*events: dict[str, Any]) -> bytes:
 
 
 def test_every_fixture_is_present() -> None:
-    assert len(FILES) == 27
+    assert len(FILES) == 30
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -220,6 +220,45 @@ EXPECTED: dict[str, Expect] = {
         response_id="msg_01LtFpmR8SbmiK2kRA5sWXNi",
         model="claude-sonnet-4-5-20250929",
         replay=("text",),
+    ),
+    # Claude on Vertex AI (streamRawPredict; msg_vrtx_ ids) and on Azure AI Foundry's
+    # /anthropic/v1/messages: the Messages stream, its JSON padded with spaces (req_llm)
+    "vertex_streamrawpredict_haiku45_tool_use.sse": Expect(
+        blocks=("tool",),
+        text="",
+        usage=TokenUsage(725, 69, cache_read_tokens=0, cache_write_tokens=0),
+        finish="tool-calls",
+        raw="tool_use",
+        response_id="msg_vrtx_01VChf85BrZXgqe4LgzpFduH",
+        model="claude-haiku-4-5-20251001",
+        tools=(("toolu_vrtx_01UmBZQPG2Jv68ibq2ABA8Yj", "structured_output",
+                '{"name": "Alex Johnson", "age": 32, "occupation": "Software Engineer"}'),),
+        replay=("tool_use",),
+    ),
+    "vertex_streamrawpredict_sonnet45_thinking_padded_json.sse": Expect(
+        blocks=("reasoning", "text"),
+        text="**Approach:** Simple multiplication of 15 × 3.\n\n**Answer:** 45",
+        usage=TokenUsage(66, 115, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_vrtx_01TSFcWEcVYQKgFMparwhTnp",
+        model="claude-sonnet-4-5-20250929",
+        reasoning=Snip(158, "This is a straightforward multiplication problem: 15 × 3", "Or simply: 15 × 3 = 45"),
+        signatures=(Snip(456, "EtACCkgICRACGAIqQJRH", "qJpx80mlc/yvT8N0GAE="),),
+        replay=("thinking", "text"),
+    ),
+    "azure_foundry_messages_opus45_thinking_padded_json.sse": Expect(
+        blocks=("reasoning", "text"),
+        text="**Approach:** I'll multiply 15 by 3. I can think of this as (10 × 3) + (5 × 3) = 30 + 15.\n\n"
+        "**Answer:** 15 × 3 = **45**",
+        usage=TokenUsage(67, 164, cache_read_tokens=0, cache_write_tokens=0),
+        finish="stop",
+        raw="end_turn",
+        response_id="msg_01M3yuk1qMnrsQLqRPnp3u5g",
+        model="claude-opus-4-5-20251101",
+        reasoning=Snip(191, "The user is asking me to calculate 15 multiplied by 3.", "Or simply: 15 * 3 = 45"),
+        signatures=(Snip(480, "EuECCkYIChgCKkDbWsHi", "sNnwIk3NFY+htT8YAQ=="),),
+        replay=("thinking", "text"),
     ),
     "stop_sequence_prefill.sse": Expect(
         blocks=("text",),

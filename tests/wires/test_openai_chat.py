@@ -230,6 +230,9 @@ def test_fixture_matches_raw_events(rel: str) -> None:
     if ref.error:
         assert finish.kind == "error" and finish.failure is not None
         assert finish.failure.serving_provider == ref.provider
+    elif ref.finish_reason is None and not (ref.text or ref.reasoning or ref.calls):
+        # nothing at all, and no finish word (MiniMax via OpenRouter): EMPTY_RESPONSE, explained
+        assert finish.kind == "error" and finish.failure is not None and finish.failure.code == "EMPTY_RESPONSE"
     elif ref.finish_reason is None:
         assert finish.kind == ("tool-calls" if ref.calls else "stop") and finish.raw is None
     else:

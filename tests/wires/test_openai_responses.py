@@ -99,7 +99,8 @@ def test_fixture_matches_raw_events(rel: str) -> None:
         cache_read_tokens=cached,
         cache_write_tokens=written,
         reasoning_tokens=usage["output_tokens_details"]["reasoning_tokens"],
-        cost=usage.get("cost"),
+        # a gateway's cost, or xAI's in ticks of 1e-10 USD
+        cost=usage.get("cost", usage["cost_in_usd_ticks"] / 1e10 if "cost_in_usd_ticks" in usage else None),
     )
     if final["type"] == "response.incomplete":  # cut at max_output_tokens: the text so far
         assert (result.finish.kind, result.finish.raw) == ("max-tokens", response["incomplete_details"]["reason"])
@@ -707,3 +708,27 @@ def test_the_same_response_created_again_is_metadata() -> None:
                   {"type": "response.output_item.done", "output_index": 0, "item": FIRST_CALL}, completed([FIRST_CALL]))
     for result in _split_checked(data):
         assert result.failure is None and [c.id for c in result.tool_calls] == ["call_a"]
+
+
+def test_a_web_searchs_page_reads_are_in_the_server_tool_summary() -> None:
+    """Recorded (gpt-5-mini, req_llm): besides searches, the web search opened pages and
+    searched inside one; what it read is in the summary, not only that it ran."""
+    data = fixture_bytes("openai-responses/builtin-tools/web_search_call_open_page_find_in_page_actions_gpt5mini.sse")
+    result = assemble(decode_all(data, "openai-responses"))
+    assert result.metadata is not None
+    reads = [t for t in result.metadata.server_tools if t.get("action") in ("open_page", "find_in_page")]
+    assert {t["action"] for t in reads} == {"open_page", "find_in_page"}
+    assert all(t["type"] == "web_search_call" and t["url"].startswith("https://") for t in reads)
+    assert [t["pattern"] for t in reads if t["action"] == "find_in_page"] == ["Posted"]
+    assert any(t.get("queries") for t in result.metadata.server_tools)
+
+
+def test_xai_on_responses_costs_in_ticks_and_its_sub_searches_are_server_run() -> None:
+    """Recorded (grok-4-fast, x_search): the cost is usage.cost_in_usd_ticks; a
+    custom_tool_call the response's own tools do not declare is the search's sub-search."""
+    result = assemble(decode_all(fixture_bytes("xai/responses_api_x_search_custom_tool_call_subsearch_grok4fast.sse"),
+                                 "openai-responses"))
+    assert result.usage is not None and result.usage.cost == pytest.approx(55946500 / 1e10)
+    assert result.tool_calls == () and result.finish.kind == "stop"
+    assert result.metadata is not None
+    assert any(t.get("name") == "x_keyword_search" or t["type"] == "custom_tool_call" for t in result.metadata.server_tools)

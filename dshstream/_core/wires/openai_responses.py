@@ -5,6 +5,9 @@ Contract (sans-IO; one JSON event per SSE frame, dispatched on the payload's ``t
 data-only framings work too):
 
 1. ``response.created``/``in_progress``/``queued`` carry metadata (response id, model).
+   Where the caller gave no ``client_tools`` (a recording decoded on its own), the
+   response's own ``tools`` — the request's, echoed — name them: its ``function`` and
+   ``custom`` tools (rule 3's who-ran-it).
    One response per stream: a second ``response.created`` naming another response id —
    two responses spliced together by a gateway — ends the stream in band with
    ``MALFORMED_RESPONSE``, the first response's output kept (its items would otherwise
@@ -34,7 +37,9 @@ data-only framings work too):
    Server-executed items
    (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
    ``image_generation_call``, ``mcp_call``, ``mcp_list_tools``) are not calls: they are
-   summarized in the finish's ``metadata.server_tools`` and make a response without
+   summarized in the finish's ``metadata.server_tools`` (a web search's queries and
+   sources, or what its ``open_page``/``find_in_page`` action read: ``action``, ``url``,
+   ``pattern``) and make a response without
    blocks a ``stop``, never ``EMPTY_RESPONSE``. The image an ``image_generation_call``
    carries (``result``, base64) is delivered as a file block
    (:class:`~dshstream._core.types.FileBlock`: the media type from the bytes, else from
@@ -198,6 +203,13 @@ def _server_tool_summary(item: dict[str, Any]) -> dict[str, Any]:
     sources = [first_str(dict_or_empty(src).get("url")) for src in list_or_empty(action.get("sources"))]
     if any(sources):
         summary["sources"] = [url for url in sources if url]
+    kind = first_str(action.get("type"))
+    if kind is not None and kind != "search":  # a web search's open_page / find_in_page: what it read
+        summary["action"] = kind
+        for field in ("url", "pattern"):
+            value = first_str(action.get(field))
+            if value is not None:
+                summary[field] = value
     if summary["type"] == "mcp_list_tools":
         summary["tools"] = [first_str(dict_or_empty(t).get("name")) for t in list_or_empty(item.get("tools"))]
     return summary
@@ -573,6 +585,15 @@ class OpenAIResponsesTranslator(Translator):
         response = dict_or_empty(payload.get("response"))
         writer = self.writer
         writer.identify(response.get("id"), response.get("model"), response.get("provider"))
+        tools = response.get("tools")
+        if self.client_tools is None and type(tools) is list:  # rule 1: the request's, echoed
+            self.client_tools = frozenset(
+                name
+                for tool in tools
+                if type(tool) is dict and tool.get("type") in ("function", "custom")
+                for name in (first_str(tool.get("name")),)
+                if name is not None
+            )
         usage = response.get("usage")
         if type(usage) is dict:
             normalized = responses_usage(usage)
