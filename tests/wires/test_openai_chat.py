@@ -29,6 +29,7 @@ from dshstream._core.types import (
     ToolCallDelta,
     UsageChunk,
 )
+from dshstream._core.dialects import DIALECTS
 from helpers import FIXTURES, decode_all, fixture_bytes
 
 DIALECT_OF_FOLDER = {
@@ -46,6 +47,16 @@ DIALECT_OF_FOLDER = {
     "openrouter": "openrouter",
     "snowflake": "openai-chat",
     "perplexity": "perplexity",
+    "together": "together",
+    "cerebras": "openai-chat",
+    "fireworks": "openai-chat",
+    "novita": "openai-chat",
+    "sambanova": "openai-chat",
+    "avian": "openai-chat",
+    "cohere-compat": "openai-chat",
+    "hyper": "openai-chat",
+    "vercel": "openai-chat",
+    "ollama": "ollama",
 }
 CHAT_FIXTURES = sorted(
     f"{path.parent.name}/{path.name}"
@@ -159,6 +170,9 @@ def read_chat(data: bytes) -> ChatReference:
                 function = call.get("function") or {}
                 entry["name"] = function.get("name") or entry["name"]
                 entry["arguments"] += function.get("arguments") or ""
+            routing = (((delta.get("provider_metadata") or {}).get("gateway") or {}).get("routing") or {})
+            if ref.provider is None and routing.get("finalProvider"):  # Vercel's AI Gateway
+                ref.provider = routing["finalProvider"]
             if choice.get("finish_reason"):
                 ref.finish_reason = choice["finish_reason"]
                 ref.native = choice.get("native_finish_reason")
@@ -210,7 +224,9 @@ def test_fixture_matches_raw_events(rel: str) -> None:
     result = assemble(decode_checked(data, wire_of(rel)))
     ref = read_chat(data)
     text, reasoning = ref.text, ref.reasoning
-    if "<think>" in text:  # a server without a reasoning parser: the dialect strips the tags
+    dialect = DIALECTS.get(wire_of(rel))
+    if "<think>" in text and dialect is not None and dialect.think_tags:
+        # a server without a reasoning parser: the dialect strips the tags
         inside = re.findall(r"<think>(.*?)</think>", text, flags=re.S)
         text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
         reasoning += "".join(inside)
@@ -236,7 +252,7 @@ def test_fixture_matches_raw_events(rel: str) -> None:
     elif ref.finish_reason is None:
         assert finish.kind == ("tool-calls" if ref.calls else "stop") and finish.raw is None
     else:
-        kinds = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
+        kinds = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens", "eos": "stop"}
         # a forced (named) tool choice ends its calls with "stop" (recorded, gpt-4-0125)
         stop_with_calls = ref.finish_reason == "stop" and bool(ref.calls)
         assert finish.kind == ("tool-calls" if stop_with_calls else kinds[ref.finish_reason])
@@ -685,3 +701,15 @@ def test_a_new_id_inside_unfinished_arguments_is_the_same_call() -> None:
                chunk(_call(0, "id-3", "f", "}")), chunk({}, "tool_calls"))
     result = assemble(decode_checked(data, "openai"))
     assert [(c.name, json.loads(c.arguments)) for c in result.tool_calls] == [("f", {"city": "Rome"})]
+
+
+@pytest.mark.parametrize(("rel", "served"), [
+    ("vercel/claude_sonnet4_reasoning_details_signature_tool_call.sse", "anthropic"),
+    ("vercel/gemini3_pro_encrypted_reasoning_after_tool_call.sse", "vertex"),
+    ("vercel/gpt5_reasoning_summary_details_tool_call.sse", "openai"),
+])
+def test_vercels_gateway_names_the_provider_that_served(rel: str, served: str) -> None:
+    """Recorded (charmbracelet/fantasy): the finish chunk's provider_metadata carries the
+    gateway's routing record; its finalProvider is the serving provider (rule 9)."""
+    result = assemble(decode_checked(fixture_bytes(rel), "openai-chat"))
+    assert result.metadata is not None and result.metadata.serving_provider == served

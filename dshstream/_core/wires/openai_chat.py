@@ -61,6 +61,9 @@ Contract (sans-IO; events of ``data: {chat.completion.chunk}`` frames, ``[DONE]`
 7. ``[DONE]`` is the terminal marker; EOF without it is normal only after a finish reason.
 8. :meth:`OpenAIChatTranslator.on_payload` takes one chunk already parsed, under rules 1-6:
    the path for libraries that hand over chunk objects instead of bytes (LiteLLM).
+9. The serving provider (``metadata.serving_provider``, and a failure's) is the first a
+   chunk names: OpenRouter's top-level ``provider``, or Vercel's AI Gateway's
+   ``delta.provider_metadata.gateway.routing.finalProvider``.
 """
 
 from __future__ import annotations
@@ -325,6 +328,12 @@ class OpenAIChatTranslator(Translator):
 
     def _on_delta(self, delta: dict[str, Any]) -> None:
         """A delta in general (``on_payload`` handles the one-field shapes itself)."""
+        if "provider_metadata" in delta and self.writer.serving_provider is None:
+            # Vercel's AI Gateway names the provider that served in its routing record (rule 9)
+            routing = dict_or_empty(dict_or_empty(dict_or_empty(delta["provider_metadata"]).get("gateway")).get("routing"))
+            served = first_str(routing.get("finalProvider"))
+            if served is not None:
+                self.writer.serving_provider = served
         reasoning = delta.get("reasoning_content")
         if not (isinstance(reasoning, str) and reasoning):
             reasoning = delta.get("reasoning")
