@@ -77,6 +77,12 @@ def test_a_batch_body_assembles_to_what_its_stream_did(relative: str) -> None:
     assert batched.finish == streamed.finish
     assert batched.usage == streamed.usage
     assert batched.replay_state == streamed.replay_state
+    if relative.startswith("vercel/"):
+        # the gateway names who served in the delta's provider_metadata, which the body
+        # built here (as the SDKs accumulate a stream) does not keep
+        assert streamed.metadata is not None and streamed.metadata.serving_provider is not None
+        assert batched.metadata is not None and batched.metadata.serving_provider is None
+        batched = replace(batched, metadata=replace(batched.metadata, serving_provider=streamed.metadata.serving_provider))
     assert batched.metadata == streamed.metadata
 
 
